@@ -1,0 +1,66 @@
+# placement-scheduler entry points. `make help` lists them.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BIN        := $(CURDIR)/bin
+GO         ?= go
+VERSION    ?= v0.1.0-dev
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# The Kubernetes version we embed, stamped where upstream stamps it: the
+# component-base version decides the binary's feature-gate set, so it must be
+# the real one (see cmd/scheduler/main.go).
+K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+LDFLAGS := -X main.version=$(VERSION) -X main.gitCommit=$(GIT_COMMIT) -X main.buildDate=$(BUILD_DATE) \
+	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
+
+# envtest finds kube-apiserver and etcd here; scheduler_perf finds etcd on PATH.
+export KUBEBUILDER_ASSETS := $(BIN)
+export PLACEMENT_SCHEDULER_BIN := $(BIN)/placement-scheduler
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build bin/placement-scheduler.
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/placement-scheduler ./cmd/scheduler
+
+# Built from the module graph (go.mod `tool` directives), never downloaded.
+# About 9 minutes cold on 2 cores, seconds once Go's build cache has them.
+.PHONY: controlplane
+controlplane: ## Build bin/kube-apiserver, bin/etcd and bin/kubectl from go.mod's tool deps.
+	$(GO) build -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	$(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
+	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+
+.PHONY: run
+run: build controlplane ## Start etcd + kube-apiserver locally and placement-scheduler against them (Ctrl-C stops all).
+	$(GO) run ./hack/devcluster -scheduler $(BIN)/placement-scheduler -config manifests/scheduler-config.yaml -dir .run -- $(ARGS)
+
+.PHONY: fmt
+fmt: ## gofmt the tree.
+	gofmt -s -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
+
+.PHONY: fmt-check
+fmt-check: ## Fail if any Go file is not gofmt'ed.
+	@out=$$(gofmt -s -l $$(find . -name '*.go' -not -path './bin/*' -not -path './.run/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: vet
+vet: ## go vet every package.
+	$(GO) vet ./...
+
+.PHONY: test-unit
+test-unit: ## Unit tests and the equivalence suite (no control plane).
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)
+
+.PHONY: test-integration
+test-integration: build controlplane ## Integration tests: the real binary against envtest.
+	$(GO) test -count=1 -timeout 30m ./test/integration/...
+
+.PHONY: test
+test: fmt-check vet test-unit test-integration ## Everything CI runs.

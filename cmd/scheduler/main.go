@@ -1,0 +1,68 @@
+// Command placement-scheduler is kube-scheduler with placement-scheduler's
+// plugins registered. Everything else (flags, leader election, secure serving,
+// metrics, health) is upstream's app.NewSchedulerCommand.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	k8sversion "k8s.io/component-base/version"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/schedulerapp"
+)
+
+// Set by the Makefile with -ldflags -X. We do not stamp our version into
+// k8s.io/component-base/version.gitVersion: that string is parsed as the
+// binary's Kubernetes version and decides which feature gates exist, so it
+// must stay the Kubernetes version we are built against.
+var (
+	version   = "v0.0.0-dev"
+	gitCommit = "unknown"
+	buildDate = "unknown"
+)
+
+func main() {
+	command := app.NewSchedulerCommand(schedulerapp.Options()...)
+	command.Use = "placement-scheduler"
+	interceptVersion(command)
+	os.Exit(cli.Run(command))
+}
+
+// interceptVersion makes --version report placement-scheduler's version (and
+// the Kubernetes version it embeds) instead of upstream's "Kubernetes vX".
+// Upstream prints and exits from inside RunE once flags are parsed, so we
+// check the parsed flag first. --version=vX.Y.Z (override the reported
+// Kubernetes version) is left to upstream.
+func interceptVersion(command *cobra.Command) {
+	inner := command.RunE
+	command.RunE = func(cmd *cobra.Command, args []string) error {
+		if f := cmd.Flags().Lookup("version"); f != nil && f.Changed {
+			switch f.Value.String() {
+			case "true":
+				fmt.Printf("placement-scheduler %s (commit %s, built %s, kube-scheduler %s, %s)\n",
+					version, gitCommit, buildDate, k8sversion.Get().GitVersion, runtime.Version())
+				return nil
+			case "raw":
+				out, _ := json.MarshalIndent(map[string]string{
+					"version":       version,
+					"gitCommit":     gitCommit,
+					"buildDate":     buildDate,
+					"kubeScheduler": k8sversion.Get().GitVersion,
+					"goVersion":     runtime.Version(),
+				}, "", "  ")
+				fmt.Println(string(out))
+				return nil
+			}
+		}
+		return inner(cmd, args)
+	}
+}

@@ -1,0 +1,28 @@
+// Package schedulerapp turns our plugin registry into kube-scheduler app
+// options, so the binary and the tests that run app.Setup register exactly
+// the same plugins the same way.
+package schedulerapp
+
+import (
+	"sort"
+
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+)
+
+// Options returns one app.WithPlugin per plugin in plugins.Registry, in name
+// order so start-up is deterministic.
+func Options() []app.Option {
+	reg := plugins.Registry()
+	names := make([]string, 0, len(reg))
+	for name := range reg {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	opts := make([]app.Option, 0, len(names))
+	for _, name := range names {
+		opts = append(opts, app.WithPlugin(name, reg[name]))
+	}
+	return opts
+}

@@ -1,0 +1,65 @@
+// Package pluginargs decodes the args our plugins receive from a
+// KubeSchedulerConfiguration.
+//
+// kube-scheduler only knows the args kinds of in-tree plugin names, so an
+// out-of-tree plugin receives its pluginConfig args undecoded, as a
+// *runtime.Unknown (or nil when the profile has none). The framework's own
+// helper (frameworkruntime.DecodeInto) is lenient: a misspelt field is
+// silently dropped and the plugin runs with defaults. We decode strictly so a
+// typo fails at start-up instead.
+package pluginargs
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	sigsjson "sigs.k8s.io/json"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// DecodeStrict decodes obj into into, rejecting unknown and duplicate fields.
+// A nil obj, or one with no raw bytes, leaves into untouched and is not an
+// error: the profile simply gave no args.
+func DecodeStrict(obj runtime.Object, into any) error {
+	if obj == nil {
+		return nil
+	}
+	unknown, ok := obj.(*runtime.Unknown)
+	if !ok {
+		return fmt.Errorf("want args of type runtime.Unknown, got %T", obj)
+	}
+	raw := unknown.Raw
+	if len(raw) == 0 {
+		return nil
+	}
+	switch unknown.ContentType {
+	case runtime.ContentTypeJSON, "":
+	case runtime.ContentTypeYAML:
+		var err error
+		if raw, err = sigsyaml.YAMLToJSONStrict(raw); err != nil {
+			return fmt.Errorf("decoding args: %w", err)
+		}
+	default:
+		return fmt.Errorf("decoding args: unsupported content type %q", unknown.ContentType)
+	}
+	strictErrs, err := sigsjson.UnmarshalStrict(raw, into)
+	if err != nil {
+		return fmt.Errorf("decoding args: %w", err)
+	}
+	if len(strictErrs) > 0 {
+		// e.g. `unknown field "addedAfinity"`; the framework prefixes the plugin name.
+		return fmt.Errorf("decoding args: %w", joinErrs(strictErrs))
+	}
+	return nil
+}
+
+func joinErrs(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	msg := errs[0].Error()
+	for _, e := range errs[1:] {
+		msg += "; " + e.Error()
+	}
+	return fmt.Errorf("%s", msg)
+}

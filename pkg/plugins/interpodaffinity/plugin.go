@@ -1,0 +1,182 @@
+// Package interpodaffinity implements PlacementInterPodAffinity, our
+// re-implementation of kube-scheduler's in-tree InterPodAffinity plugin
+// (k8s.io/kubernetes v1.37.1). Filter enforces the incoming pod's required pod
+// affinity and anti-affinity and, symmetrically, the required anti-affinity of
+// pods already placed; Score weighs preferred terms of both sides plus existing
+// pods' required affinity. Statuses, Skip decisions, raw and normalized scores,
+// queueing hints and signatures must match upstream exactly; the contract is
+// docs/upstream-behavior.md §3.
+package interpodaffinity
+
+import (
+	"context"
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+)
+
+// Name is the name the plugin is registered under. The in-tree name
+// "InterPodAffinity" is taken by kube-scheduler's own registry.
+const Name = "PlacementInterPodAffinity"
+
+// InterPodAffinity places pods relative to other pods: by required and
+// preferred pod (anti-)affinity of the incoming pod, and by the terms of the
+// pods already running.
+type InterPodAffinity struct {
+	args         args
+	parallelizer fwk.Parallelizer
+	sharedLister fwk.SharedLister
+	// nsLister resolves namespaceSelectors of the incoming pod's terms and
+	// the incoming pod's namespace labels for existing pods' terms.
+	nsLister listersv1.NamespaceLister
+	// hostnameFastPath mirrors gate InterPodAffinityHostnameFastPath:
+	// kubernetes.io/hostname-scoped terms are checked against the candidate
+	// node's own pods instead of cluster-wide topology counts (§3.8).
+	hostnameFastPath bool
+	// skipDeferredResize makes PreFilter Skip and Filter pass for pods whose
+	// in-place resize is deferred
+	// (gate InPlacePodVerticalScalingSchedulerPreemption).
+	skipDeferredResize bool
+}
+
+var (
+	_ fwk.PreFilterPlugin     = &InterPodAffinity{}
+	_ fwk.PreFilterExtensions = &InterPodAffinity{}
+	_ fwk.FilterPlugin        = &InterPodAffinity{}
+	_ fwk.PreScorePlugin      = &InterPodAffinity{}
+	_ fwk.ScorePlugin         = &InterPodAffinity{}
+	_ fwk.ScoreExtensions     = &InterPodAffinity{}
+	_ fwk.EnqueueExtensions   = &InterPodAffinity{}
+	_ fwk.SignPlugin          = &InterPodAffinity{}
+)
+
+// New builds the plugin from args that arrive undecoded (*runtime.Unknown) or
+// nil, because kube-scheduler neither decodes nor defaults args of plugin
+// names it does not know.
+func New(_ context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+	if h.SnapshotSharedLister() == nil {
+		// upstream's text, typo included
+		return nil, errors.New("SnapshotSharedlister is nil")
+	}
+	a, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &InterPodAffinity{
+		args:         a,
+		parallelizer: h.Parallelizer(),
+		sharedLister: h.SnapshotSharedLister(),
+		// Asking the factory for the lister registers the Namespace
+		// informer, so it is started and synced with the others.
+		nsLister:           h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
+		hostnameFastPath:   fts.EnableInterPodAffinityHostnameFastPath,
+		skipDeferredResize: fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+	}, nil
+}
+
+// Name returns the registered plugin name.
+func (pl *InterPodAffinity) Name() string { return Name }
+
+// SignPod: whether a pod with pod (anti-)affinity fits depends on where other
+// pods are, so such pods cannot share a signature. For the others the labels
+// matter, because existing pods' terms select on them, unless existing pods'
+// preferred terms are ignored, in which case nothing pod-specific is read.
+func (pl *InterPodAffinity) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with InterPodAffinity are not signable")
+	}
+	if pl.args.ignorePreferredTermsOfExistingPods {
+		return nil, nil
+	}
+	return []fwk.SignFragment{{Key: fwk.LabelsSignerName, Value: pod.Labels}}, nil
+}
+
+// resizeDeferred reports whether the pod is a deferred in-place resize that
+// the scheduler evaluates for preemption only; it is already bound, so pod
+// placement rules do not apply to it.
+func (pl *InterPodAffinity) resizeDeferred(pod *v1.Pod) bool {
+	return pl.skipDeferredResize && resource.IsPodResizeDeferred(pod)
+}
+
+// expandNamespaceSelector resolves the namespaceSelector of one of the
+// incoming pod's terms into namespace names, once per cycle, so that matching
+// against thousands of existing pods needs no namespace lookups.
+//   - {} (Everything) is kept: it matches any namespace, even one whose labels
+//     are unknown.
+//   - nil (Nothing) selects no namespace; listing would add nothing.
+//   - Anything else is replaced by the names of the namespaces it selects now,
+//     and the selector becomes Nothing.
+func (pl *InterPodAffinity) expandNamespaceSelector(t *fwk.AffinityTerm) error {
+	if t.NamespaceSelector.Empty() {
+		return nil
+	}
+	if _, selectable := t.NamespaceSelector.Requirements(); !selectable {
+		return nil
+	}
+	nss, err := pl.nsLister.List(t.NamespaceSelector)
+	if err != nil {
+		return err
+	}
+	for _, ns := range nss {
+		t.Namespaces.Insert(ns.Name)
+	}
+	t.NamespaceSelector = labels.Nothing()
+	return nil
+}
+
+// namespaceLabels returns a copy of the labels of namespace ns, against which
+// existing pods' namespaceSelectors are matched. An unknown namespace has nil
+// labels: only selectors that accept an empty label set match it.
+func (pl *InterPodAffinity) namespaceLabels(logger klog.Logger, ns string) labels.Set {
+	n, err := pl.nsLister.Get(ns)
+	if err != nil {
+		logger.V(3).Info("getting namespace, assuming empty set of namespace labels", "namespace", ns, "err", err)
+		return nil
+	}
+	return labels.Merge(n.Labels, nil)
+}
+
+// matchesAll reports whether pod matches every term, and false when there are
+// none: required pod affinity asks for a single pod that satisfies all terms.
+// nsLabels are nil because it is used with the incoming pod's terms, whose
+// namespace selectors are already expanded, and by the queueing hints, which
+// upstream evaluates the same way.
+func matchesAll(terms []fwk.AffinityTerm, pod *v1.Pod) bool {
+	if len(terms) == 0 {
+		return false
+	}
+	for i := range terms {
+		if !terms[i].Matches(pod, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchesAny reports whether pod matches at least one term (nil namespace
+// labels, as for matchesAll).
+func matchesAny(terms []fwk.AffinityTerm, pod *v1.Pod) bool {
+	for i := range terms {
+		if terms[i].Matches(pod, nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeLabels returns the labels of a NodeInfo's node, tolerating a NodeInfo
+// without a node (test snapshots create those for pods bound to unknown node
+// names), which then simply has no topology domains.
+func nodeLabels(ni fwk.NodeInfo) map[string]string {
+	if n := ni.Node(); n != nil {
+		return n.Labels
+	}
+	return nil
+}

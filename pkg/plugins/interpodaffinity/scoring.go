@@ -1,0 +1,212 @@
+package interpodaffinity
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// preScoreStateKey is upstream's key (see preFilterStateKey).
+const preScoreStateKey fwk.StateKey = "PreScoreInterPodAffinity"
+
+// topologyScores holds the summed weights per topology key and value. A node
+// scores the sum, over the keys it has, of its value's entry.
+type topologyScores map[string]map[string]int64
+
+// preScoreState is never modified after PreScore.
+type preScoreState struct {
+	scores topologyScores
+}
+
+// Clone returns the receiver: the state is immutable.
+func (s *preScoreState) Clone() fwk.StateData { return s }
+
+// PreScore sums, per topology domain, the weights of every pair (incoming
+// pod, existing pod) that attract or repel each other, from both sides'
+// terms. It Skips when there is nothing to score.
+func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	// Upstream decides from the raw spec, before parsing.
+	hasPreferred := false
+	if a := pod.Spec.Affinity; a != nil {
+		hasPreferred = (a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) ||
+			(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
+	}
+	if pl.args.ignorePreferredTermsOfExistingPods && !hasPreferred {
+		return fwk.NewStatus(fwk.Skip)
+	}
+
+	// The incoming pod's preferred terms can select any pod, so all nodes
+	// (the whole snapshot, not just the feasible ones: a pod elsewhere in
+	// a domain counts for the domain) with all their pods are visited.
+	// Otherwise only pods with terms of their own can contribute.
+	var nodes []fwk.NodeInfo
+	var err error
+	if hasPreferred {
+		if nodes, err = pl.sharedLister.NodeInfos().List(); err != nil {
+			return fwk.AsStatus(fmt.Errorf("failed to get all nodes from shared lister: %w", err))
+		}
+	} else {
+		if nodes, err = pl.sharedLister.NodeInfos().HavePodsWithAffinityList(); err != nil {
+			return fwk.AsStatus(fmt.Errorf("failed to get pods with affinity list: %w", err))
+		}
+	}
+
+	pi, err := framework.NewPodInfo(pod)
+	if err != nil {
+		// PreFilter rejects such pods first.
+		return fwk.AsStatus(fmt.Errorf("failed to parse pod: %w", err))
+	}
+	preferred := pi.GetPreferredAffinityTerms()
+	for i := range preferred {
+		if err := pl.expandNamespaceSelector(&preferred[i].AffinityTerm); err != nil {
+			return fwk.AsStatus(fmt.Errorf("updating PreferredAffinityTerms: %w", err))
+		}
+	}
+	preferredAnti := pi.GetPreferredAntiAffinityTerms()
+	for i := range preferredAnti {
+		if err := pl.expandNamespaceSelector(&preferredAnti[i].AffinityTerm); err != nil {
+			return fwk.AsStatus(fmt.Errorf("updating PreferredAntiAffinityTerms: %w", err))
+		}
+	}
+	nsLabels := pl.namespaceLabels(klog.FromContext(ctx), pod.Namespace)
+
+	tallies := make([]nodeTally, len(nodes))
+	pl.parallelizer.Until(ctx, len(nodes), func(i int) {
+		ni := nodes[i]
+		nl := nodeLabels(ni)
+		if len(nl) == 0 {
+			// A node without labels is in no domain; upstream skips its
+			// pods outright.
+			return
+		}
+		existingPods := ni.GetPodsWithAffinity()
+		if hasPreferred {
+			existingPods = ni.GetPods()
+		}
+		var tally nodeTally
+		for _, existing := range existingPods {
+			pl.scoreExistingPod(&tally, nl, pi, nsLabels, existing)
+		}
+		tallies[i] = tally
+	}, pl.Name())
+
+	// Entries whose weights cancel out still count as "something to score",
+	// as upstream.
+	scores := make(topologyScores)
+	for _, t := range tallies {
+		for _, d := range t {
+			byValue := scores[d.pair.key]
+			if byValue == nil {
+				byValue = make(map[string]int64)
+				scores[d.pair.key] = byValue
+			}
+			byValue[d.pair.value] += d.count
+		}
+	}
+	if len(scores) == 0 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	cycleState.Write(preScoreStateKey, &preScoreState{scores: scores})
+	return nil
+}
+
+// scoreExistingPod adds to the tally of the existing pod's node (labels nl)
+// the five contributions of one (incoming, existing) pair. Existing pods'
+// required anti-affinity is not among them: it only filters.
+func (pl *InterPodAffinity) scoreExistingPod(tally *nodeTally, nl map[string]string, incoming fwk.PodInfo, nsLabels labels.Set, existing fwk.PodInfo) {
+	// The incoming pod's terms have expanded namespace selectors: nil labels.
+	addWeighted(tally, nl, incoming.GetPreferredAffinityTerms(), existing.GetPod(), nil, 1)
+	addWeighted(tally, nl, incoming.GetPreferredAntiAffinityTerms(), existing.GetPod(), nil, -1)
+
+	pod := incoming.GetPod()
+	if w := pl.args.hardPodAffinityWeight; w > 0 {
+		terms := existing.GetRequiredAffinityTerms()
+		for i := range terms {
+			if terms[i].Matches(pod, nsLabels) {
+				tally.add(nl, terms[i].TopologyKey, int64(w))
+			}
+		}
+	}
+	// Existing pods' preferred terms, regardless of
+	// ignorePreferredTermsOfExistingPods, which only decides the Skip.
+	addWeighted(tally, nl, existing.GetPreferredAffinityTerms(), pod, nsLabels, 1)
+	addWeighted(tally, nl, existing.GetPreferredAntiAffinityTerms(), pod, nsLabels, -1)
+}
+
+// addWeighted adds sign×weight for each term that pod matches.
+func addWeighted(tally *nodeTally, nl map[string]string, terms []fwk.WeightedAffinityTerm, pod *v1.Pod, nsLabels labels.Set, sign int32) {
+	for i := range terms {
+		if terms[i].Matches(pod, nsLabels) {
+			// int32 product, then widened, exactly as upstream.
+			tally.add(nl, terms[i].TopologyKey, int64(terms[i].Weight*sign))
+		}
+	}
+}
+
+func readPreScoreState(cycleState fwk.CycleState) (*preScoreState, error) {
+	c, err := cycleState.Read(preScoreStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read %q from cycleState: %w", preScoreStateKey, err)
+	}
+	s, ok := c.(*preScoreState)
+	if !ok {
+		return nil, fmt.Errorf("%+v  convert to interpodaffinity.preScoreState error", c)
+	}
+	return s, nil
+}
+
+// Score is the node's raw score: the sum over the scored topology keys it
+// has of its domain's weight. Positive attracts, negative repels.
+func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s, err := readPreScoreState(cycleState)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
+	nl := nodeLabels(nodeInfo)
+	var score int64
+	for key, byValue := range s.scores {
+		if v, ok := nl[key]; ok {
+			score += byValue[v]
+		}
+	}
+	return score, nil
+}
+
+// ScoreExtensions returns the plugin itself for NormalizeScore.
+func (pl *InterPodAffinity) ScoreExtensions() fwk.ScoreExtensions { return pl }
+
+// NormalizeScore maps raw scores min–max onto [0, 100], truncating toward
+// zero. When all raw scores are equal every node gets 0 (not 100): no node is
+// preferred over another.
+func (pl *InterPodAffinity) NormalizeScore(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	s, err := readPreScoreState(cycleState)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if len(s.scores) == 0 {
+		return nil
+	}
+	minScore, maxScore := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range scores {
+		minScore = min(minScore, scores[i].Score)
+		maxScore = max(maxScore, scores[i].Score)
+	}
+	spread := maxScore - minScore
+	for i := range scores {
+		var f float64
+		if spread > 0 {
+			// Same float expression and evaluation order as upstream:
+			// 100*(d/spread) and (100*d)/spread truncate differently,
+			// e.g. 29/100 gives 28 here.
+			f = float64(fwk.MaxNodeScore) * (float64(scores[i].Score-minScore) / float64(spread))
+		}
+		scores[i].Score = int64(f)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package interpodaffinity
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	plugintesting "k8s.io/kubernetes/pkg/scheduler/framework/plugins/testing"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+)
+
+// Topology keys used throughout the tests.
+const (
+	zone = v1.LabelTopologyZone
+	rack = "example.com/rack"
+	host = v1.LabelHostname
+)
+
+// Expected statuses, rendered by statusString.
+const (
+	pass           = ""
+	skip           = "Skip"
+	affinityReject = "UnschedulableAndUnresolvable: " + ErrReasonAffinityRulesNotMatch
+	antiReject     = "Unschedulable: " + ErrReasonAntiAffinityRulesNotMatch
+	existingReject = "Unschedulable: " + ErrReasonExistingAntiAffinityRulesNotMatch
+)
+
+// statusString renders a status as "Code: message", "" for success, so that
+// tables assert code and message at once.
+func statusString(s *fwk.Status) string {
+	if s.IsSuccess() {
+		return pass
+	}
+	if s.Message() == "" {
+		return s.Code().String()
+	}
+	return fmt.Sprintf("%s: %s", s.Code(), s.Message())
+}
+
+// testEnv is a plugin over a fixed snapshot, with namespaces in its informer.
+type testEnv struct {
+	ctx  context.Context
+	pl   *InterPodAffinity
+	snap *cache.Snapshot
+}
+
+// newEnv builds the plugin through its factory with args (nil, or raw JSON as
+// kube-scheduler passes it) over a snapshot of pods and nodes.
+func newEnv(t *testing.T, args runtime.Object, fts feature.Features, pods []*v1.Pod, nodes []*v1.Node, namespaces ...*v1.Namespace) *testEnv {
+	t.Helper()
+	schedmetrics.Register() // Parallelizer.Until reports a metric
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	objs := make([]runtime.Object, 0, len(namespaces))
+	for _, ns := range namespaces {
+		objs = append(objs, ns)
+	}
+	snap := cache.NewSnapshot(pods, nodes)
+	factory := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return New(ctx, obj, h, fts)
+	}
+	p := plugintesting.SetupPluginWithInformers(ctx, t, frameworkruntime.PluginFactory(factory), args, snap, objs)
+	return &testEnv{ctx: ctx, pl: p.(*InterPodAffinity), snap: snap}
+}
+
+func (e *testEnv) allNodes(t *testing.T) []fwk.NodeInfo {
+	t.Helper()
+	nis, err := e.snap.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nis
+}
+
+func (e *testEnv) nodeInfo(t *testing.T, name string) fwk.NodeInfo {
+	t.Helper()
+	ni, err := e.snap.NodeInfos().Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ni
+}
+
+// preFilter runs PreFilter on a fresh cycle state.
+func (e *testEnv) preFilter(t *testing.T, pod *v1.Pod) (fwk.CycleState, *fwk.Status) {
+	t.Helper()
+	cs := framework.NewCycleState()
+	res, st := e.pl.PreFilter(e.ctx, cs, pod, e.allNodes(t))
+	if res != nil {
+		t.Errorf("PreFilter returned a PreFilterResult %v; upstream never does", res)
+	}
+	return cs, st
+}
+
+// filterAll runs Filter on every node with a node object and returns the
+// rendered statuses by node name.
+func (e *testEnv) filterAll(t *testing.T, cs fwk.CycleState, pod *v1.Pod) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, ni := range e.allNodes(t) {
+		if ni.Node() == nil {
+			continue
+		}
+		out[ni.Node().Name] = statusString(e.pl.Filter(e.ctx, cs, pod, ni))
+	}
+	return out
+}
+
+// scoreResult is what the score phase produced for one pod.
+type scoreResult struct {
+	preScore   string
+	raw        map[string]int64
+	normalized map[string]int64
+}
+
+// score runs PreScore, then Score and NormalizeScore over the named nodes
+// (all nodes with a node object when none are named), as the framework does
+// for the feasible ones.
+func (e *testEnv) score(t *testing.T, pod *v1.Pod, feasible ...string) scoreResult {
+	t.Helper()
+	var nodes []fwk.NodeInfo
+	if len(feasible) == 0 {
+		for _, ni := range e.allNodes(t) {
+			if ni.Node() != nil {
+				nodes = append(nodes, ni)
+			}
+		}
+	} else {
+		for _, n := range feasible {
+			nodes = append(nodes, e.nodeInfo(t, n))
+		}
+	}
+	cs := framework.NewCycleState()
+	r := scoreResult{preScore: statusString(e.pl.PreScore(e.ctx, cs, pod, nodes))}
+	if r.preScore != pass {
+		return r
+	}
+	r.raw = map[string]int64{}
+	list := make(fwk.NodeScoreList, 0, len(nodes))
+	for _, ni := range nodes {
+		s, st := e.pl.Score(e.ctx, cs, pod, ni)
+		if !st.IsSuccess() {
+			t.Fatalf("Score(%s): %v", ni.Node().Name, st)
+		}
+		r.raw[ni.Node().Name] = s
+		list = append(list, fwk.NodeScore{Name: ni.Node().Name, Score: s})
+	}
+	if st := e.pl.NormalizeScore(e.ctx, cs, pod, list); !st.IsSuccess() {
+		t.Fatalf("NormalizeScore: %v", st)
+	}
+	r.normalized = map[string]int64{}
+	for _, ns := range list {
+		r.normalized[ns.Name] = ns.Score
+	}
+	return r
+}
+
+// keys lists a map's keys sorted, for messages.
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

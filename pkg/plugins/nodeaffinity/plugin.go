@@ -1,0 +1,111 @@
+// Package nodeaffinity implements PlacementNodeAffinity, our re-implementation
+// of kube-scheduler's in-tree NodeAffinity plugin (k8s.io/kubernetes v1.37.1).
+//
+// It filters nodes by the pod's spec.nodeSelector and required node affinity,
+// plus a scheduler-enforced "added" affinity from the plugin args, and scores
+// them by the weights of the matching preferred terms. Statuses, Skip
+// decisions, PreFilterResult, scores and queueing hints are those of upstream;
+// the term matching itself is delegated to
+// k8s.io/component-helpers/scheduling/corev1/nodeaffinity, which upstream also
+// uses, so parse quirks (lazy per-term errors, empty terms, Gt/Lt parsing)
+// are the same by construction.
+package nodeaffinity
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+)
+
+const (
+	// Name is the name the plugin is registered under. The in-tree name
+	// "NodeAffinity" is taken by kube-scheduler's own registry.
+	Name = "PlacementNodeAffinity"
+
+	// ErrReasonPod is the Filter reason when the pod's nodeSelector or required
+	// node affinity rejects a node. The reason strings are upstream's
+	// verbatim: they surface in events and FitError messages.
+	ErrReasonPod = "node(s) didn't match Pod's node affinity/selector"
+
+	// errReasonEnforced is the Filter reason when the args' addedAffinity
+	// rejects a node.
+	errReasonEnforced = "node(s) didn't match scheduler-enforced node affinity"
+
+	// errReasonConflict is the PreFilter reason when the pod's required terms
+	// pin it to metadata.name sets with an empty union.
+	errReasonConflict = "pod affinity terms conflict"
+
+	// CycleState keys. They carry our plugin name so that a profile (or a
+	// differential test) running upstream's plugin next to ours never reads
+	// the other's state.
+	preFilterStateKey fwk.StateKey = "PreFilter" + Name
+	preScoreStateKey  fwk.StateKey = "PreScore" + Name
+)
+
+// NodeAffinity is the plugin. It is immutable after New, so one instance is
+// safely shared by the parallel Filter/Score calls.
+type NodeAffinity struct {
+	// addedNodeSelector is the args' addedAffinity required selector; nil
+	// when the args set none (every node passes).
+	addedNodeSelector *nodeaffinity.NodeSelector
+	// addedPrefSchedTerms is the args' addedAffinity preferred terms; nil
+	// when the args list none. Non-nil but empty (all weights 0) is kept
+	// distinct because it disables PreScore's Skip, as upstream.
+	addedPrefSchedTerms *nodeaffinity.PreferredSchedulingTerms
+	// skipDeferredResize mirrors the InPlacePodVerticalScalingSchedulerPreemption
+	// gate: pods whose in-place resize is deferred are already bound, so
+	// PreFilter Skips them and Filter passes them.
+	skipDeferredResize bool
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &NodeAffinity{}
+	_ fwk.FilterPlugin      = &NodeAffinity{}
+	_ fwk.PreScorePlugin    = &NodeAffinity{}
+	_ fwk.ScorePlugin       = &NodeAffinity{}
+	_ fwk.ScoreExtensions   = &NodeAffinity{}
+	_ fwk.EnqueueExtensions = &NodeAffinity{}
+	_ fwk.SignPlugin        = &NodeAffinity{}
+)
+
+// New builds the plugin from its pluginConfig args (a *runtime.Unknown, or nil
+// for none). Invalid args fail construction, so a bad profile fails at
+// start-up rather than at scheduling time.
+func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	added, err := compileAddedAffinity(args)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeAffinity{
+		addedNodeSelector:   added.required,
+		addedPrefSchedTerms: added.preferred,
+		skipDeferredResize:  fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+	}, nil
+}
+
+// Name returns the registered plugin name.
+func (pl *NodeAffinity) Name() string { return Name }
+
+// stateFrom reads a typed state written by PreFilter/PreScore. A missing key
+// is reported as an error so callers can fall back to recomputing (the
+// extension point may be disabled in the profile).
+func stateFrom[T fwk.StateData](cs fwk.CycleState, key fwk.StateKey) (T, error) {
+	var zero T
+	d, err := cs.Read(key)
+	if err != nil {
+		return zero, fmt.Errorf("reading %q from cycleState: %w", key, err)
+	}
+	s, ok := d.(T)
+	if !ok {
+		return zero, fmt.Errorf("invalid %q state, got type %T", key, d)
+	}
+	return s, nil
+}

@@ -1,0 +1,152 @@
+package nodename
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+)
+
+func newPlugin(t *testing.T, fts feature.Features) *NodeName {
+	t.Helper()
+	p, err := New(context.Background(), nil, nil, fts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p.(*NodeName)
+}
+
+func TestName(t *testing.T) {
+	if got := newPlugin(t, feature.Features{}).Name(); got != "PlacementNodeName" {
+		t.Errorf("Name() = %q", got)
+	}
+}
+
+func TestNewIgnoresArgs(t *testing.T) {
+	// NodeName takes no args; whatever the profile passes must not break it.
+	if _, err := New(context.Background(), tu.RawArgs(`{"whatever":1}`), nil, feature.Features{}); err != nil {
+		t.Errorf("New with args: %v", err)
+	}
+}
+
+func TestPreFilterAndFilter(t *testing.T) {
+	nodes := []*v1.Node{tu.MakeNode("alpha").Obj(), tu.MakeNode("beta").Obj(), tu.MakeNode("gamma").Obj()}
+	const reject = "node(s) didn't match the requested node name"
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		fts  feature.Features
+		// wantNames nil means PreFilter returns a nil result (all nodes).
+		wantNames sets.Set[string]
+		// wantReject lists the nodes Filter rejects.
+		wantReject sets.Set[string]
+	}{
+		{
+			name:       "no nodeName: every node passes, no narrowing",
+			pod:        tu.MakePod("ns", "p").Obj(),
+			wantReject: sets.New[string](),
+		},
+		{
+			name:       "nodeName set: narrowed to it, the others rejected",
+			pod:        tu.MakePod("ns", "p").NodeName("beta").Obj(),
+			wantNames:  sets.New("beta"),
+			wantReject: sets.New("alpha", "gamma"),
+		},
+		{
+			name:       "nodeName of a node not in the snapshot: still narrowed to it, every node rejected",
+			pod:        tu.MakePod("ns", "p").NodeName("delta").Obj(),
+			wantNames:  sets.New("delta"),
+			wantReject: sets.New("alpha", "beta", "gamma"),
+		},
+		{
+			// Unlike the affinity plugins, NodeName has no deferred-resize
+			// special case: the bound pod must stay on its node.
+			name:       "deferred resize with the gate on: still narrowed and filtered",
+			pod:        tu.MakePod("ns", "p").NodeName("alpha").ResizeDeferred().Obj(),
+			fts:        feature.Features{EnableInPlacePodVerticalScalingSchedulerPreemption: true},
+			wantNames:  sets.New("alpha"),
+			wantReject: sets.New("beta", "gamma"),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			pl := newPlugin(t, tc.fts)
+			state := framework.NewCycleState()
+			infos := tu.NodeInfos(nodes...)
+
+			res, st := pl.PreFilter(ctx, state, tc.pod, infos)
+			if !st.IsSuccess() {
+				t.Fatalf("PreFilter status = %v %q, want Success", st.Code(), st.Message())
+			}
+			if tc.wantNames == nil {
+				if res != nil {
+					t.Errorf("PreFilter result = %v, want nil", res.NodeNames)
+				}
+			} else if res == nil || !res.NodeNames.Equal(tc.wantNames) {
+				t.Errorf("PreFilter result = %v, want %v", res, sets.List(tc.wantNames))
+			}
+			if pl.PreFilterExtensions() != nil {
+				t.Error("PreFilterExtensions() must be nil")
+			}
+
+			for _, ni := range infos {
+				name := ni.Node().Name
+				st := pl.Filter(ctx, state, tc.pod, ni)
+				if tc.wantReject.Has(name) {
+					if st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != reject {
+						t.Errorf("Filter(%s) = %v %q, want UnschedulableAndUnresolvable %q", name, st.Code(), st.Message(), reject)
+					}
+					if Fits(tc.pod, ni) {
+						t.Errorf("Fits(%s) = true, want false", name)
+					}
+				} else {
+					if !st.IsSuccess() {
+						t.Errorf("Filter(%s) = %v %q, want Success", name, st.Code(), st.Message())
+					}
+					if !Fits(tc.pod, ni) {
+						t.Errorf("Fits(%s) = false, want true", name)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestEventsToRegister(t *testing.T) {
+	got, err := newPlugin(t, feature.Features{}).EventsToRegister(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("got %d events, want 1", len(got))
+	}
+	want := fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}
+	if got[0].Event != want {
+		t.Errorf("event = %v, want %v", got[0].Event, want)
+	}
+	if got[0].QueueingHintFn != nil {
+		t.Error("NodeName registers no queueing hint (the queue then always requeues)")
+	}
+}
+
+func TestSignPod(t *testing.T) {
+	for _, nodeName := range []string{"", "alpha"} {
+		pod := tu.MakePod("ns", "p").NodeName(nodeName).Obj()
+		got, st := newPlugin(t, feature.Features{}).SignPod(context.Background(), pod)
+		if !st.IsSuccess() {
+			t.Fatalf("SignPod status: %v", st)
+		}
+		want := []fwk.SignFragment{{Key: "v1.Pod.Spec.NodeName", Value: nodeName}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("SignPod(nodeName=%q) (-want +got):\n%s", nodeName, diff)
+		}
+	}
+}

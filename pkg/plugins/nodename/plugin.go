@@ -1,0 +1,44 @@
+// Package nodename implements PlacementNodeName, our re-implementation of
+// kube-scheduler's in-tree NodeName plugin (k8s.io/kubernetes v1.37.1): a pod
+// that names a node in spec.nodeName may only be placed on that node.
+package nodename
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+)
+
+const (
+	// Name is the name the plugin is registered under. The in-tree name
+	// "NodeName" is taken by kube-scheduler's own registry.
+	Name = "PlacementNodeName"
+
+	// ErrReason is the Filter reason for a node other than spec.nodeName. It
+	// is upstream's text verbatim: users and tooling match on it.
+	ErrReason = "node(s) didn't match the requested node name"
+)
+
+// NodeName restricts a pod that sets spec.nodeName to that node. It is
+// stateless.
+type NodeName struct{}
+
+var (
+	_ fwk.PreFilterPlugin   = &NodeName{}
+	_ fwk.FilterPlugin      = &NodeName{}
+	_ fwk.EnqueueExtensions = &NodeName{}
+	_ fwk.SignPlugin        = &NodeName{}
+)
+
+// New builds the plugin. It takes no args. The feature set is deliberately
+// unused: unlike NodeAffinity, upstream's NodeName ignores the deferred-resize
+// gate, because narrowing to spec.nodeName is exactly what a deferred-resize
+// pod (already bound) needs.
+func New(_ context.Context, _ runtime.Object, _ fwk.Handle, _ feature.Features) (fwk.Plugin, error) {
+	return &NodeName{}, nil
+}
+
+// Name returns the registered plugin name.
+func (pl *NodeName) Name() string { return Name }

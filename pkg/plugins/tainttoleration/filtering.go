@@ -1,0 +1,59 @@
+package tainttoleration
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// errReasonUntolerated is the fixed Filter reason of upstream v1.37.1; it
+// deliberately names no taint.
+const errReasonUntolerated = "node(s) had untolerated taint(s)"
+
+// PreFilter writes no state: Filter needs nothing beyond the pod and node.
+// It Skips only deferred-resize pods so that Filter is not even called.
+func (pl *TaintToleration) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if pl.resizeDeferred(pod) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: the verdict does not depend on other pods.
+func (pl *TaintToleration) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter rejects the node if one of its NoSchedule/NoExecute taints is
+// tolerated by none of the pod's tolerations.
+func (pl *TaintToleration) Filter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	if pl.resizeDeferred(pod) {
+		return nil
+	}
+	node := nodeInfo.Node()
+	logger := klog.FromContext(ctx)
+	taint := pl.firstUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations)
+	if taint == nil {
+		return nil
+	}
+	logger.V(4).Info("node had untolerated taints", "node", klog.KObj(node), "pod", klog.KObj(pod), "untoleratedTaint", *taint)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, errReasonUntolerated)
+}
+
+// firstUntoleratedTaint returns the first NoSchedule/NoExecute taint, in node
+// order, that no toleration tolerates, or nil. It walks the node's slice in
+// place instead of building a filtered copy per node as
+// FindMatchingUntoleratedTaint does; the result is the same taint.
+func (pl *TaintToleration) firstUntoleratedTaint(logger klog.Logger, taints []v1.Taint, tolerations []v1.Toleration) *v1.Taint {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect != v1.TaintEffectNoSchedule && t.Effect != v1.TaintEffectNoExecute {
+			continue
+		}
+		if !v1helper.TolerationsTolerateTaint(logger, tolerations, t, pl.comparisonOperators) {
+			return t
+		}
+	}
+	return nil
+}

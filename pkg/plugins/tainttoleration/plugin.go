@@ -1,0 +1,72 @@
+// Package tainttoleration implements PlacementTaintToleration, our
+// re-implementation of kube-scheduler's in-tree TaintToleration plugin
+// (v1.37.1). It must produce the same statuses, scores, queueing hints and
+// signatures as upstream; see docs/upstream-behavior.md §4.
+package tainttoleration
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+)
+
+const (
+	// Name is the name under which the plugin is registered. The in-tree name
+	// "TaintToleration" is taken by kube-scheduler's own registry.
+	Name = "PlacementTaintToleration"
+)
+
+// TaintToleration keeps pods off nodes whose NoSchedule/NoExecute taints they
+// do not tolerate and prefers nodes with fewer untolerated PreferNoSchedule
+// taints.
+type TaintToleration struct {
+	// comparisonOperators enables the Gt/Lt toleration operators
+	// (gate TaintTolerationComparisonOperators).
+	comparisonOperators bool
+	// skipDeferredResize makes PreFilter Skip and Filter pass for pods whose
+	// in-place resize is deferred
+	// (gate InPlacePodVerticalScalingSchedulerPreemption).
+	skipDeferredResize bool
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &TaintToleration{}
+	_ fwk.FilterPlugin      = &TaintToleration{}
+	_ fwk.PreScorePlugin    = &TaintToleration{}
+	_ fwk.ScorePlugin       = &TaintToleration{}
+	_ fwk.ScoreExtensions   = &TaintToleration{}
+	_ fwk.EnqueueExtensions = &TaintToleration{}
+	_ fwk.SignPlugin        = &TaintToleration{}
+)
+
+// New builds the plugin. It takes no args; any object passed is ignored, as
+// upstream does.
+func New(_ context.Context, _ runtime.Object, _ fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+	return &TaintToleration{
+		comparisonOperators: fts.EnableTaintTolerationComparisonOperators,
+		skipDeferredResize:  fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+	}, nil
+}
+
+// Name returns the registered plugin name.
+func (pl *TaintToleration) Name() string { return Name }
+
+// SignPod reports the only pod input the plugin reads, the tolerations, with
+// the shared signer so that pods differing only in toleration order batch
+// together exactly as with upstream.
+func (pl *TaintToleration) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return []fwk.SignFragment{
+		{Key: fwk.TolerationsSignerName, Value: fwk.TolerationsSigner(pod)},
+	}, nil
+}
+
+// resizeDeferred reports whether the pod is a deferred in-place resize that
+// the scheduler is evaluating for preemption only; taints do not apply to it
+// because it is already bound.
+func (pl *TaintToleration) resizeDeferred(pod *v1.Pod) bool {
+	return pl.skipDeferredResize && resource.IsPodResizeDeferred(pod)
+}

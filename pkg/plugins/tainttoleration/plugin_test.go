@@ -1,0 +1,142 @@
+package tainttoleration
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+)
+
+// newPlugin builds the plugin through its public factory with the given gates.
+func newPlugin(t *testing.T, fts feature.Features) *TaintToleration {
+	t.Helper()
+	p, err := New(context.Background(), nil, nil, fts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p.(*TaintToleration)
+}
+
+var (
+	gatesOff     = feature.Features{}
+	comparisonOn = feature.Features{EnableTaintTolerationComparisonOperators: true}
+	resizeGateOn = feature.Features{EnableInPlacePodVerticalScalingSchedulerPreemption: true}
+)
+
+func TestNewIgnoresArgs(t *testing.T) {
+	for name, args := range map[string]runtime.Object{
+		"nil":     nil,
+		"unknown": tu.RawArgs(`{"anything": 1}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := New(context.Background(), args, nil, gatesOff)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if got := p.Name(); got != "PlacementTaintToleration" {
+				t.Errorf("Name() = %q", got)
+			}
+		})
+	}
+}
+
+func TestPreFilter(t *testing.T) {
+	plain := tu.MakePod("ns", "p").Obj()
+	deferred := tu.MakePod("ns", "p").ResizeDeferred().Obj()
+	infeasible := tu.MakePod("ns", "p").Condition(v1.PodResizePending, v1.ConditionTrue, v1.PodReasonInfeasible).Obj()
+	tests := []struct {
+		name     string
+		fts      feature.Features
+		pod      *v1.Pod
+		wantSkip bool
+	}{
+		{name: "plain pod, gates off", fts: gatesOff, pod: plain},
+		{name: "plain pod, resize gate on", fts: resizeGateOn, pod: plain},
+		{name: "deferred resize, gate off", fts: gatesOff, pod: deferred},
+		{name: "deferred resize, gate on", fts: resizeGateOn, pod: deferred, wantSkip: true},
+		{name: "infeasible resize, gate on", fts: resizeGateOn, pod: infeasible},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := newPlugin(t, tc.fts)
+			state := framework.NewCycleState()
+			res, st := pl.PreFilter(context.Background(), state, tc.pod, tu.NodeInfos(tu.MakeNode("n").Obj()))
+			if res != nil {
+				t.Errorf("PreFilterResult = %v, want nil", res)
+			}
+			if tc.wantSkip {
+				if st.Code() != fwk.Skip {
+					t.Errorf("status = %v, want Skip", st)
+				}
+			} else if st != nil {
+				t.Errorf("status = %v, want nil", st)
+			}
+			if pl.PreFilterExtensions() != nil {
+				t.Error("PreFilterExtensions() must be nil")
+			}
+		})
+	}
+}
+
+func TestSignPod(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want []v1.Toleration
+	}{
+		{
+			name: "no tolerations gives an empty, non-nil list",
+			pod:  tu.MakePod("ns", "p").Obj(),
+			want: []v1.Toleration{},
+		},
+		{
+			name: "sorted by key then value",
+			pod: tu.MakePod("ns", "p").
+				Toleration(tu.Tol("zone", v1.TolerationOpEqual, "b", v1.TaintEffectNoSchedule)).
+				Toleration(tu.Tol("", v1.TolerationOpExists, "", "")).
+				Toleration(tu.Tol("zone", v1.TolerationOpEqual, "a", v1.TaintEffectNoExecute)).
+				Toleration(tu.Tol("arch", v1.TolerationOpEqual, "x", v1.TaintEffectPreferNoSchedule)).
+				Obj(),
+			want: []v1.Toleration{
+				tu.Tol("", v1.TolerationOpExists, "", ""),
+				tu.Tol("arch", v1.TolerationOpEqual, "x", v1.TaintEffectPreferNoSchedule),
+				tu.Tol("zone", v1.TolerationOpEqual, "a", v1.TaintEffectNoExecute),
+				tu.Tol("zone", v1.TolerationOpEqual, "b", v1.TaintEffectNoSchedule),
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.pod.DeepCopy()
+			frags, st := newPlugin(t, gatesOff).SignPod(context.Background(), tc.pod)
+			if st != nil {
+				t.Fatalf("status = %v", st)
+			}
+			if len(frags) != 1 || frags[0].Key != fwk.TolerationsSignerName {
+				t.Fatalf("fragments = %+v, want one with key %q", frags, fwk.TolerationsSignerName)
+			}
+			got, ok := frags[0].Value.([]v1.Toleration)
+			if !ok || got == nil {
+				t.Fatalf("value = %#v, want a non-nil []v1.Toleration", frags[0].Value)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("value (-want +got):\n%s", diff)
+			}
+			// It must also be exactly what the shared signer produces, so
+			// batching matches upstream.
+			if diff := cmp.Diff(fwk.TolerationsSigner(tc.pod), frags[0].Value); diff != "" {
+				t.Errorf("differs from fwk.TolerationsSigner (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.pod); diff != "" {
+				t.Errorf("SignPod mutated the pod:\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,835 @@
+package equivalence
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodename"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// factory builds one side of a comparison for a scenario.
+type factory func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error)
+
+// kind is one of the four plugins under test.
+type kind struct {
+	Name     string // upstream (in-tree) name
+	Weight   int32  // weight in the default profile (0: not a score plugin)
+	Upstream factory
+}
+
+// Profile order of the four (see upstream-behavior.md §0).
+var kinds = []*kind{
+	{Name: nodename.Name, Upstream: plain(nodename.New)},
+	{Name: tainttoleration.Name, Weight: 3, Upstream: plain(tainttoleration.New)},
+	{Name: nodeaffinity.Name, Weight: 2, Upstream: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+		args, err := internalNodeAffinityArgs(sc)
+		if err != nil {
+			return nil, err
+		}
+		return nodeaffinity.New(ctx, args, h, fts)
+	}},
+	{Name: interpodaffinity.Name, Weight: 2, Upstream: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+		args, err := internalInterPodAffinityArgs(sc)
+		if err != nil {
+			return nil, err
+		}
+		return interpodaffinity.New(ctx, args, h, fts)
+	}},
+}
+
+func kindByName(name string) *kind {
+	for _, k := range kinds {
+		if k.Name == name {
+			return k
+		}
+	}
+	return nil
+}
+
+type newFunc func(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error)
+
+func plain(f newFunc) factory {
+	return func(ctx context.Context, _ *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+		return f(ctx, nil, h, fts)
+	}
+}
+
+// ourPlugin is one of our plugin packages, registered by a wire_*_test.go file
+// once the package compiles.
+type ourPlugin struct {
+	Name string // our registered name, e.g. PlacementNodeAffinity
+	New  newFunc
+}
+
+// ours maps the upstream name to our implementation.
+var ours = map[string]ourPlugin{}
+
+// oursFactory returns the factory for our implementation of k, or nil while
+// that package has not landed.
+func oursFactory(k *kind) factory {
+	op, ok := ours[k.Name]
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+		return op.New(ctx, oursArgs(k.Name, sc), h, fts)
+	}
+}
+
+// candidateFactory is what a kind's upstream plugin is compared against: ours
+// when wired, else a second upstream instance (which validates the harness).
+func candidateFactory(k *kind) (factory, bool) {
+	if f := oursFactory(k); f != nil {
+		return f, true
+	}
+	return k.Upstream, false
+}
+
+// ---------------------------------------------------------------------------
+// Args: the same generated versioned values, converted to the internal types
+// for upstream (defaults applied, as the config loader would) and handed raw
+// to ours (as kube-scheduler hands args to out-of-tree plugins).
+
+func internalNodeAffinityArgs(sc *Scenario) (*config.NodeAffinityArgs, error) {
+	in := &configv1.NodeAffinityArgs{}
+	if sc.NodeAffinityArgs != nil {
+		in = sc.NodeAffinityArgs.DeepCopy()
+	}
+	scheme.Scheme.Default(in)
+	out := &config.NodeAffinityArgs{}
+	if err := scheme.Scheme.Convert(in, out, nil); err != nil {
+		return nil, fmt.Errorf("converting NodeAffinityArgs: %w", err)
+	}
+	return out, nil
+}
+
+func internalInterPodAffinityArgs(sc *Scenario) (*config.InterPodAffinityArgs, error) {
+	in := &configv1.InterPodAffinityArgs{}
+	if sc.InterPodAffinityArgs != nil {
+		in = sc.InterPodAffinityArgs.DeepCopy()
+	}
+	scheme.Scheme.Default(in)
+	out := &config.InterPodAffinityArgs{}
+	if err := scheme.Scheme.Convert(in, out, nil); err != nil {
+		return nil, fmt.Errorf("converting InterPodAffinityArgs: %w", err)
+	}
+	return out, nil
+}
+
+// oursArgs returns the *runtime.Unknown our factory receives, or nil when
+// the profile would have no pluginConfig entry.
+func oursArgs(name string, sc *Scenario) runtime.Object {
+	var v any
+	switch name {
+	case nodeaffinity.Name:
+		if sc.NodeAffinityArgs == nil {
+			return nil
+		}
+		v = sc.NodeAffinityArgs
+	case interpodaffinity.Name:
+		if sc.InterPodAffinityArgs == nil {
+			return nil
+		}
+		v = sc.InterPodAffinityArgs
+	default:
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	if sc.ArgsAsYAML {
+		y, err := sigsyaml.JSONToYAML(raw)
+		if err != nil {
+			panic(err)
+		}
+		return &runtime.Unknown{Raw: y, ContentType: runtime.ContentTypeYAML}
+	}
+	return &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+}
+
+func featuresFor(sc *Scenario) feature.Features {
+	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+	fts.EnableTaintTolerationComparisonOperators = sc.Gates.TaintTolerationComparisonOperators
+	fts.EnableInPlacePodVerticalScalingSchedulerPreemption = sc.Gates.InPlacePodVerticalScalingSchedulerPreemption
+	return fts
+}
+
+// ---------------------------------------------------------------------------
+// Environment: one per worker goroutine. The framework handle, informer
+// factory and namespace store are reused across scenarios; only the snapshot
+// and the store's content are swapped, which keeps a scenario cheap.
+
+// swapLister lets a long-lived handle serve the current scenario's snapshot.
+type swapLister struct{ fwk.SharedLister }
+
+// nominator serves the scenario's nominated pods to the framework.
+type nominator struct{ byNode map[string][]fwk.PodInfo }
+
+func (n *nominator) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
+func (n *nominator) DeleteNominatedPodIfExists(*v1.Pod)                            {}
+func (n *nominator) UpdateNominatedPod(klog.Logger, *v1.Pod, fwk.PodInfo)          {}
+func (n *nominator) NominatedPodsForNode(name string) []fwk.PodInfo                { return n.byNode[name] }
+
+type env struct {
+	ctx       context.Context
+	lister    *swapLister
+	snapshot  *cache.Snapshot
+	informers informers.SharedInformerFactory
+	nsStore   toolscache.Indexer
+	nominator *nominator
+	handle    fwk.Handle
+	recorder  *metrics.MetricAsyncRecorder
+	// draManager serves DynamicResources in whole-profile runs (no claims,
+	// no device classes: it only has to exist).
+	draManager fwk.SharedDRAManager
+}
+
+// quietContext returns ctx with a discarding logger: TaintToleration logs
+// unparsable Gt/Lt values at error level, which would flood the test output.
+func quietContext(ctx context.Context) context.Context {
+	return klog.NewContext(ctx, logr.Discard())
+}
+
+func newEnv(ctx context.Context) (*env, error) {
+	ctx = quietContext(ctx)
+	e := &env{
+		ctx:       ctx,
+		lister:    &swapLister{SharedLister: cache.NewEmptySnapshot()},
+		informers: informers.NewSharedInformerFactory(fake.NewClientset(), 0),
+		nominator: &nominator{},
+		recorder:  metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done()),
+	}
+	// The informer is never started: the store is filled directly.
+	e.nsStore = e.informers.Core().V1().Namespaces().Informer().GetIndexer()
+	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), e.informers.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+	e.draManager = dynamicresources.NewDRAManager(ctx, claims, nil, e.informers)
+	h, err := frameworkruntime.NewFramework(ctx, nil, nil,
+		frameworkruntime.WithSnapshotSharedLister(e.lister),
+		frameworkruntime.WithInformerFactory(e.informers),
+		frameworkruntime.WithPodNominator(e.nominator),
+		frameworkruntime.WithMetricsRecorder(e.recorder),
+	)
+	if err != nil {
+		return nil, err
+	}
+	e.handle = h
+	return e, nil
+}
+
+// install makes sc the current cluster state.
+func (e *env) install(sc *Scenario) {
+	e.snapshot = cache.NewSnapshot(sc.Pods, sc.Nodes)
+	e.lister.SharedLister = e.snapshot
+	objs := make([]any, 0, len(sc.Namespaces))
+	for _, ns := range sc.Namespaces {
+		objs = append(objs, ns)
+	}
+	if err := e.nsStore.Replace(objs, ""); err != nil {
+		panic(err)
+	}
+	e.nominator.byNode = map[string][]fwk.PodInfo{}
+	for _, p := range sc.Nominated {
+		pi, _ := framework.NewPodInfo(p) // the queue ignores the parse error too
+		e.nominator.byNode[p.Status.NominatedNodeName] = append(e.nominator.byNode[p.Status.NominatedNodeName], pi)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Results are compared as strings so that any difference is printable.
+
+type mismatch struct {
+	Plugin   string // upstream plugin name, or "Profile"
+	Check    string // PreFilter, Filter, Score, ...
+	Where    string // node, event, op...
+	Upstream string
+	Ours     string
+}
+
+func (m mismatch) key() string { return m.Plugin + "/" + m.Check }
+
+func (m mismatch) String() string {
+	where := ""
+	if m.Where != "" {
+		where = " [" + m.Where + "]"
+	}
+	return fmt.Sprintf("%s %s%s\n    upstream: %s\n    ours:     %s", m.Plugin, m.Check, where, m.Upstream, m.Ours)
+}
+
+type recorder struct {
+	plugin string
+	out    []mismatch
+}
+
+// eq records a mismatch when a != b and reports whether they were equal.
+func (r *recorder) eq(check, where, a, b string) bool {
+	if a == b {
+		return true
+	}
+	r.out = append(r.out, mismatch{Plugin: r.plugin, Check: check, Where: where, Upstream: a, Ours: b})
+	return false
+}
+
+// statusString renders what the framework acts on: the code and, for
+// non-success codes, the reasons. Success and Skip carry no observable text.
+func statusString(s *fwk.Status) string {
+	switch {
+	case s.IsSuccess():
+		return "Success"
+	case s.IsSkip():
+		return "Skip"
+	}
+	rs := make([]string, len(s.Reasons()))
+	for i, r := range s.Reasons() {
+		rs[i] = fmt.Sprintf("%q", r)
+	}
+	return s.Code().String() + " " + strings.Join(rs, ", ")
+}
+
+func resultString(r *fwk.PreFilterResult) string {
+	if r == nil {
+		return "<nil>"
+	}
+	if r.AllNodes() {
+		return "AllNodes"
+	}
+	return fmt.Sprintf("NodeNames%q", sets.List(r.NodeNames))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return "error: " + err.Error()
+}
+
+// protect runs f and turns a panic into a printable result.
+func protect(f func() string) (out string) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = fmt.Sprintf("PANIC: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return f()
+}
+
+// capabilities lists the extension interfaces a plugin implements.
+func capabilities(p fwk.Plugin) string {
+	if u, ok := p.(interface{ Unwrap() fwk.Plugin }); ok {
+		p = u.Unwrap()
+	}
+	var c []string
+	if _, ok := p.(fwk.PreFilterPlugin); ok {
+		c = append(c, "PreFilter")
+	}
+	if _, ok := p.(fwk.FilterPlugin); ok {
+		c = append(c, "Filter")
+	}
+	if _, ok := p.(fwk.PreScorePlugin); ok {
+		c = append(c, "PreScore")
+	}
+	if _, ok := p.(fwk.ScorePlugin); ok {
+		c = append(c, "Score")
+	}
+	if _, ok := p.(fwk.EnqueueExtensions); ok {
+		c = append(c, "EnqueueExtensions")
+	}
+	if _, ok := p.(fwk.SignPlugin); ok {
+		c = append(c, "Sign")
+	}
+	if _, ok := p.(fwk.PostFilterPlugin); ok {
+		c = append(c, "PostFilter")
+	}
+	if _, ok := p.(fwk.ReservePlugin); ok {
+		c = append(c, "Reserve")
+	}
+	if _, ok := p.(fwk.PermitPlugin); ok {
+		c = append(c, "Permit")
+	}
+	if _, ok := p.(fwk.PreBindPlugin); ok {
+		c = append(c, "PreBind")
+	}
+	if _, ok := p.(fwk.BindPlugin); ok {
+		c = append(c, "Bind")
+	}
+	return strings.Join(c, ",")
+}
+
+// ---------------------------------------------------------------------------
+// Plugin-level comparison.
+
+// comparePlugin runs upstream (a) and candidate (b) side by side on sc, which
+// must already be installed in e.
+func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
+	r := &recorder{plugin: k.Name}
+	ctx := e.ctx
+	fts := featuresFor(sc)
+	pod := sc.Pod
+	pristine := pod.DeepCopy()
+
+	var pa, pb fwk.Plugin
+	var errA, errB error
+	na := protect(func() string { pa, errA = a(ctx, sc, e.handle, fts); return errString(errA) })
+	nb := protect(func() string { pb, errB = b(ctx, sc, e.handle, fts); return errString(errB) })
+	if (errA == nil) != (errB == nil) || strings.HasPrefix(na, "PANIC") || strings.HasPrefix(nb, "PANIC") {
+		r.eq("New", "", na, nb)
+		return r.out
+	}
+	if errA != nil {
+		// Both refuse the args; the exact text only matters for the operator.
+		r.eq("NewErrorText", "", na, nb)
+		return r.out
+	}
+	if !r.eq("Interfaces", "", capabilities(pa), capabilities(pb)) {
+		return r.out
+	}
+
+	compareSign(r, ctx, pa, pb, pod)
+	compareEvents(r, ctx, pa, pb, sc)
+
+	nodes, err := e.snapshot.NodeInfos().List()
+	if err != nil {
+		panic(err)
+	}
+	stA, stB := framework.NewCycleState(), framework.NewCycleState()
+
+	// PreFilter.
+	candidates := nodes
+	proceed, skipped := true, false
+	if pfA, ok := pa.(fwk.PreFilterPlugin); ok {
+		pfB := pb.(fwk.PreFilterPlugin)
+		var rA, rB *fwk.PreFilterResult
+		var sA, sB *fwk.Status
+		outA := protect(func() string {
+			rA, sA = pfA.PreFilter(ctx, stA, pod, nodes)
+			return statusString(sA) + " " + resultString(rA)
+		})
+		outB := protect(func() string {
+			rB, sB = pfB.PreFilter(ctx, stB, pod, nodes)
+			return statusString(sB) + " " + resultString(rB)
+		})
+		if !r.eq("PreFilter", "", outA, outB) {
+			return r.out
+		}
+		switch {
+		case sA.IsSkip():
+			skipped = true
+		case !sA.IsSuccess():
+			proceed = false
+		case !rA.AllNodes():
+			candidates = nil
+			for _, n := range nodes {
+				if rA.NodeNames.Has(n.Node().Name) {
+					candidates = append(candidates, n)
+				}
+			}
+		}
+		extA, extB := pfA.PreFilterExtensions(), pfB.PreFilterExtensions()
+		if !r.eq("PreFilterExtensions", "", fmt.Sprint(extA != nil), fmt.Sprint(extB != nil)) {
+			return r.out
+		}
+	}
+	if !proceed {
+		checkPodUntouched(r, pristine, pod)
+		return r.out
+	}
+
+	// Filter (not run for a plugin whose PreFilter skipped).
+	passed := map[string]bool{}
+	for _, n := range candidates {
+		passed[n.Node().Name] = true
+	}
+	if fA, ok := pa.(fwk.FilterPlugin); ok && !skipped {
+		fB := pb.(fwk.FilterPlugin)
+		filterAll := func(sa, sb fwk.CycleState) map[string][2]string {
+			res := map[string][2]string{}
+			for _, n := range candidates {
+				res[n.Node().Name] = [2]string{
+					protect(func() string { return statusString(fA.Filter(ctx, sa, pod, n)) }),
+					protect(func() string { return statusString(fB.Filter(ctx, sb, pod, n)) }),
+				}
+			}
+			return res
+		}
+		first := filterAll(stA, stB)
+		for _, n := range candidates {
+			name := n.Node().Name
+			res := first[name]
+			r.eq("Filter", "node "+name, res[0], res[1])
+			if res[0] != "Success" {
+				passed[name] = false
+			}
+		}
+
+		// Nominated pods and preemption: clone, add/remove, filter that node.
+		var extA, extB fwk.PreFilterExtensions
+		if pfA, ok := pa.(fwk.PreFilterPlugin); ok {
+			extA, extB = pfA.PreFilterExtensions(), pb.(fwk.PreFilterPlugin).PreFilterExtensions()
+		}
+		logger := klog.FromContext(ctx)
+		for i, op := range sc.Preemption {
+			ni, err := e.snapshot.NodeInfos().Get(op.Node)
+			if err != nil || ni.Node() == nil {
+				continue
+			}
+			niCopy := ni.Snapshot()
+			cA, cB := stA.Clone(), stB.Clone()
+			for j, step := range op.Steps {
+				where := fmt.Sprintf("preemption op %d step %d node %s", i, j, op.Node)
+				if step.Remove != "" {
+					var victim fwk.PodInfo
+					for _, pi := range niCopy.GetPods() {
+						if pi.GetPod().Namespace+"/"+pi.GetPod().Name == step.Remove {
+							victim = pi
+						}
+					}
+					if victim == nil {
+						continue
+					}
+					if err := niCopy.RemovePod(logger, victim.GetPod()); err != nil {
+						continue
+					}
+					where += " remove " + step.Remove
+					if extA != nil {
+						if !r.eq("RemovePod", where,
+							protect(func() string { return statusString(extA.RemovePod(ctx, cA, pod, victim, niCopy)) }),
+							protect(func() string { return statusString(extB.RemovePod(ctx, cB, pod, victim, niCopy)) })) {
+							break
+						}
+					}
+				} else if step.Add != nil {
+					pi, _ := framework.NewPodInfo(step.Add)
+					niCopy.AddPodInfo(pi)
+					where += " add " + step.Add.Namespace + "/" + step.Add.Name
+					if extA != nil {
+						if !r.eq("AddPod", where,
+							protect(func() string { return statusString(extA.AddPod(ctx, cA, pod, pi, niCopy)) }),
+							protect(func() string { return statusString(extB.AddPod(ctx, cB, pod, pi, niCopy)) })) {
+							break
+						}
+					}
+				}
+				r.eq("FilterAfterAddRemove", where,
+					protect(func() string { return statusString(fA.Filter(ctx, cA, pod, niCopy)) }),
+					protect(func() string { return statusString(fB.Filter(ctx, cB, pod, niCopy)) }))
+			}
+		}
+		// Clone independence: the ops above mutated clones only.
+		if len(sc.Preemption) > 0 {
+			again := filterAll(stA, stB)
+			for _, n := range candidates {
+				name := n.Node().Name
+				if again[name][0] != first[name][0] {
+					r.eq("CloneIndependence(upstream!)", "node "+name, first[name][0], again[name][0])
+				}
+				r.eq("CloneIndependence", "node "+name+" (ours before vs after mutating clones)", first[name][1], again[name][1])
+			}
+		}
+		if sc.NoStateChecks {
+			for i, n := range candidates {
+				if i == 3 {
+					break
+				}
+				r.eq("FilterWithoutPreFilterState", "node "+n.Node().Name,
+					protect(func() string { return statusString(fA.Filter(ctx, framework.NewCycleState(), pod, n)) }),
+					protect(func() string { return statusString(fB.Filter(ctx, framework.NewCycleState(), pod, n)) }))
+			}
+		}
+	}
+
+	// Scoring on the nodes the scenario marks feasible and this plugin passed.
+	if sA, ok := pa.(fwk.ScorePlugin); ok {
+		sB := pb.(fwk.ScorePlugin)
+		var scoreNodes []fwk.NodeInfo
+		for _, n := range candidates {
+			if passed[n.Node().Name] && slices.Contains(sc.ScoreNodes, n.Node().Name) {
+				scoreNodes = append(scoreNodes, n)
+			}
+		}
+		if len(scoreNodes) > 0 {
+			compareScores(r, ctx, pa, pb, sA, sB, stA, stB, pod, scoreNodes, sc.NoStateChecks)
+		}
+	}
+	checkPodUntouched(r, pristine, pod)
+	return r.out
+}
+
+func checkPodUntouched(r *recorder, pristine, pod *v1.Pod) {
+	if !equality.Semantic.DeepEqual(pristine, pod) {
+		r.eq("PodMutated", "", "pod unchanged", "a plugin mutated the incoming pod")
+	}
+}
+
+func compareScores(r *recorder, ctx context.Context, pa, pb fwk.Plugin, sA, sB fwk.ScorePlugin, stA, stB fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, noState bool) {
+	if psA, ok := pa.(fwk.PreScorePlugin); ok {
+		psB := pb.(fwk.PreScorePlugin)
+		var stsA, stsB *fwk.Status
+		if !r.eq("PreScore", fmt.Sprintf("%d nodes", len(nodes)),
+			protect(func() string { stsA = psA.PreScore(ctx, stA, pod, nodes); return statusString(stsA) }),
+			protect(func() string { stsB = psB.PreScore(ctx, stB, pod, nodes); return statusString(stsB) })) {
+			return
+		}
+		if !stsA.IsSuccess() {
+			return // Skip: no Score/Normalize; error: cycle fails
+		}
+	}
+	rawA := make(fwk.NodeScoreList, len(nodes))
+	rawB := make(fwk.NodeScoreList, len(nodes))
+	for i, n := range nodes {
+		name := n.Node().Name
+		var okA bool
+		outA := protect(func() string {
+			s, st := sA.Score(ctx, stA, pod, n)
+			rawA[i] = fwk.NodeScore{Name: name, Score: s}
+			okA = st.IsSuccess()
+			if !okA {
+				return statusString(st)
+			}
+			return fmt.Sprint(s)
+		})
+		outB := protect(func() string {
+			s, st := sB.Score(ctx, stB, pod, n)
+			rawB[i] = fwk.NodeScore{Name: name, Score: s}
+			if !st.IsSuccess() {
+				return statusString(st)
+			}
+			return fmt.Sprint(s)
+		})
+		if !r.eq("Score", "node "+name, outA, outB) || !okA {
+			return
+		}
+	}
+	extA, extB := sA.ScoreExtensions(), sB.ScoreExtensions()
+	if !r.eq("ScoreExtensions", "", fmt.Sprint(extA != nil), fmt.Sprint(extB != nil)) || extA == nil {
+		return
+	}
+	r.eq("NormalizeScore", fmt.Sprintf("raw %s", scoresString(rawA)),
+		protect(func() string {
+			st := extA.NormalizeScore(ctx, stA, pod, rawA)
+			return statusString(st) + " " + scoresString(rawA)
+		}),
+		protect(func() string {
+			st := extB.NormalizeScore(ctx, stB, pod, rawB)
+			return statusString(st) + " " + scoresString(rawB)
+		}))
+	if noState {
+		for i, n := range nodes {
+			if i == 2 {
+				break
+			}
+			r.eq("ScoreWithoutPreScoreState", "node "+n.Node().Name,
+				protect(func() string {
+					s, st := sA.Score(ctx, framework.NewCycleState(), pod, n)
+					return fmt.Sprint(s, " ", statusString(st))
+				}),
+				protect(func() string {
+					s, st := sB.Score(ctx, framework.NewCycleState(), pod, n)
+					return fmt.Sprint(s, " ", statusString(st))
+				}))
+		}
+	}
+}
+
+func scoresString(l fwk.NodeScoreList) string {
+	parts := make([]string, len(l))
+	for i, s := range l {
+		parts[i] = fmt.Sprintf("%s=%d", s.Name, s.Score)
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
+func compareSign(r *recorder, ctx context.Context, pa, pb fwk.Plugin, pod *v1.Pod) {
+	spA, ok := pa.(fwk.SignPlugin)
+	if !ok {
+		return
+	}
+	spB := pb.(fwk.SignPlugin)
+	sign := func(sp fwk.SignPlugin) string {
+		frags, st := sp.SignPod(ctx, pod)
+		// The framework folds fragments into a map and JSON-encodes it, so
+		// compare keys and encoded values; order is not observable.
+		parts := make([]string, 0, len(frags))
+		for _, f := range frags {
+			v, err := json.Marshal(f.Value)
+			if err != nil {
+				parts = append(parts, f.Key+"=<unmarshalable: "+err.Error()+">")
+				continue
+			}
+			parts = append(parts, f.Key+"="+string(v))
+		}
+		sort.Strings(parts)
+		return statusString(st) + " " + strings.Join(parts, " ; ")
+	}
+	r.eq("SignPod", "", protect(func() string { return sign(spA) }), protect(func() string { return sign(spB) }))
+}
+
+// ---------------------------------------------------------------------------
+// Queueing hints.
+
+func eventEntries(ctx context.Context, p fwk.Plugin) ([]fwk.ClusterEventWithHint, string) {
+	ee := p.(fwk.EnqueueExtensions)
+	evs, err := ee.EventsToRegister(ctx)
+	evs = slices.Clone(evs)
+	sort.SliceStable(evs, func(i, j int) bool {
+		if evs[i].Event.Resource != evs[j].Event.Resource {
+			return evs[i].Event.Resource < evs[j].Event.Resource
+		}
+		return evs[i].Event.ActionType < evs[j].Event.ActionType
+	})
+	parts := []string{errString(err)}
+	for _, ev := range evs {
+		parts = append(parts, fmt.Sprintf("%s/%s(label=%s,hint=%t,preHint=%t)", ev.Event.Resource, ev.Event.ActionType,
+			ev.Event.Label(), ev.QueueingHintFn != nil, ev.PreQueueingHintFn != nil))
+	}
+	return evs, strings.Join(parts, " ")
+}
+
+// clusterEvents is what the scheduling queue derives from an event.
+func clusterEvents(ev Event) []fwk.ClusterEvent {
+	podResource := func(p *v1.Pod) fwk.EventResource {
+		if p.Spec.NodeName != "" {
+			return fwk.AssignedPod
+		}
+		return fwk.UnscheduledPod
+	}
+	switch ev.Kind {
+	case NodeAdd:
+		return []fwk.ClusterEvent{{Resource: fwk.Node, ActionType: fwk.Add}}
+	case NodeUpdate:
+		return framework.NodeSchedulingPropertiesChange(ev.NewNode, ev.OldNode)
+	case AssignedPodAdd:
+		return []fwk.ClusterEvent{{Resource: podResource(ev.NewPod), ActionType: fwk.Add}}
+	case AssignedPodUpdate:
+		return framework.PodSchedulingPropertiesChange(ev.NewPod, ev.OldPod, false)
+	case AssignedPodDelete:
+		return []fwk.ClusterEvent{{Resource: podResource(ev.OldPod), ActionType: fwk.Delete}}
+	case TargetPodUpdate:
+		return framework.PodSchedulingPropertiesChange(ev.NewPod, ev.OldPod, true)
+	}
+	return nil
+}
+
+// directResource is the resource whose hints are also exercised directly
+// with an event, whatever action the queue would derive: upstream's own hint
+// tests do that, and it reaches branches (e.g. nominated-only pods) that the
+// queue's routing rarely produces.
+func directResource(ev Event) fwk.EventResource {
+	switch ev.Kind {
+	case NodeAdd, NodeUpdate:
+		return fwk.Node
+	case TargetPodUpdate:
+		return fwk.TargetPod
+	}
+	return fwk.AssignedPod
+}
+
+func eventObjects(ev Event) (oldObj, newObj any) {
+	switch {
+	case ev.OldNode != nil:
+		oldObj = ev.OldNode
+	case ev.OldPod != nil:
+		oldObj = ev.OldPod
+	}
+	switch {
+	case ev.NewNode != nil:
+		newObj = ev.NewNode
+	case ev.NewPod != nil:
+		newObj = ev.NewPod
+	}
+	return oldObj, newObj
+}
+
+func compareEvents(r *recorder, ctx context.Context, pa, pb fwk.Plugin, sc *Scenario) {
+	if _, ok := pa.(fwk.EnqueueExtensions); !ok {
+		return
+	}
+	var evA, evB []fwk.ClusterEventWithHint
+	outA := protect(func() string { var s string; evA, s = eventEntries(ctx, pa); return s })
+	outB := protect(func() string { var s string; evB, s = eventEntries(ctx, pb); return s })
+	if !r.eq("EventsToRegister", "", outA, outB) {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	hint := func(e fwk.ClusterEventWithHint, oldObj, newObj any) string {
+		if e.QueueingHintFn == nil {
+			return "Queue (no hint fn)"
+		}
+		h, err := e.QueueingHintFn(logger, sc.Pod, oldObj, newObj)
+		return h.String() + " " + errString(err)
+	}
+	preHint := func(e fwk.ClusterEventWithHint, oldObj, newObj any) string {
+		if e.PreQueueingHintFn == nil {
+			return "AllPods (no pre-hint fn)"
+		}
+		res, err := e.PreQueueingHintFn(logger, oldObj, newObj)
+		if err != nil || res.AllPods {
+			return "AllPods"
+		}
+		for _, p := range res.Pods {
+			if p.Namespace == sc.Pod.Namespace && p.Name == sc.Pod.Name {
+				return "AllPods" // the target pod is evaluated either way
+			}
+		}
+		return "pod excluded"
+	}
+	for i, ev := range sc.Events {
+		oldObj, newObj := eventObjects(ev)
+		ces := clusterEvents(ev)
+		for j := range evA {
+			matched := false
+			for _, ce := range ces {
+				if framework.MatchClusterEvents(evA[j].Event, ce) {
+					matched = true
+				}
+			}
+			if !matched && evA[j].Event.Resource != directResource(ev) {
+				continue
+			}
+			check := "QueueingHint"
+			if !matched {
+				check = "QueueingHint(direct)"
+			}
+			where := fmt.Sprintf("event %d %s -> %s/%s", i, ev.Kind, evA[j].Event.Resource, evA[j].Event.ActionType)
+			ha := protect(func() string { return hint(evA[j], oldObj, newObj) })
+			hb := protect(func() string { return hint(evB[j], oldObj, newObj) })
+			r.eq(check, where, ha, hb)
+			if matched && strings.HasPrefix(ha, "Queue ") {
+				// A pre-hint may narrow the pods evaluated; it must keep a pod
+				// upstream would queue.
+				r.eq("PreQueueingHint", where,
+					protect(func() string { return preHint(evA[j], oldObj, newObj) }),
+					protect(func() string { return preHint(evB[j], oldObj, newObj) }))
+			}
+		}
+	}
+}

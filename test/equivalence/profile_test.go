@@ -1,0 +1,337 @@
+package equivalence
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+)
+
+// Whole-profile comparison: upstream's default profile against the same
+// profile with the in-tree four replaced by ours in the same slots with the
+// same weights, both run through the real framework runtime on the same
+// snapshot, nominator and namespace informer. The cycle mirrors
+// schedulePod: RunPreFilterPlugins, RunFilterPluginsWithNominatedPods per
+// node, RunPreScorePlugins and RunScorePlugins on the feasible nodes (when
+// there are at least two), plus a preemption dry-run
+// (RemovePod/AddPod extensions on a cloned state, then RunFilterPlugins).
+
+var defaultProfile = sync.OnceValue(func() *config.KubeSchedulerProfile {
+	cfg, err := latest.Default()
+	if err != nil {
+		panic(err)
+	}
+	return &cfg.Profiles[0]
+})
+
+// profileRegistry is what a profile's framework is built from.
+type profileRegistry struct {
+	registry frameworkruntime.Registry
+	// renames maps the in-tree name to the name used in this profile.
+	renames map[string]string
+	// viaPluginsRegistry lists the kinds taken from pkg/plugins.Registry()
+	// (as shipped) rather than from the package factories directly.
+	viaPluginsRegistry []string
+}
+
+// upstreamRegistry: in-tree registry, with the four bound to the scenario's
+// gates (the in-tree registry itself reads the global gates).
+func upstreamRegistry(sc *Scenario) profileRegistry {
+	reg := intree.NewInTreeRegistry()
+	fts := featuresFor(sc)
+	for _, k := range kinds {
+		reg[k.Name] = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return k.Upstream(ctx, sc, h, fts)
+		}
+	}
+	return profileRegistry{registry: reg, renames: map[string]string{}}
+}
+
+// oursRegistry: in-tree registry merged with pkg/plugins.Registry(). When the
+// scenario's gates differ from the process-wide gates that Registry() reads,
+// our factories are called directly with the scenario's gates instead. Kinds
+// not wired yet stay upstream under the in-tree name.
+func oursRegistry(sc *Scenario) (profileRegistry, error) {
+	reg := intree.NewInTreeRegistry()
+	shipped := plugins.Registry()
+	globalGates := featuresFor(&Scenario{})
+	globalGates.EnableTaintTolerationComparisonOperators = utilfeature.DefaultFeatureGate.Enabled("TaintTolerationComparisonOperators")
+	globalGates.EnableInPlacePodVerticalScalingSchedulerPreemption = utilfeature.DefaultFeatureGate.Enabled("InPlacePodVerticalScalingSchedulerPreemption")
+	scenarioGates := featuresFor(sc)
+	sameGates := globalGates == scenarioGates
+	pr := profileRegistry{registry: reg, renames: map[string]string{}}
+	for _, k := range kinds {
+		op, ok := ours[k.Name]
+		if !ok {
+			continue
+		}
+		pr.renames[k.Name] = op.Name
+		if f, ok := shipped[op.Name]; ok && sameGates {
+			reg[op.Name] = f
+			pr.viaPluginsRegistry = append(pr.viaPluginsRegistry, k.Name)
+			continue
+		}
+		reg[op.Name] = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return op.New(ctx, obj, h, scenarioGates)
+		}
+	}
+	return pr, nil
+}
+
+// buildProfile returns the profile for pr: default plugins in default order,
+// in-tree names replaced per pr.renames, args from the scenario.
+func buildProfile(sc *Scenario, pr profileRegistry, upstream bool) (*config.KubeSchedulerProfile, error) {
+	prof := defaultProfile().DeepCopy()
+	rename := func(ps []config.Plugin) {
+		for i := range ps {
+			if n, ok := pr.renames[ps[i].Name]; ok {
+				ps[i].Name = n
+			}
+		}
+	}
+	for _, ps := range []*config.PluginSet{&prof.Plugins.MultiPoint, &prof.Plugins.PreFilter, &prof.Plugins.Filter,
+		&prof.Plugins.PreScore, &prof.Plugins.Score} {
+		rename(ps.Enabled)
+	}
+	var pcs []config.PluginConfig
+	for _, pc := range prof.PluginConfig {
+		if pc.Name != "NodeAffinity" && pc.Name != "InterPodAffinity" {
+			pcs = append(pcs, pc)
+		}
+	}
+	for _, name := range []string{"NodeAffinity", "InterPodAffinity"} {
+		var args runtime.Object
+		if ourName, ok := pr.renames[name]; ok && !upstream {
+			if a := oursArgs(name, sc); a != nil {
+				pcs = append(pcs, config.PluginConfig{Name: ourName, Args: a})
+			}
+			continue
+		}
+		var err error
+		if name == "NodeAffinity" {
+			args, err = internalNodeAffinityArgs(sc)
+		} else {
+			args, err = internalInterPodAffinityArgs(sc)
+		}
+		if err != nil {
+			return nil, err
+		}
+		pcs = append(pcs, config.PluginConfig{Name: name, Args: args})
+	}
+	prof.PluginConfig = pcs
+	return prof, nil
+}
+
+func newProfileFramework(ctx context.Context, e *env, inf informers.SharedInformerFactory, sc *Scenario, pr profileRegistry, upstream bool) (framework.Framework, error) {
+	prof, err := buildProfile(sc, pr, upstream)
+	if err != nil {
+		return nil, err
+	}
+	if !upstream {
+		// DynamicResources registers a pod-informer indexer named after the
+		// profile, so the two frameworks sharing an informer factory need
+		// distinct profile names.
+		prof.SchedulerName = "placement-scheduler"
+	}
+	return frameworkruntime.NewFramework(ctx, pr.registry, prof,
+		frameworkruntime.WithSnapshotSharedLister(e.lister),
+		frameworkruntime.WithInformerFactory(inf),
+		frameworkruntime.WithSharedDRAManager(e.draManager),
+		frameworkruntime.WithPodNominator(e.nominator),
+		frameworkruntime.WithMetricsRecorder(e.recorder),
+	)
+}
+
+// nameNormalizer maps our plugin names back to the in-tree ones in
+// framework-built text ("plugin(s) [A B]", `running "X" filter plugin`, the
+// status's plugin), re-sorting bracketed name lists.
+type nameNormalizer struct {
+	replacer *strings.Replacer
+}
+
+var bracketList = regexp.MustCompile(`\[([A-Za-z]+(?: [A-Za-z]+)*)\]`)
+
+func newNameNormalizer(renames map[string]string) nameNormalizer {
+	var pairs []string
+	for up, ours := range renames {
+		pairs = append(pairs, ours, up)
+	}
+	return nameNormalizer{replacer: strings.NewReplacer(pairs...)}
+}
+
+func (n nameNormalizer) norm(s string) string {
+	s = n.replacer.Replace(s)
+	return bracketList.ReplaceAllStringFunc(s, func(m string) string {
+		names := strings.Fields(m[1 : len(m)-1])
+		sort.Strings(names)
+		return "[" + strings.Join(names, " ") + "]"
+	})
+}
+
+func (n nameNormalizer) status(s *fwk.Status) string {
+	out := statusString(s)
+	if s != nil && s.Plugin() != "" && !s.IsSuccess() {
+		out += " (plugin " + s.Plugin() + ")"
+	}
+	return n.norm(out)
+}
+
+func compareProfile(e *env, sc *Scenario) []mismatch {
+	r := &recorder{plugin: "Profile"}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	prA := upstreamRegistry(sc)
+	prB, err := oursRegistry(sc)
+	if err != nil {
+		r.eq("Registry", "", "<nil>", errString(err))
+		return r.out
+	}
+	nA, nB := newNameNormalizer(prA.renames), newNameNormalizer(prB.renames)
+	// A fresh (never started) informer factory per scenario, shared by both
+	// frameworks: plugins add indexers at construction, which an informer
+	// accepts only once per name.
+	inf := informers.NewSharedInformerFactory(nil, 0)
+	nsStore := inf.Core().V1().Namespaces().Informer().GetIndexer()
+	for _, ns := range sc.Namespaces {
+		if err := nsStore.Add(ns); err != nil {
+			panic(err)
+		}
+	}
+	var fwA, fwB framework.Framework
+	var errA, errB error
+	outA := protect(func() string { fwA, errA = newProfileFramework(ctx, e, inf, sc, prA, true); return errString(errA) })
+	outB := protect(func() string { fwB, errB = newProfileFramework(ctx, e, inf, sc, prB, false); return errString(errB) })
+	if (errA == nil) != (errB == nil) || strings.HasPrefix(outA, "PANIC") || strings.HasPrefix(outB, "PANIC") {
+		r.eq("NewFramework", "", nA.norm(outA), nB.norm(outB))
+		return r.out
+	}
+	if errA != nil {
+		return r.out // both reject the args; plugin-level checks compare the text
+	}
+	pod := sc.Pod
+
+	// Batching signatures (SignPod over all plugins, JSON-encoded).
+	r.eq("SignPod", "",
+		protect(func() string { return string(fwA.SignPod(ctx, pod)) }),
+		protect(func() string { return string(fwB.SignPod(ctx, pod)) }))
+
+	stA, stB := framework.NewCycleState(), framework.NewCycleState()
+	var resA, resB *fwk.PreFilterResult
+	var sA, sB *fwk.Status
+	var withNodesA, withNodesB []string
+	if !r.eq("PreFilter", "",
+		protect(func() string {
+			var pw sets.Set[string]
+			resA, sA, pw = fwA.RunPreFilterPlugins(ctx, stA, pod)
+			withNodesA = sets.List(pw)
+			return nA.status(sA) + " " + resultString(resA) + " " + nA.norm(fmt.Sprint(withNodesA))
+		}),
+		protect(func() string {
+			var pw sets.Set[string]
+			resB, sB, pw = fwB.RunPreFilterPlugins(ctx, stB, pod)
+			withNodesB = sets.List(pw)
+			return nB.status(sB) + " " + resultString(resB) + " " + nB.norm(fmt.Sprint(withNodesB))
+		})) || !sA.IsSuccess() {
+		return r.out
+	}
+
+	nodes, _ := e.snapshot.NodeInfos().List()
+	var feasible []fwk.NodeInfo
+	for _, ni := range nodes {
+		name := ni.Node().Name
+		if !resA.AllNodes() && !resA.NodeNames.Has(name) {
+			continue // absent-node status, built by the framework from the names compared above
+		}
+		a := protect(func() string { return nA.status(fwA.RunFilterPluginsWithNominatedPods(ctx, stA, pod, ni)) })
+		b := protect(func() string { return nB.status(fwB.RunFilterPluginsWithNominatedPods(ctx, stB, pod, ni)) })
+		r.eq("Filter", "node "+name, a, b)
+		if a == "Success" && b == "Success" {
+			feasible = append(feasible, ni)
+		}
+	}
+
+	// Preemption dry-run: remove/add pods on a cloned state, then filter.
+	logger := klog.FromContext(ctx)
+	for i, op := range sc.Preemption {
+		ni, err := e.snapshot.NodeInfos().Get(op.Node)
+		if err != nil || ni.Node() == nil {
+			continue
+		}
+		niCopy := ni.Snapshot()
+		cA, cB := stA.Clone(), stB.Clone()
+		for j, step := range op.Steps {
+			where := fmt.Sprintf("preemption op %d step %d node %s", i, j, op.Node)
+			if step.Remove != "" {
+				var victim fwk.PodInfo
+				for _, pi := range niCopy.GetPods() {
+					if pi.GetPod().Namespace+"/"+pi.GetPod().Name == step.Remove {
+						victim = pi
+					}
+				}
+				if victim == nil || niCopy.RemovePod(logger, victim.GetPod()) != nil {
+					continue
+				}
+				r.eq("RemovePod", where,
+					protect(func() string { return nA.status(fwA.RunPreFilterExtensionRemovePod(ctx, cA, pod, victim, niCopy)) }),
+					protect(func() string { return nB.status(fwB.RunPreFilterExtensionRemovePod(ctx, cB, pod, victim, niCopy)) }))
+			} else if step.Add != nil {
+				pi, _ := framework.NewPodInfo(step.Add)
+				niCopy.AddPodInfo(pi)
+				r.eq("AddPod", where,
+					protect(func() string { return nA.status(fwA.RunPreFilterExtensionAddPod(ctx, cA, pod, pi, niCopy)) }),
+					protect(func() string { return nB.status(fwB.RunPreFilterExtensionAddPod(ctx, cB, pod, pi, niCopy)) }))
+			}
+		}
+		r.eq("FilterAfterPreemption", fmt.Sprintf("preemption op %d node %s", i, op.Node),
+			protect(func() string { return nA.status(fwA.RunFilterPlugins(ctx, cA, pod, niCopy)) }),
+			protect(func() string { return nB.status(fwB.RunFilterPlugins(ctx, cB, pod, niCopy)) }))
+	}
+
+	// With exactly one feasible node the scheduler does not score.
+	if len(feasible) < 2 {
+		return r.out
+	}
+	if !r.eq("PreScore", fmt.Sprintf("%d feasible", len(feasible)),
+		protect(func() string { return nA.status(fwA.RunPreScorePlugins(ctx, stA, pod, feasible)) }),
+		protect(func() string { return nB.status(fwB.RunPreScorePlugins(ctx, stB, pod, feasible)) })) {
+		return r.out
+	}
+	var scA, scB []fwk.NodePluginScores
+	var ssA, ssB *fwk.Status
+	if !r.eq("Score", "",
+		protect(func() string { scA, ssA = fwA.RunScorePlugins(ctx, stA, pod, feasible); return nA.status(ssA) }),
+		protect(func() string { scB, ssB = fwB.RunScorePlugins(ctx, stB, pod, feasible); return nB.status(ssB) })) || !ssA.IsSuccess() {
+		return r.out
+	}
+	for i := range scA {
+		r.eq("TotalScore", "node "+scA[i].Name,
+			fmt.Sprintf("%d %s", scA[i].TotalScore, pluginScores(nA, scA[i].Scores)),
+			fmt.Sprintf("%d %s", scB[i].TotalScore, pluginScores(nB, scB[i].Scores)))
+	}
+	return r.out
+}
+
+func pluginScores(n nameNormalizer, ps []fwk.PluginScore) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s=%d", n.norm(p.Name), p.Score)
+	}
+	sort.Strings(parts)
+	return "{" + strings.Join(parts, " ") + "}"
+}

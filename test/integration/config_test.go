@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"sigs.k8s.io/yaml"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/controlplane"
+	"github.com/placement-scheduler/placement-scheduler/internal/schedulerapp"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+)
+
+// inTreeToOurs maps each in-tree plugin we replace to our registered name.
+var inTreeToOurs = map[string]string{
+	names.NodeName:         plugins.NodeNameName,
+	names.TaintToleration:  plugins.TaintTolerationName,
+	names.NodeAffinity:     plugins.NodeAffinityName,
+	names.InterPodAffinity: plugins.InterPodAffinityName,
+}
+
+// setupConfig runs kube-scheduler's app.Setup, the code path the binary
+// takes from --config to a built scheduler, with our plugins registered.
+func setupConfig(t *testing.T, configYAML []byte) (map[string]*config.Plugins, error) {
+	t.Helper()
+	cfg, err := controlplane.PointConfigAt(configYAML, env.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := options.NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	for _, f := range opts.Flags.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse([]string{"--config", path, "--secure-port", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, sched, err := app.Setup(ctx, opts, schedulerapp.Options()...)
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]*config.Plugins{}
+	for name, fw := range sched.Profiles {
+		got[name] = fw.ListPlugins()
+	}
+	return got, nil
+}
+
+// upstreamDefaultPlugins is the expanded plugin set of kube-scheduler's own
+// default profile, derived from the defaulting code, with the four in-tree
+// plugins renamed to ours: what every profile we ship must equal.
+func upstreamDefaultPlugins(t *testing.T) *config.Plugins {
+	t.Helper()
+	got, err := setupConfig(t, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection: {leaderElect: false}\n"))
+	if err != nil {
+		t.Fatalf("app.Setup of the default config: %v", err)
+	}
+	def := got["default-scheduler"]
+	if def == nil {
+		t.Fatalf("default config has no default-scheduler profile: %v", got)
+	}
+	renamed := 0
+	for _, set := range pluginSets(def) {
+		for i := range set.Enabled {
+			if ours, ok := inTreeToOurs[set.Enabled[i].Name]; ok {
+				set.Enabled[i].Name = ours
+				renamed++
+			}
+		}
+	}
+	if renamed == 0 {
+		t.Fatal("upstream default profile contains none of the plugins we replace")
+	}
+	return def
+}
+
+func pluginSets(p *config.Plugins) []*config.PluginSet {
+	return []*config.PluginSet{&p.PreEnqueue, &p.QueueSort, &p.PreFilter, &p.Filter, &p.PostFilter,
+		&p.PreScore, &p.Score, &p.Reserve, &p.Permit, &p.PreBind, &p.Bind, &p.PostBind, &p.MultiPoint}
+}
+
+// schedulerConfigs lists every KubeSchedulerConfiguration YAML under manifests/.
+func schedulerConfigs(t *testing.T) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(filepath.Join(env.repoRoot, "manifests"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (!strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml")) {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var head struct{ Kind string }
+		if yaml.Unmarshal(b, &head) == nil && head.Kind == "KubeSchedulerConfiguration" {
+			out[path] = b
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatal("no KubeSchedulerConfiguration under manifests/")
+	}
+	return out
+}
+
+// Every config we ship builds, and each of its profiles has exactly
+// upstream's default plugin set and order at every extension point, with our
+// four plugins in the in-tree slots and the same weights.
+func TestShippedConfigsMatchUpstreamPluginOrder(t *testing.T) {
+	want := upstreamDefaultPlugins(t)
+	for path, b := range schedulerConfigs(t) {
+		rel, _ := filepath.Rel(env.repoRoot, path)
+		t.Run(rel, func(t *testing.T) {
+			got, err := setupConfig(t, b)
+			if err != nil {
+				t.Fatalf("app.Setup: %v", err)
+			}
+			if len(got) == 0 {
+				t.Fatal("no profiles")
+			}
+			for profile, p := range got {
+				if diff := cmp.Diff(want, p); diff != "" {
+					t.Errorf("profile %q plugins differ from upstream's default order (-want +got):\n%s", profile, diff)
+				}
+			}
+		})
+	}
+}
+
+// A bad config fails at start-up with an error that names the field.
+func TestBadConfigFailsNamingTheField(t *testing.T) {
+	shipped := string(shippedConfig(t))
+	edit := func(old, new string) []byte {
+		t.Helper()
+		if !strings.Contains(shipped, old) {
+			t.Fatalf("shipped config no longer contains %q; update this test", old)
+		}
+		return []byte(strings.Replace(shipped, old, new, 1))
+	}
+	cases := []struct {
+		name    string
+		config  []byte
+		wantErr []string
+	}{{
+		name:    "unknown field in the profile",
+		config:  edit("    plugins:\n", "    pluginz: {}\n    plugins:\n"),
+		wantErr: []string{`unknown field "profiles[0].pluginz"`},
+	}, {
+		name:    "invalid top-level value",
+		config:  edit("leaderElection:\n", "percentageOfNodesToScore: 150\nleaderElection:\n"),
+		wantErr: []string{"percentageOfNodesToScore", "150"},
+	}, {
+		name:    "unknown field in our plugin args",
+		config:  edit("          hardPodAffinityWeight: 1\n", "          hardPodAffinityWieght: 1\n"),
+		wantErr: []string{plugins.InterPodAffinityName, `unknown field "hardPodAffinityWieght"`},
+	}, {
+		name:    "out-of-range value in our plugin args",
+		config:  edit("          hardPodAffinityWeight: 1\n", "          hardPodAffinityWeight: 101\n"),
+		wantErr: []string{plugins.InterPodAffinityName, "hardPodAffinityWeight", "101", "[0, 100]"},
+	}, {
+		name: "invalid operator in addedAffinity",
+		config: edit("    pluginConfig:\n", `    pluginConfig:
+      - name: PlacementNodeAffinity
+        args:
+          addedAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms:
+                - matchExpressions:
+                    - {key: pool, operator: Bogus}
+`),
+		wantErr: []string{plugins.NodeAffinityName,
+			"addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := setupConfig(t, tc.config)
+			if err == nil {
+				t.Fatal("app.Setup succeeded, want an error")
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}

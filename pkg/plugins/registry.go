@@ -12,6 +12,7 @@ import (
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodename"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/tainttoleration"
@@ -23,18 +24,20 @@ import (
 // Each plugin package declares its own Name; these re-export them.
 const (
 	// filled in as the plugin packages land
-	TaintTolerationName = tainttoleration.Name
-	NodeAffinityName    = nodeaffinity.Name
-	NodeNameName        = nodename.Name
+	TaintTolerationName  = tainttoleration.Name
+	NodeAffinityName     = nodeaffinity.Name
+	NodeNameName         = nodename.Name
+	InterPodAffinityName = interpodaffinity.Name
 )
 
 // Registry returns a fresh registry holding every plugin we ship, keyed by its
 // registered name. A new map is returned on each call so callers may extend it.
 func Registry() frameworkruntime.Registry {
 	return frameworkruntime.Registry{
-		tainttoleration.Name: withGates(tainttoleration.New),
-		nodeaffinity.Name:    withGates(nodeaffinity.New),
-		nodename.Name:        withGates(nodename.New),
+		tainttoleration.Name:  withGates(tainttoleration.New),
+		nodeaffinity.Name:     withGates(nodeaffinity.New),
+		nodename.Name:         withGates(nodename.New),
+		interpodaffinity.Name: withGates(interpodaffinity.New),
 	}
 }
 

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 )
 
@@ -93,6 +96,10 @@ type batchResult struct {
 // runBatch generates and compares scenarios [0, n) of seed on GOMAXPROCS
 // workers. It stops early once maxFindings scenarios have mismatched.
 func runBatch(t testing.TB, seed, n uint64, only *uint64, cmp comparator, maxFindings int) batchResult {
+	return runBatchWith(t, seed, n, only, Generate, cmp, maxFindings)
+}
+
+func runBatchWith(t testing.TB, seed, n uint64, only *uint64, generate func(seed, index uint64) *Scenario, cmp comparator, maxFindings int) batchResult {
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -118,7 +125,7 @@ func runBatch(t testing.TB, seed, n uint64, only *uint64, cmp comparator, maxFin
 				} else if i >= n {
 					return
 				}
-				sc := Generate(seed, i)
+				sc := generate(seed, i)
 				e.install(sc)
 				mms := cmp(e, sc)
 				ran.Add(1)
@@ -242,6 +249,31 @@ func TestEquivalence(t *testing.T) {
 	}
 }
 
+// TestEquivalenceHostnameFastPath runs a batch with the alpha gate
+// InterPodAffinityHostnameFastPath on, process-wide (the snapshot's NodeInfo
+// indices follow the global gate) and in the plugins' feature.Features.
+func TestEquivalenceHostnameFastPath(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.InterPodAffinityHostnameFastPath, true)
+	seed := envUint("EQUIVALENCE_SEED", defaultSeed) + 1
+	def := uint64(defaultScenarios / 6)
+	if testing.Short() {
+		def = 500
+	}
+	n := envUint("EQUIVALENCE_SCENARIOS", def*6) / 6
+	profileEvery := envUint("EQUIVALENCE_PROFILE_EVERY", 4)
+	generate := func(seed, index uint64) *Scenario {
+		sc := Generate(seed, index)
+		sc.Gates.InterPodAffinityHostnameFastPath = true
+		return sc
+	}
+	cmp := defaultComparator(profileEvery)
+	res := runBatchWith(t, seed, n, nil, generate, cmp, 50)
+	t.Logf("seed=%d scenarios=%d wall=%v", seed, res.ran, res.elapsed.Round(time.Millisecond))
+	if len(res.findings) > 0 {
+		t.Errorf("equivalence mismatches with InterPodAffinityHostnameFastPath on:\n%s", report(t, res, cmp))
+	}
+}
+
 func logWiring(t testing.TB) {
 	var wired, pending []string
 	for _, k := range kinds {
@@ -267,6 +299,9 @@ func TestReplay(t *testing.T) {
 	sc, err := parseScenario(data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sc.Gates.InterPodAffinityHostnameFastPath {
+		featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.InterPodAffinityHostnameFastPath, true)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

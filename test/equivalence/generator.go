@@ -68,6 +68,10 @@ type Scenario struct {
 type Gates struct {
 	TaintTolerationComparisonOperators           bool `json:"taintTolerationComparisonOperators,omitempty"`
 	InPlacePodVerticalScalingSchedulerPreemption bool `json:"inPlacePodVerticalScalingSchedulerPreemption,omitempty"`
+	// InterPodAffinityHostnameFastPath also needs the process-wide gate (the
+	// snapshot's NodeInfo indices follow it), so only the dedicated test,
+	// which sets that gate, turns it on.
+	InterPodAffinityHostnameFastPath bool `json:"interPodAffinityHostnameFastPath,omitempty"`
 }
 
 // PreemptionOp is a sequence of pod removals/additions on one node.
@@ -430,6 +434,22 @@ func (g *gen) toleration() v1.Toleration {
 	if g.p(4) {
 		return v1.Toleration{} // all-empty: tolerates every empty-valued taint
 	}
+	if taints := g.taints(); len(taints) > 0 && g.p(45) {
+		// Aimed at an existing taint, so comparisons land on equal and
+		// off-by-one values.
+		taint := pick(g, taints)
+		t := v1.Toleration{Key: taint.Key, Effect: taint.Effect, Operator: pick(g, tolOperators), Value: taint.Value}
+		if g.p(15) {
+			t.Key = ""
+		}
+		if g.p(15) {
+			t.Effect = ""
+		}
+		if g.p(40) {
+			t.Value = shiftInt(t.Value, int64(pick(g, []int{-1, 1})))
+		}
+		return t
+	}
 	t := v1.Toleration{
 		Key:      pick(g, taintKeys),
 		Operator: pick(g, tolOperators),
@@ -652,7 +672,7 @@ func (g *gen) nodeAffinityArgs() *configv1.NodeAffinityArgs {
 	if g.p(50) {
 		for range 1 + g.n(2) {
 			w := int32(g.n(101))
-			if g.p(12) {
+			if g.p(30) {
 				w = -int32(1 + g.n(20)) // not range-checked by upstream
 			}
 			na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution,
@@ -943,4 +963,21 @@ func (g *gen) mutatePodLabels(old *v1.Pod) *v1.Pod {
 		}
 	}
 	return p
+}
+
+func (g *gen) taints() []v1.Taint {
+	var out []v1.Taint
+	for _, n := range g.sc.Nodes {
+		out = append(out, n.Spec.Taints...)
+	}
+	return out
+}
+
+// shiftInt returns v+delta when v is a canonical decimal integer, else v.
+func shiftInt(v string, delta int64) string {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != v {
+		return v
+	}
+	return strconv.FormatInt(n+delta, 10)
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
@@ -182,6 +185,7 @@ func featuresFor(sc *Scenario) feature.Features {
 	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	fts.EnableTaintTolerationComparisonOperators = sc.Gates.TaintTolerationComparisonOperators
 	fts.EnableInPlacePodVerticalScalingSchedulerPreemption = sc.Gates.InPlacePodVerticalScalingSchedulerPreemption
+	fts.EnableInterPodAffinityHostnameFastPath = sc.Gates.InterPodAffinityHostnameFastPath
 	return fts
 }
 
@@ -293,11 +297,35 @@ type recorder struct {
 
 // eq records a mismatch when a != b and reports whether they were equal.
 func (r *recorder) eq(check, where, a, b string) bool {
+	if s := outcomes.Load(); s != nil {
+		s.add(r.plugin + "/" + check + ": " + a)
+	}
 	if a == b {
 		return true
 	}
 	r.out = append(r.out, mismatch{Plugin: r.plugin, Check: check, Where: where, Upstream: a, Ours: b})
 	return false
+}
+
+// outcomeStats counts the upstream outcomes seen (TestGeneratorReachesCorners).
+type outcomeStats struct {
+	sync.Mutex
+	seen map[string]int
+}
+
+var (
+	outcomes     atomic.Pointer[outcomeStats]
+	positiveNums = regexp.MustCompile(`\b[1-9][0-9]*\b`)
+)
+
+func (s *outcomeStats) add(outcome string) {
+	if len(outcome) > 300 {
+		outcome = outcome[:300]
+	}
+	outcome = positiveNums.ReplaceAllString(outcome, "#")
+	s.Lock()
+	s.seen[outcome]++
+	s.Unlock()
 }
 
 // statusString renders what the framework acts on: the code and, for
@@ -421,6 +449,20 @@ func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
 	if err != nil {
 		panic(err)
 	}
+	// A profile may enable Filter without PreFilter: then nothing was
+	// skipped or narrowed and the state is missing.
+	if fA, ok := pa.(fwk.FilterPlugin); ok && sc.NoStateChecks {
+		fB := pb.(fwk.FilterPlugin)
+		for i, n := range nodes {
+			if i == 3 {
+				break
+			}
+			r.eq("FilterWithoutPreFilterState", "node "+n.Node().Name,
+				protect(func() string { return statusString(fA.Filter(ctx, framework.NewCycleState(), pod, n)) }),
+				protect(func() string { return statusString(fB.Filter(ctx, framework.NewCycleState(), pod, n)) }))
+		}
+	}
+
 	stA, stB := framework.NewCycleState(), framework.NewCycleState()
 
 	// PreFilter.
@@ -553,16 +595,6 @@ func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
 					r.eq("CloneIndependence(upstream!)", "node "+name, first[name][0], again[name][0])
 				}
 				r.eq("CloneIndependence", "node "+name+" (ours before vs after mutating clones)", first[name][1], again[name][1])
-			}
-		}
-		if sc.NoStateChecks {
-			for i, n := range candidates {
-				if i == 3 {
-					break
-				}
-				r.eq("FilterWithoutPreFilterState", "node "+n.Node().Name,
-					protect(func() string { return statusString(fA.Filter(ctx, framework.NewCycleState(), pod, n)) }),
-					protect(func() string { return statusString(fB.Filter(ctx, framework.NewCycleState(), pod, n)) }))
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
@@ -70,15 +71,17 @@ func upstreamRegistry(sc *Scenario) profileRegistry {
 func oursRegistry(sc *Scenario) (profileRegistry, error) {
 	reg := intree.NewInTreeRegistry()
 	shipped := plugins.Registry()
-	globalGates := featuresFor(&Scenario{})
-	globalGates.EnableTaintTolerationComparisonOperators = utilfeature.DefaultFeatureGate.Enabled("TaintTolerationComparisonOperators")
-	globalGates.EnableInPlacePodVerticalScalingSchedulerPreemption = utilfeature.DefaultFeatureGate.Enabled("InPlacePodVerticalScalingSchedulerPreemption")
+	globalGates := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	scenarioGates := featuresFor(sc)
 	sameGates := globalGates == scenarioGates
 	pr := profileRegistry{registry: reg, renames: map[string]string{}}
 	for _, k := range kinds {
 		op, ok := ours[k.Name]
 		if !ok {
+			// Not wired yet: upstream in its slot, bound to the scenario's gates.
+			reg[k.Name] = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+				return k.Upstream(ctx, sc, h, scenarioGates)
+			}
 			continue
 		}
 		pr.renames[k.Name] = op.Name

@@ -3,7 +3,6 @@ package interpodaffinity
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -163,14 +162,4 @@ func (e *testEnv) score(t *testing.T, pod *v1.Pod, feasible ...string) scoreResu
 		r.normalized[ns.Name] = ns.Score
 	}
 	return r
-}
-
-// keys lists a map's keys sorted, for messages.
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -82,7 +82,7 @@ var contractCorners = []string{
 	lit(`Profile/Filter: UnschedulableAndUnresolvable "node(s) had untolerated taint(s)" (plugin TaintToleration)`),
 	lit(`Profile/Filter: Unschedulable "node(s) didn't satisfy existing pods anti-affinity rules" (plugin InterPodAffinity)`),
 	lit(`Profile/PreScore: Error "running PreScore plugin \"NodeAffinity\": `),
-	lit(`Profile/Score: Error "applying score defaultWeights on Score plugins: plugin \"NodeAffinity\" returns an invalid score -#, it should in the range of [0, #] after normalizing"`),
+	lit(`Profile/Score: Error "applying score defaultWeights on Score plugins: plugin \"NodeAffinity\" returns an invalid score <some node's>, it should in the range of [0, #] after normalizing"`),
 	lit(`Profile/Score: Success`),
 	lit(`Profile/TotalScore: `),
 	lit(`Profile/FilterAfterPreemption: `),

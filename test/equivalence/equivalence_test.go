@@ -26,11 +26,11 @@ import (
 //	EQUIVALENCE_SEED=S        base seed (default defaultSeed)
 //	EQUIVALENCE_SCENARIOS=N   scenarios in TestEquivalence (default defaultScenarios, 2000 with -short)
 //	EQUIVALENCE_INDEX=I       run only scenario I of the seed (replaying a report)
-//	EQUIVALENCE_PROFILE_EVERY=K  whole-profile comparison on every K-th scenario (default 4; 0 disables)
+//	EQUIVALENCE_PROFILE_EVERY=K  whole-profile comparison on every K-th scenario (default 1; 0 disables)
 //	EQUIVALENCE_REPLAY=file   TestReplay runs the YAML reproducer in file
 const (
 	defaultSeed      = 20260806
-	defaultScenarios = 30000
+	defaultScenarios = 50000
 )
 
 func TestMain(m *testing.M) {
@@ -232,7 +232,7 @@ func TestEquivalence(t *testing.T) {
 		def = 2000
 	}
 	n := envUint("EQUIVALENCE_SCENARIOS", def)
-	profileEvery := envUint("EQUIVALENCE_PROFILE_EVERY", 4)
+	profileEvery := envUint("EQUIVALENCE_PROFILE_EVERY", 1)
 	var only *uint64
 	if v := os.Getenv("EQUIVALENCE_INDEX"); v != "" {
 		i := envUint("EQUIVALENCE_INDEX", 0)
@@ -240,10 +240,15 @@ func TestEquivalence(t *testing.T) {
 		profileEvery = 1
 	}
 	logWiring(t)
+	profileCounters.built.Store(0)
+	profileCounters.filtered.Store(0)
+	profileCounters.scored.Store(0)
 	cmp := defaultComparator(profileEvery)
 	res := runBatch(t, seed, n, only, cmp, 50)
 	t.Logf("seed=%d scenarios=%d (whole profile on every %d-th) workers=%d wall=%v (%.0f scenarios/s)",
 		seed, res.ran, profileEvery, runtime.GOMAXPROCS(0), res.elapsed.Round(time.Millisecond), float64(res.ran)/res.elapsed.Seconds())
+	t.Logf("whole-profile comparisons: %d frameworks built, %d passed PreFilter and were filtered, %d scored",
+		profileCounters.built.Load(), profileCounters.filtered.Load(), profileCounters.scored.Load())
 	if len(res.findings) > 0 {
 		t.Errorf("equivalence mismatches:\n%s", report(t, res, cmp))
 	}

@@ -173,9 +173,12 @@ var (
 
 // gen wraps the random source with scenario-building helpers.
 type gen struct {
-	r    *rand.Rand
-	sc   *Scenario
-	pods int // counter for unique pod names/UIDs
+	r  *rand.Rand
+	sc *Scenario
+	// friendly scenarios carry fewer hard constraints, so that whole-profile
+	// runs often keep two or more feasible nodes and get to scoring.
+	friendly bool
+	pods     int // counter for unique pod names/UIDs
 }
 
 // NewRand returns the generator's random source for scenario index i of a
@@ -204,6 +207,7 @@ func pick[T any](g *gen, xs []T) T { return xs[g.r.IntN(len(xs))] }
 
 func (g *gen) scenario() {
 	sc := g.sc
+	g.friendly = g.p(35)
 	sc.Gates.TaintTolerationComparisonOperators = g.p(50)
 	sc.Gates.InPlacePodVerticalScalingSchedulerPreemption = g.p(15)
 	sc.ArgsAsYAML = g.p(10)
@@ -309,13 +313,16 @@ func (g *gen) node(name string) *v1.Node {
 	for range g.taintCount() {
 		w.Taint(pick(g, taintKeys), pick(g, taintValues), g.taintEffect())
 	}
-	if g.p(90) {
+	if g.friendly || g.p(90) {
 		w.Capacity("8", "32Gi", 110)
 	}
 	return w.Obj()
 }
 
 func (g *gen) taintCount() int {
+	if g.friendly && g.p(60) {
+		return 0
+	}
 	switch x := g.n(100); {
 	case x < 45:
 		return 0
@@ -380,7 +387,7 @@ func (g *gen) incomingPod() *v1.Pod {
 	p := g.pod(false)
 	w := &testutil.PodWrapper{Pod: *p}
 	switch x := g.n(100); {
-	case x < 50:
+	case x < 50 || g.friendly && g.p(80):
 	case x < 60:
 		w.NodeSelector(map[string]string{})
 	default:
@@ -402,6 +409,11 @@ func (g *gen) incomingPod() *v1.Pod {
 		w.NodeName(pick(g, append(g.nodeNames(), "ghost")))
 	case x < 10:
 		w.NodeName("ghost")
+	}
+	if w.Spec.NodeName != "" && g.p(30) {
+		// Both NodeName and NodeAffinity narrow PreFilter: their results are
+		// intersected by the framework, possibly to nothing.
+		w.RequiredNodeTerms(testutil.FieldTerm(testutil.Expr("metadata.name", v1.NodeSelectorOpIn, pick(g, append(g.nodeNames(), "ghost")))))
 	}
 	if g.p(20) {
 		w.ResizeDeferred()
@@ -501,7 +513,7 @@ func (g *gen) nodeValue(key string) string {
 func (g *gen) nodeAffinity() *v1.NodeAffinity {
 	na := &v1.NodeAffinity{}
 	switch x := g.n(100); {
-	case x < 35:
+	case x < 35 || g.friendly && g.p(70):
 	case x < 40:
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &v1.NodeSelector{}
 	case x < 44:
@@ -739,7 +751,11 @@ func (g *gen) interPodAffinityArgs() *configv1.InterPodAffinityArgs {
 // Inter-pod affinity.
 
 func (g *gen) podAffinity(w *testutil.PodWrapper) {
-	if g.p(55) {
+	requiredPercent := 55
+	if g.friendly {
+		requiredPercent = 20
+	}
+	if g.p(requiredPercent) {
 		for range 1 + g.n(2) {
 			w.RequiredPodAffinity(g.podTerm())
 		}

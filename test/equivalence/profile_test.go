@@ -3,10 +3,13 @@ package equivalence
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -16,6 +19,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -24,9 +28,10 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
-// Whole-profile comparison: upstream's default profile against the same
-// profile with the in-tree four replaced by ours in the same slots with the
-// same weights, both run through the real framework runtime on the same
+// Whole-profile comparison: upstream's default profile (derived from the
+// v1 defaulting code) against our shipped profile
+// (manifests/scheduler-config.yaml: the in-tree four replaced by ours in the
+// same slots with the same weights), both run through the real framework runtime on the same
 // snapshot, nominator and namespace informer. The cycle mirrors
 // schedulePod: RunPreFilterPlugins, RunFilterPluginsWithNominatedPods per
 // node, RunPreScorePlugins and RunScorePlugins on the feasible nodes (when
@@ -97,35 +102,75 @@ func oursRegistry(sc *Scenario) (profileRegistry, error) {
 	return pr, nil
 }
 
-// buildProfile returns the profile for pr: default plugins in default order,
-// in-tree names replaced per pr.renames, args from the scenario.
+// shippedProfile is the profile of manifests/scheduler-config.yaml, decoded
+// (and defaulted) the way kube-scheduler loads --config.
+var shippedProfile = sync.OnceValues(func() (*config.KubeSchedulerProfile, error) {
+	data, err := os.ReadFile(shippedConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", shippedConfigPath, err)
+	}
+	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+	if !ok || len(cfg.Profiles) != 1 {
+		return nil, fmt.Errorf("%s: want one KubeSchedulerConfiguration profile, got %T", shippedConfigPath, obj)
+	}
+	return &cfg.Profiles[0], nil
+})
+
+const shippedConfigPath = "../../manifests/scheduler-config.yaml"
+
+// buildProfile returns upstream's default profile, or (upstream=false) our
+// shipped profile, with the scenario's NodeAffinity/InterPodAffinity args.
+// In our profile, kinds not wired yet are switched back to the in-tree name.
 func buildProfile(sc *Scenario, pr profileRegistry, upstream bool) (*config.KubeSchedulerProfile, error) {
-	prof := defaultProfile().DeepCopy()
-	rename := func(ps []config.Plugin) {
-		for i := range ps {
-			if n, ok := pr.renames[ps[i].Name]; ok {
-				ps[i].Name = n
+	var prof *config.KubeSchedulerProfile
+	if upstream {
+		prof = defaultProfile().DeepCopy()
+	} else {
+		shipped, err := shippedProfile()
+		if err != nil {
+			return nil, err
+		}
+		prof = shipped.DeepCopy()
+		unwire := map[string]string{}
+		for _, k := range kinds {
+			if _, ok := pr.renames[k.Name]; !ok {
+				unwire["Placement"+k.Name] = k.Name
+			}
+		}
+		for _, ps := range []*config.PluginSet{&prof.Plugins.MultiPoint, &prof.Plugins.PreFilter, &prof.Plugins.Filter,
+			&prof.Plugins.PreScore, &prof.Plugins.Score} {
+			for i := range ps.Enabled {
+				if n, ok := unwire[ps.Enabled[i].Name]; ok {
+					ps.Enabled[i].Name = n
+				}
 			}
 		}
 	}
-	for _, ps := range []*config.PluginSet{&prof.Plugins.MultiPoint, &prof.Plugins.PreFilter, &prof.Plugins.Filter,
-		&prof.Plugins.PreScore, &prof.Plugins.Score} {
-		rename(ps.Enabled)
+	argNames := map[string]bool{}
+	for _, name := range []string{"NodeAffinity", "InterPodAffinity"} {
+		argNames[name] = true
+		if ourName, ok := pr.renames[name]; ok {
+			argNames[ourName] = true
+		}
 	}
 	var pcs []config.PluginConfig
 	for _, pc := range prof.PluginConfig {
-		if pc.Name != "NodeAffinity" && pc.Name != "InterPodAffinity" {
+		if !argNames[pc.Name] {
 			pcs = append(pcs, pc)
 		}
 	}
 	for _, name := range []string{"NodeAffinity", "InterPodAffinity"} {
-		var args runtime.Object
 		if ourName, ok := pr.renames[name]; ok && !upstream {
 			if a := oursArgs(name, sc); a != nil {
 				pcs = append(pcs, config.PluginConfig{Name: ourName, Args: a})
 			}
 			continue
 		}
+		var args runtime.Object
 		var err error
 		if name == "NodeAffinity" {
 			args, err = internalNodeAffinityArgs(sc)
@@ -146,10 +191,10 @@ func newProfileFramework(ctx context.Context, e *env, inf informers.SharedInform
 	if err != nil {
 		return nil, err
 	}
-	if !upstream {
-		// DynamicResources registers a pod-informer indexer named after the
-		// profile, so the two frameworks sharing an informer factory need
-		// distinct profile names.
+	// DynamicResources registers a pod-informer indexer named after the
+	// profile, so the two frameworks sharing an informer factory need
+	// distinct profile names (ours is "placement-scheduler").
+	if !upstream && prof.SchedulerName == defaultProfile().SchedulerName {
 		prof.SchedulerName = "placement-scheduler"
 	}
 	return frameworkruntime.NewFramework(ctx, pr.registry, prof,
@@ -178,8 +223,14 @@ func newNameNormalizer(renames map[string]string) nameNormalizer {
 	return nameNormalizer{replacer: strings.NewReplacer(pairs...)}
 }
 
+// invalidScore: the framework validates normalized scores for all nodes in
+// parallel and reports whichever offender it meets first, so the number is
+// not deterministic even upstream (plugin-level checks compare the scores).
+var invalidScore = regexp.MustCompile(`returns an invalid score -?[0-9]+,`)
+
 func (n nameNormalizer) norm(s string) string {
 	s = n.replacer.Replace(s)
+	s = invalidScore.ReplaceAllString(s, "returns an invalid score <some node's>,")
 	return bracketList.ReplaceAllStringFunc(s, func(m string) string {
 		names := strings.Fields(m[1 : len(m)-1])
 		sort.Strings(names)
@@ -193,6 +244,11 @@ func (n nameNormalizer) status(s *fwk.Status) string {
 		out += " (plugin " + s.Plugin() + ")"
 	}
 	return n.norm(out)
+}
+
+// profileCounters show how far whole-profile comparisons got.
+var profileCounters struct {
+	built, filtered, scored atomic.Uint64
 }
 
 func compareProfile(e *env, sc *Scenario) []mismatch {
@@ -209,7 +265,7 @@ func compareProfile(e *env, sc *Scenario) []mismatch {
 	// A fresh (never started) informer factory per scenario, shared by both
 	// frameworks: plugins add indexers at construction, which an informer
 	// accepts only once per name.
-	inf := informers.NewSharedInformerFactory(nil, 0)
+	inf := newInf()
 	nsStore := inf.Core().V1().Namespaces().Informer().GetIndexer()
 	for _, ns := range sc.Namespaces {
 		if err := nsStore.Add(ns); err != nil {
@@ -227,6 +283,7 @@ func compareProfile(e *env, sc *Scenario) []mismatch {
 	if errA != nil {
 		return r.out // both reject the args; plugin-level checks compare the text
 	}
+	profileCounters.built.Add(1)
 	pod := sc.Pod
 
 	// Batching signatures (SignPod over all plugins, JSON-encoded).
@@ -254,6 +311,7 @@ func compareProfile(e *env, sc *Scenario) []mismatch {
 		return r.out
 	}
 
+	profileCounters.filtered.Add(1)
 	nodes, _ := e.snapshot.NodeInfos().List()
 	var feasible []fwk.NodeInfo
 	for _, ni := range nodes {
@@ -322,6 +380,7 @@ func compareProfile(e *env, sc *Scenario) []mismatch {
 		protect(func() string { scB, ssB = fwB.RunScorePlugins(ctx, stB, pod, feasible); return nB.status(ssB) })) || !ssA.IsSuccess() {
 		return r.out
 	}
+	profileCounters.scored.Add(1)
 	for i := range scA {
 		r.eq("TotalScore", "node "+scA[i].Name,
 			fmt.Sprintf("%d %s", scA[i].TotalScore, pluginScores(nA, scA[i].Scores)),
@@ -337,4 +396,42 @@ func pluginScores(n nameNormalizer, ps []fwk.PluginScore) string {
 	}
 	sort.Strings(parts)
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+func newInf() informers.SharedInformerFactory { return informers.NewSharedInformerFactory(nil, 0) }
+
+// TestShippedWiring checks what the whole-profile comparison relies on: every
+// wired plugin is in pkg/plugins.Registry() and in the shipped profile, in
+// the in-tree plugin's slot with its weight.
+func TestShippedWiring(t *testing.T) {
+	shipped, err := shippedProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := plugins.Registry()
+	def := defaultProfile()
+	if len(shipped.Plugins.MultiPoint.Enabled) != len(def.Plugins.MultiPoint.Enabled) {
+		t.Fatalf("shipped profile has %d multiPoint plugins, upstream default %d",
+			len(shipped.Plugins.MultiPoint.Enabled), len(def.Plugins.MultiPoint.Enabled))
+	}
+	for _, k := range kinds {
+		op, ok := ours[k.Name]
+		if !ok {
+			t.Errorf("%s: our package is not wired into the suite yet", k.Name)
+			continue
+		}
+		if _, ok := reg[op.Name]; !ok {
+			t.Errorf("%s: %s missing from pkg/plugins.Registry()", k.Name, op.Name)
+		}
+		for i, p := range def.Plugins.MultiPoint.Enabled {
+			if p.Name != k.Name {
+				continue
+			}
+			got := shipped.Plugins.MultiPoint.Enabled[i]
+			if got.Name != op.Name || got.Weight != p.Weight {
+				t.Errorf("shipped multiPoint[%d] = %s (weight %d), want %s (weight %d) in %s's slot",
+					i, got.Name, got.Weight, op.Name, p.Weight, k.Name)
+			}
+		}
+	}
 }

@@ -258,7 +258,7 @@ func newNamespace(t testing.TB, labels map[string]string) string {
 // schedulableNode is a node the default plugins accept: Ready, with room for
 // pods. Its name is made unique to the test's namespace.
 func schedulableNode(ns, name string) *testutil.NodeWrapper {
-	return testutil.MakeNode(ns + "-" + name).Capacity("8", "32Gi", 110).Ready()
+	return testutil.MakeNode(ns+"-"+name).Capacity("8", "32Gi", 110).Ready()
 }
 
 // createNodes creates cluster-scoped nodes and deletes them when the test ends.

@@ -5,12 +5,15 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/controlplane"
@@ -79,6 +82,13 @@ func runMain(m *testing.M) int {
 	env.client, err = kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The shipped config keeps its leader-election lease in the
+	// placement-scheduler namespace, which an install creates.
+	leaseNS := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "placement-scheduler"}}
+	if _, err := env.client.CoreV1().Namespaces().Create(context.Background(), leaseNS, metav1.CreateOptions{}); err != nil {
+		fmt.Fprintln(os.Stderr, "creating namespace placement-scheduler:", err)
 		return 1
 	}
 	defer stopSharedScheduler()

@@ -63,7 +63,7 @@ func TestShippedConfigSchedulesOptedInPods(t *testing.T) {
 	if _, err := leases("kube-system").Get(context.Background(), "kube-scheduler", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("kube-system/kube-scheduler lease: got err=%v, want NotFound (we must not take the default scheduler's lease)", err)
 	}
-	if !strings.Contains(sched.log(), "successfully acquired lease placement-scheduler/placement-scheduler") {
+	if !strings.Contains(sched.log(), `"Successfully acquired lease" lock="placement-scheduler/placement-scheduler"`) {
 		t.Errorf("scheduler log does not show it acquired placement-scheduler/placement-scheduler (holder %q)", holder)
 	}
 }

@@ -226,10 +226,13 @@ func (g *gen) scenario() {
 		numNodes = 0
 	case x < 12:
 		numNodes = 1
-	case x < 80:
+	case x < 79:
 		numNodes = 2 + g.n(6)
-	default:
+	case x < 99:
 		numNodes = 8 + g.n(12)
+	default:
+		// Big enough for the parallel code paths to split work into chunks.
+		numNodes = 40 + g.n(60)
 	}
 	for i := range numNodes {
 		sc.Nodes = append(sc.Nodes, g.node(fmt.Sprintf("n%d", i)))

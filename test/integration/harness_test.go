@@ -105,6 +105,9 @@ func launchScheduler(name string, config []byte, extraArgs ...string) (*schedule
 	}, extraArgs...)
 	cmd := exec.Command(env.binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// If the test binary dies (e.g. go test's timeout panic), take the
+	// scheduler with it rather than leave it running against a dead apiserver.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", env.binary, err)

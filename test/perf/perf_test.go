@@ -1,0 +1,246 @@
+package perf
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	_ "k8s.io/component-base/logs/json/register"
+	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	benchmark "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/test/perf/report"
+)
+
+// Flags of our own; scheduler_perf's (-perf-scheduling-label-filter,
+// -data-items-dir, ...) are registered by InitTests. InitTests re-creates
+// flag.CommandLine from the flags defined so far, so these survive.
+var (
+	repeats = flag.Int("placement-repeats", 2,
+		"how many times each profile runs each selected workload; runs are interleaved per test case (upstream, ours, upstream, ours, ...)")
+	podsTimeout = flag.Duration("placement-pods-timeout", 0,
+		"if set, how long a measured createPods op may wait for its pods (scheduler_perf's default is 10m)")
+)
+
+// env is set once by TestMain.
+var env struct {
+	repoRoot    string
+	upstreamDir string
+	etcd        string
+	err         error // why benchmarks cannot run; reported by each of them
+}
+
+func TestMain(m *testing.M) {
+	// Per-plugin timings for ours. Appending is what upstream documents;
+	// on its own it has no effect in v1.37 (see CollectorConfig), so the
+	// same list also goes into each test case's metricsCollectorConfig.
+	benchmark.PluginNames = append(benchmark.PluginNames, ourPluginNames()...)
+	if err := benchmark.InitTests(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cleanup, err := EnsureShortTempDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	env.err = initEnv()
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+func initEnv() error {
+	var err error
+	if env.repoRoot, err = RepoRoot(); err != nil {
+		return err
+	}
+	if env.etcd, err = EnsureEtcd(env.repoRoot); err != nil {
+		return err
+	}
+	env.upstreamDir, err = UpstreamDir(env.repoRoot)
+	return err
+}
+
+func ourPluginNames() []string {
+	names := make([]string, 0, 4)
+	for name := range plugins.Registry() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// BenchmarkPerfScheduling runs each selected upstream workload with both
+// profiles, -placement-repeats times, interleaved. Sub-benchmarks are
+//
+//	BenchmarkPerfScheduling/<case>/r<rep>-<profile>/<case>/<workload>
+//
+// where the last two levels are scheduler_perf's own. Pick the scale with
+// the workload level, e.g. -bench 'BenchmarkPerfScheduling////^500Nodes$'
+// -perf-scheduling-label-filter= (the 500Nodes workloads carry no labels).
+// `make bench` does this and then writes the report.
+func BenchmarkPerfScheduling(b *testing.B) {
+	if env.err != nil {
+		b.Fatal(env.err)
+	}
+	if *repeats < 1 {
+		b.Fatalf("-placement-repeats=%d: need at least 1", *repeats)
+	}
+	setup, err := Prepare(Options{
+		RepoRoot:    env.repoRoot,
+		UpstreamDir: env.upstreamDir,
+		Dir:         b.TempDir(),
+		PluginNames: benchmark.PluginNames,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dataDir := ensureDataItemsDir(b)
+	writeRunInfo(b, dataDir, setup)
+
+	var opts []benchmark.SchedulerPerfOption
+	if *podsTimeout > 0 {
+		opts = append(opts, benchmark.WithPodsSchedulingTimeout(*podsTimeout))
+	}
+	for _, c := range setup.Cases {
+		b.Run(c.Name, func(b *testing.B) {
+			for rep := 1; rep <= *repeats; rep++ {
+				for _, p := range Profiles {
+					name := fmt.Sprintf("r%d-%s", rep, p)
+					b.Run(name, func(b *testing.B) {
+						registry, runOpts := nil, opts
+						if p == Ours {
+							var check benchmark.HookFn
+							registry, check = verifiedRegistry()
+							runOpts = append(slices.Clone(opts), benchmark.WithPrepareFn(check))
+						}
+						// The topic makes scheduler_perf's per-workload
+						// files (.dat progress, profiles) unique per run;
+						// they would overwrite each other otherwise.
+						topic := c.Topic + "_" + name
+						benchmark.RunBenchmarkPerfScheduling(b, c.Files[p], topic, registry, runOpts...)
+					})
+				}
+			}
+		})
+	}
+}
+
+// verifiedRegistry returns our registry with factories that count their
+// calls, and a prepare hook (run by scheduler_perf after the scheduler of
+// each workload is built) that fails the workload unless every one of our
+// plugins was instantiated for it, so a profile mix-up cannot silently
+// measure upstream twice.
+func verifiedRegistry() (frameworkruntime.Registry, benchmark.HookFn) {
+	reg := plugins.Registry()
+	counts := map[string]*atomic.Int64{}
+	for name, factory := range reg {
+		n := &atomic.Int64{}
+		counts[name] = n
+		reg[name] = func(ctx context.Context, args k8sruntime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			n.Add(1)
+			return factory(ctx, args, h)
+		}
+	}
+	seen := map[string]int64{}
+	check := func(tCtx ktesting.TContext) error {
+		var missing []string
+		for name, n := range counts {
+			if v := n.Load(); v > seen[name] {
+				seen[name] = v
+			} else {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			return fmt.Errorf("our profile did not instantiate %v: is the config pointing at the shipped profile?", missing)
+		}
+		return nil
+	}
+	return reg, check
+}
+
+// ensureDataItemsDir returns -data-items-dir, defaulting it to a fresh
+// results/bench-<time> so that files never land in the package directory
+// (scheduler_perf writes to the working directory when it is unset).
+func ensureDataItemsDir(b *testing.B) string {
+	f := flag.Lookup("data-items-dir")
+	if f == nil {
+		b.Fatal("scheduler_perf's -data-items-dir flag is not registered")
+	}
+	if dir := f.Value.String(); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		return dir
+	}
+	dir := filepath.Join(env.repoRoot, "results", "bench-"+time.Now().UTC().Format("20060102-150405"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Value.Set(dir); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("data items go to %s", dir)
+	return dir
+}
+
+func writeRunInfo(b *testing.B, dir string, setup *Setup) {
+	info := report.RunInfo{
+		Started:      time.Now().UTC().Format(time.RFC3339),
+		GoVersion:    runtime.Version(),
+		K8sVersion:   moduleVersion(env.upstreamDir),
+		NumCPU:       runtime.NumCPU(),
+		GOMAXPROCS:   runtime.GOMAXPROCS(0),
+		Repeats:      *repeats,
+		Order:        "interleaved per test case (r1 upstream, r1 ours, r2 upstream, r2 ours, ...), one etcd+apiserver+scheduler per workload run",
+		BenchPattern: flagValue("test.bench"),
+		LabelFilter:  benchmark.PerfSchedulingLabelFilter,
+		UpstreamDir:  env.upstreamDir,
+		OurConfigBasis: "manifests/scheduler-config.yaml, profile renamed default-scheduler, leader election off, with pkg/plugins.Registry() " +
+			"(upstream = scheduler_perf's default component config, no out-of-tree registry)",
+	}
+	for _, c := range setup.Cases {
+		info.Cases = append(info.Cases, c.Name)
+	}
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, report.RunInfoFile), append(data, '\n'), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// moduleVersion reads the version from the module cache path
+// (.../k8s.io/kubernetes@v1.37.1/test/integration/scheduler_perf).
+func moduleVersion(perfDir string) string {
+	for d := perfDir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, v, ok := strings.Cut(filepath.Base(d), "@"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}

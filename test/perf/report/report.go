@@ -1,0 +1,542 @@
+// Package report turns the JSON data items scheduler_perf writes to
+// -data-items-dir into side-by-side tables: upstream's default profile
+// against ours, per test case and workload, with the spread over repeats.
+//
+// It relies on one naming contract with test/perf's benchmark: every data
+// item's Name label is the sub-benchmark path
+//
+//	BenchmarkPerfScheduling/<case>/r<rep>-<profile>/<case>/<workload>/<measure>
+//
+// (scheduler_perf sets Name to the running benchmark's name plus the
+// measured namespace or op name), so each item says which run it belongs to.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Profile names, as the benchmark uses them in sub-benchmark names.
+const (
+	Upstream = "upstream"
+	Ours     = "ours"
+)
+
+// CeilingCase is the test case without affinity that bounds what the
+// affinity cases can reach on the same machine and run.
+const CeilingCase = "SchedulingBasic"
+
+// OurPluginPrefix turns an in-tree plugin name into ours
+// (NodeAffinity -> PlacementNodeAffinity).
+const OurPluginPrefix = "Placement"
+
+// ReplacedPlugins are the in-tree plugins ours replace.
+var ReplacedPlugins = []string{"NodeName", "TaintToleration", "NodeAffinity", "InterPodAffinity"}
+
+// RunInfoFile is written by the benchmark next to the data items.
+const RunInfoFile = "run-info.json"
+
+// RunInfo describes the machine and the invocation.
+type RunInfo struct {
+	Started        string   `json:"started"`
+	GoVersion      string   `json:"goVersion"`
+	K8sVersion     string   `json:"k8sVersion"`
+	NumCPU         int      `json:"numCPU"`
+	GOMAXPROCS     int      `json:"gomaxprocs"`
+	Repeats        int      `json:"repeats"`
+	Order          string   `json:"order"`
+	BenchPattern   string   `json:"benchPattern"`
+	LabelFilter    string   `json:"labelFilter"`
+	Cases          []string `json:"cases"`
+	UpstreamDir    string   `json:"upstreamDir"`
+	OurConfigBasis string   `json:"ourConfigBasis"`
+}
+
+// DataItem is scheduler_perf's JSON data item.
+type DataItem struct {
+	Data   map[string]float64 `json:"data"`
+	Unit   string             `json:"unit"`
+	Labels map[string]string  `json:"labels,omitempty"`
+}
+
+type dataItemsFile struct {
+	Version   string     `json:"version"`
+	DataItems []DataItem `json:"dataItems"`
+}
+
+// Key identifies one measured op of one workload.
+type Key struct {
+	Case     string `json:"case"`
+	Workload string `json:"workload"`
+	Measure  string `json:"measure"`
+}
+
+// Sample is what one run of one profile measured for a Key.
+type Sample struct {
+	Profile string `json:"profile"`
+	Rep     int    `json:"rep"`
+	// Throughput is SchedulingThroughput Average, pods/s; NaN when the
+	// harness could not measure it (fewer than two 1-s samples).
+	Throughput float64 `json:"throughput"`
+	// AttemptP50/P99 are scheduler_scheduling_attempt_duration_seconds
+	// {result=scheduled} quantiles in ms (interpolated within histogram
+	// buckets by the harness).
+	AttemptP50 float64 `json:"attemptP50ms"`
+	AttemptP99 float64 `json:"attemptP99ms"`
+	// PeakHeapMB is the largest HeapInuse sample of the test process
+	// during the measured op (apiserver, controllers and scheduler all
+	// run in it).
+	PeakHeapMB float64 `json:"peakHeapMB"`
+	// DurationS is SchedulingDuration: creating and scheduling the measured pods.
+	DurationS float64 `json:"durationS"`
+	// Plugins holds scheduler_plugin_execution_duration_seconds Average in
+	// ms per plugin and extension point (the scheduler samples 10% of
+	// cycles for this metric).
+	Plugins map[string]map[string]float64 `json:"plugins,omitempty"`
+}
+
+// Results are all samples found in a directory.
+type Results struct {
+	Info    *RunInfo
+	Samples map[Key][]Sample
+	Files   int
+}
+
+var (
+	nameRE = regexp.MustCompile(`^BenchmarkPerfScheduling[^/]*/([^/]+)/r(\d+)-(` + Upstream + `|` + Ours + `)/([^/]+)/([^/]+)(?:/(.*))?$`)
+	// The testing package appends #NN to duplicate sub-benchmark names
+	// (go test -count>1).
+	dupSuffix = regexp.MustCompile(`#\d+$`)
+)
+
+// ParseName splits a data item's Name label.
+func ParseName(name string) (Key, string, int, error) {
+	m := nameRE.FindStringSubmatch(name)
+	if m == nil {
+		return Key{}, "", 0, fmt.Errorf("name %q is not BenchmarkPerfScheduling/<case>/r<rep>-<profile>/<case>/<workload>/<measure>", name)
+	}
+	caseName := dupSuffix.ReplaceAllString(m[1], "")
+	if inner := dupSuffix.ReplaceAllString(m[4], ""); inner != caseName {
+		return Key{}, "", 0, fmt.Errorf("name %q: outer case %q differs from scheduler_perf's %q", name, caseName, inner)
+	}
+	rep, _ := strconv.Atoi(m[2])
+	return Key{Case: caseName, Workload: dupSuffix.ReplaceAllString(m[5], ""), Measure: m[6]}, m[3], rep, nil
+}
+
+// Load reads every scheduler_perf data-items file (BenchmarkPerfScheduling*.json) in dir.
+func Load(dir string) (*Results, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "BenchmarkPerfScheduling*.json"))
+	if err != nil {
+		return nil, err
+	}
+	res := &Results{Samples: map[Key][]Sample{}}
+	if raw, err := os.ReadFile(filepath.Join(dir, RunInfoFile)); err == nil {
+		res.Info = &RunInfo{}
+		if err := json.Unmarshal(raw, res.Info); err != nil {
+			return nil, fmt.Errorf("%s: %w", RunInfoFile, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	type runKey struct {
+		Key
+		profile string
+		rep     int
+	}
+	samples := map[runKey]*Sample{}
+	var order []runKey
+	sort.Strings(files)
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var items dataItemsFile
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if len(items.DataItems) > 0 {
+			res.Files++
+		}
+		for _, it := range items.DataItems {
+			key, profile, rep, err := ParseName(it.Labels["Name"])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			rk := runKey{key, profile, rep}
+			s := samples[rk]
+			if s == nil {
+				s = &Sample{Profile: profile, Rep: rep, Throughput: math.NaN(), AttemptP50: math.NaN(), AttemptP99: math.NaN(), PeakHeapMB: math.NaN(), DurationS: math.NaN()}
+				samples[rk] = s
+				order = append(order, rk)
+			}
+			addItem(s, it)
+		}
+	}
+	for _, rk := range order {
+		res.Samples[rk.Key] = append(res.Samples[rk.Key], *samples[rk])
+	}
+	return res, nil
+}
+
+func addItem(s *Sample, it DataItem) {
+	switch it.Labels["Metric"] {
+	case "SchedulingThroughput":
+		s.Throughput = it.Data["Average"]
+	case "scheduler_scheduling_attempt_duration_seconds":
+		if it.Labels["result"] == "scheduled" {
+			s.AttemptP50 = it.Data["Perc50"]
+			s.AttemptP99 = it.Data["Perc99"]
+		}
+	case "heap_memory_usage":
+		s.PeakHeapMB = it.Data["Max"]
+	case "SchedulingDuration":
+		s.DurationS = it.Data["Duration"]
+	case "scheduler_plugin_execution_duration_seconds":
+		if s.Plugins == nil {
+			s.Plugins = map[string]map[string]float64{}
+		}
+		p := it.Labels["plugin"]
+		if s.Plugins[p] == nil {
+			s.Plugins[p] = map[string]float64{}
+		}
+		s.Plugins[p][it.Labels["extension_point"]] = it.Data["Average"]
+	}
+}
+
+// Stat summarises one metric over repeats. NaN samples (not measured) are
+// left out and counted in Missing.
+type Stat struct {
+	N       int       `json:"n"`
+	Missing int       `json:"missing,omitempty"`
+	Mean    float64   `json:"mean"`
+	Min     float64   `json:"min"`
+	Max     float64   `json:"max"`
+	Stddev  float64   `json:"stddev"` // sample stddev; 0 for N<2
+	Values  []float64 `json:"values"`
+}
+
+// NewStat summarises vs.
+func NewStat(vs []float64) Stat {
+	var st Stat
+	for _, v := range vs {
+		if math.IsNaN(v) {
+			st.Missing++
+			continue
+		}
+		st.Values = append(st.Values, v)
+	}
+	st.N = len(st.Values)
+	if st.N == 0 {
+		st.Mean, st.Min, st.Max = math.NaN(), math.NaN(), math.NaN()
+		return st
+	}
+	st.Min, st.Max = slices.Min(st.Values), slices.Max(st.Values)
+	sum := 0.0
+	for _, v := range st.Values {
+		sum += v
+	}
+	st.Mean = sum / float64(st.N)
+	if st.N > 1 {
+		ss := 0.0
+		for _, v := range st.Values {
+			ss += (v - st.Mean) * (v - st.Mean)
+		}
+		st.Stddev = math.Sqrt(ss / float64(st.N-1))
+	}
+	return st
+}
+
+// MarshalJSON writes NaN as null.
+func (s Stat) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		N       int       `json:"n"`
+		Missing int       `json:"missing,omitempty"`
+		Mean    *float64  `json:"mean"`
+		Min     *float64  `json:"min"`
+		Max     *float64  `json:"max"`
+		Stddev  *float64  `json:"stddev"`
+		Values  []float64 `json:"values"`
+	}
+	num := func(f float64) *float64 {
+		if math.IsNaN(f) {
+			return nil
+		}
+		return &f
+	}
+	return json.Marshal(plain{s.N, s.Missing, num(s.Mean), num(s.Min), num(s.Max), num(s.Stddev), s.Values})
+}
+
+// ProfileStats are one profile's statistics for a Key.
+type ProfileStats struct {
+	Throughput Stat `json:"throughputPodsPerSec"`
+	AttemptP50 Stat `json:"attemptP50ms"`
+	AttemptP99 Stat `json:"attemptP99ms"`
+	PeakHeapMB Stat `json:"peakHeapMB"`
+	DurationS  Stat `json:"schedulingDurationS"`
+}
+
+// PluginStat compares an in-tree plugin with ours at one extension point.
+type PluginStat struct {
+	Upstream       string `json:"upstreamPlugin"`
+	Ours           string `json:"ourPlugin"`
+	ExtensionPoint string `json:"extensionPoint"`
+	UpstreamMs     Stat   `json:"upstreamAverageMs"`
+	OursMs         Stat   `json:"oursAverageMs"`
+}
+
+// Row is one Key's comparison.
+type Row struct {
+	Key
+	Upstream ProfileStats `json:"upstream"`
+	Ours     ProfileStats `json:"ours"`
+	// Ratio is mean(ours)/mean(upstream) throughput; null when either is
+	// missing.
+	Ratio   *float64     `json:"throughputRatio"`
+	Plugins []PluginStat `json:"plugins,omitempty"`
+}
+
+// Table holds the rows of one workload name (one scale), e.g. 500Nodes.
+type Table struct {
+	Workload string `json:"workload"`
+	Rows     []Row  `json:"rows"`
+	// Ceiling is SchedulingBasic's row at the same workload, if it ran.
+	Ceiling *Row `json:"ceiling,omitempty"`
+}
+
+// Report is the machine-readable result.
+type Report struct {
+	Run    *RunInfo `json:"run,omitempty"`
+	Tables []Table  `json:"tables"`
+}
+
+// Build aggregates results into tables. Case order follows the run info
+// when known, then name order.
+func Build(res *Results) *Report {
+	rep := &Report{Run: res.Info}
+	var caseOrder []string
+	if res.Info != nil {
+		caseOrder = res.Info.Cases
+	}
+	rank := func(c string) int {
+		if i := slices.Index(caseOrder, c); i >= 0 {
+			return i
+		}
+		return len(caseOrder)
+	}
+	keys := make([]Key, 0, len(res.Samples))
+	for k := range res.Samples {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Workload != b.Workload {
+			return a.Workload < b.Workload
+		}
+		if ra, rb := rank(a.Case), rank(b.Case); ra != rb {
+			return ra < rb
+		}
+		if a.Case != b.Case {
+			return a.Case < b.Case
+		}
+		return a.Measure < b.Measure
+	})
+	tables := map[string]*Table{}
+	var order []string
+	for _, k := range keys {
+		t := tables[k.Workload]
+		if t == nil {
+			t = &Table{Workload: k.Workload}
+			tables[k.Workload] = t
+			order = append(order, k.Workload)
+		}
+		row := buildRow(k, res.Samples[k])
+		t.Rows = append(t.Rows, row)
+		if k.Case == CeilingCase && t.Ceiling == nil {
+			r := row
+			t.Ceiling = &r
+		}
+	}
+	for _, w := range order {
+		rep.Tables = append(rep.Tables, *tables[w])
+	}
+	return rep
+}
+
+func buildRow(k Key, samples []Sample) Row {
+	by := map[string][]Sample{}
+	for _, s := range samples {
+		by[s.Profile] = append(by[s.Profile], s)
+	}
+	row := Row{Key: k, Upstream: profileStats(by[Upstream]), Ours: profileStats(by[Ours])}
+	if u, o := row.Upstream.Throughput.Mean, row.Ours.Throughput.Mean; row.Upstream.Throughput.N > 0 && row.Ours.Throughput.N > 0 && u > 0 {
+		r := o / u
+		row.Ratio = &r
+	}
+	for _, name := range ReplacedPlugins {
+		ours := OurPluginPrefix + name
+		points := map[string]bool{}
+		for _, s := range samples {
+			for ep := range s.Plugins[name] {
+				points[ep] = true
+			}
+			for ep := range s.Plugins[ours] {
+				points[ep] = true
+			}
+		}
+		for _, ep := range sortedExtensionPoints(points) {
+			pick := func(list []Sample, plugin string) Stat {
+				vs := make([]float64, 0, len(list))
+				for _, s := range list {
+					v, ok := s.Plugins[plugin][ep]
+					if !ok {
+						v = math.NaN()
+					}
+					vs = append(vs, v)
+				}
+				return NewStat(vs)
+			}
+			row.Plugins = append(row.Plugins, PluginStat{
+				Upstream: name, Ours: ours, ExtensionPoint: ep,
+				UpstreamMs: pick(by[Upstream], name),
+				OursMs:     pick(by[Ours], ours),
+			})
+		}
+	}
+	return row
+}
+
+// extensionPointOrder is the framework's order of the points plugins run at.
+var extensionPointOrder = []string{"PreEnqueue", "PreFilter", "Filter", "PreFilterExtensionAddPod", "PreFilterExtensionRemovePod", "PostFilter", "PreScore", "Score", "ScoreExtensionNormalize", "Reserve", "Unreserve", "Permit", "PreBind", "Bind", "PostBind"}
+
+func sortedExtensionPoints(points map[string]bool) []string {
+	var out []string
+	for ep := range points {
+		out = append(out, ep)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ri, rj := slices.Index(extensionPointOrder, out[i]), slices.Index(extensionPointOrder, out[j])
+		if ri < 0 {
+			ri = len(extensionPointOrder)
+		}
+		if rj < 0 {
+			rj = len(extensionPointOrder)
+		}
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+func profileStats(samples []Sample) ProfileStats {
+	get := func(f func(Sample) float64) Stat {
+		vs := make([]float64, 0, len(samples))
+		for _, s := range samples {
+			vs = append(vs, f(s))
+		}
+		return NewStat(vs)
+	}
+	return ProfileStats{
+		Throughput: get(func(s Sample) float64 { return s.Throughput }),
+		AttemptP50: get(func(s Sample) float64 { return s.AttemptP50 }),
+		AttemptP99: get(func(s Sample) float64 { return s.AttemptP99 }),
+		PeakHeapMB: get(func(s Sample) float64 { return s.PeakHeapMB }),
+		DurationS:  get(func(s Sample) float64 { return s.DurationS }),
+	}
+}
+
+// Markdown renders the report for people.
+func Markdown(r *Report) string {
+	var b strings.Builder
+	b.WriteString("# scheduler_perf: upstream default profile vs placement-scheduler profile\n\n")
+	if info := r.Run; info != nil {
+		fmt.Fprintf(&b, "- Started %s; k8s.io/kubernetes %s; %s; NumCPU %d, GOMAXPROCS %d\n", info.Started, info.K8sVersion, info.GoVersion, info.NumCPU, info.GOMAXPROCS)
+		fmt.Fprintf(&b, "- Repeats: %d per profile, %s\n", info.Repeats, info.Order)
+		fmt.Fprintf(&b, "- Selection: `-bench '%s'`, `-perf-scheduling-label-filter '%s'`\n", info.BenchPattern, info.LabelFilter)
+		fmt.Fprintf(&b, "- Workloads: upstream's files, unmodified, from %s; ours = %s\n", info.UpstreamDir, info.OurConfigBasis)
+	}
+	b.WriteString("- Cells: mean [min–max] over repeats (n shown when a run is missing). Throughput: SchedulingThroughput Average (pods/s over 1-s samples of the measured pods). " +
+		"Attempt latency: scheduler_scheduling_attempt_duration_seconds{result=scheduled}, ms, bucket-interpolated. " +
+		"Heap: peak HeapInuse of the whole test process (in-process apiserver + scheduler + harness), MB.\n")
+	b.WriteString("- A measuring stick, not a verdict: one machine, few repeats; read the spread before the ratio.\n")
+	for _, t := range r.Tables {
+		fmt.Fprintf(&b, "\n## %s\n\n", t.Workload)
+		if c := t.Ceiling; c != nil {
+			fmt.Fprintf(&b, "Ceiling (%s/%s, same run, no affinity): upstream %s pods/s, ours %s pods/s.\n\n", c.Case, c.Workload, cell(c.Upstream.Throughput, 1), cell(c.Ours.Throughput, 1))
+		}
+		b.WriteString("| Test case | upstream pods/s | ours pods/s | ours/upstream | attempt p50 ms (up / ours) | attempt p99 ms (up / ours) | peak heap MB (up / ours) |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, row := range t.Rows {
+			name := row.Case
+			if row.Case == CeilingCase {
+				name += " (ceiling)"
+			}
+			if row.Measure != "" && measuresPerWorkload(t, row.Case) > 1 {
+				name += " [" + row.Measure + "]"
+			}
+			ratio := "n/a"
+			if row.Ratio != nil {
+				ratio = fmt.Sprintf("%.2f", *row.Ratio)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", name,
+				cell(row.Upstream.Throughput, 1), cell(row.Ours.Throughput, 1), ratio,
+				cell(row.Upstream.AttemptP50, 2), cell(row.Ours.AttemptP50, 2),
+				cell(row.Upstream.AttemptP99, 2), cell(row.Ours.AttemptP99, 2),
+				cell(row.Upstream.PeakHeapMB, 0), cell(row.Ours.PeakHeapMB, 0))
+		}
+		var pluginRows []string
+		for _, row := range t.Rows {
+			for _, p := range row.Plugins {
+				pluginRows = append(pluginRows, fmt.Sprintf("| %s | %s → %s | %s | %s | %s |\n", row.Case, p.Upstream, p.Ours, p.ExtensionPoint, cell(p.UpstreamMs, 3), cell(p.OursMs, 3)))
+			}
+		}
+		if len(pluginRows) > 0 {
+			b.WriteString("\nPer-plugin time, scheduler_plugin_execution_duration_seconds Average in ms (the scheduler samples 10% of cycles; missing = not sampled or not run):\n\n")
+			b.WriteString("| Test case | plugin | extension point | upstream ms | ours ms |\n|---|---|---|---:|---:|\n")
+			for _, l := range pluginRows {
+				b.WriteString(l)
+			}
+		}
+	}
+	if len(r.Tables) == 0 {
+		b.WriteString("\nNo data items found.\n")
+	}
+	return b.String()
+}
+
+func measuresPerWorkload(t Table, c string) int {
+	n := 0
+	for _, r := range t.Rows {
+		if r.Case == c {
+			n++
+		}
+	}
+	return n
+}
+
+// cell formats mean [min–max]; a lone sample is printed as is.
+func cell(s Stat, prec int) string {
+	if s.N == 0 {
+		return "–"
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+	out := f(s.Mean)
+	if s.N > 1 {
+		out += " [" + f(s.Min) + "–" + f(s.Max) + "]"
+	}
+	if s.Missing > 0 {
+		out += fmt.Sprintf(" (n=%d)", s.N)
+	}
+	return out
+}

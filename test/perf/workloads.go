@@ -1,0 +1,401 @@
+// Package perf runs upstream's scheduler_perf workloads (k8s.io/kubernetes
+// test/integration/scheduler_perf, read from the module cache) twice: once
+// with upstream's default profile, once with the profile we ship in
+// manifests/scheduler-config.yaml. It is a measuring stick, not a gate: the
+// benchmark asserts nothing about speed.
+//
+// Upstream's workload files are never copied into this repository. At run
+// time each test case is written, unchanged except for what the harness needs
+// to run it from elsewhere, to a temporary directory:
+//   - relative template paths become absolute, because scheduler_perf opens
+//     them with os.ReadFile relative to the test's working directory (upstream
+//     runs from the YAML's own directory; we run from test/perf);
+//   - for our profile, schedulerConfigPath points at a config derived from
+//     manifests/scheduler-config.yaml;
+//   - for both profiles, metricsCollectorConfig is set to upstream's default
+//     collection plus our plugin names (see CollectorConfig for why).
+//
+// Each test case goes to its own file so the benchmark can interleave
+// profiles per test case (upstream, ours, upstream, ours) instead of running
+// one whole suite after the other, which would turn drift on a shared machine
+// into a difference between profiles.
+package perf
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"sigs.k8s.io/yaml"
+)
+
+// Profile names the scheduler configuration a run uses.
+type Profile string
+
+const (
+	// Upstream is scheduler_perf's default component config: the in-tree
+	// default profile with upstream's plugins.
+	Upstream Profile = "upstream"
+	// Ours is manifests/scheduler-config.yaml's profile, renamed
+	// default-scheduler because upstream's pod templates ask for that name.
+	Ours Profile = "ours"
+)
+
+// Profiles is the order in which each repeat runs the profiles.
+var Profiles = []Profile{Upstream, Ours}
+
+// Source is one upstream performance-config file and the test cases taken
+// from it.
+type Source struct {
+	// Topic is the name upstream's own Benchmark passes for this file.
+	Topic string
+	// File is relative to the scheduler_perf directory.
+	File string
+	// Cases restricts the file to these test cases; nil takes them all.
+	Cases []string
+}
+
+// DefaultSources are the workloads of issue 7: every affinity test case
+// (those without a workload at the chosen scale simply do not run) and
+// SchedulingBasic, the ceiling without affinity.
+var DefaultSources = []Source{
+	{Topic: "affinity", File: "affinity/performance-config.yaml"},
+	{Topic: "misc", File: "misc/performance-config.yaml", Cases: []string{"SchedulingBasic"}},
+}
+
+// OurProfileName is the profile name in manifests/scheduler-config.yaml.
+const OurProfileName = "placement-scheduler"
+
+// harnessProfileName is the name upstream's pod templates schedule with.
+const harnessProfileName = "default-scheduler"
+
+// Case is one upstream test case prepared for both profiles.
+type Case struct {
+	Name  string
+	Topic string
+	// Workloads are the test case's workload names and labels, in file order.
+	Workloads []Workload
+	// Files holds the temporary test-case file for each profile.
+	Files map[Profile]string
+}
+
+// Workload is what the harness needs to know to select one.
+type Workload struct {
+	Name   string
+	Labels []string
+}
+
+// Options configure Prepare.
+type Options struct {
+	// RepoRoot holds manifests/scheduler-config.yaml.
+	RepoRoot string
+	// UpstreamDir is scheduler_perf's directory in the module cache.
+	UpstreamDir string
+	// Dir receives the temporary copies.
+	Dir string
+	// Sources default to DefaultSources.
+	Sources []Source
+	// PluginNames are the plugins whose execution time is collected.
+	PluginNames []string
+}
+
+// Setup is the result of Prepare.
+type Setup struct {
+	// OurConfig is the derived scheduler config for our profile.
+	OurConfig string
+	Cases     []Case
+}
+
+// Prepare writes the derived scheduler config and one file per test case
+// and profile under opts.Dir.
+func Prepare(opts Options) (*Setup, error) {
+	sources := opts.Sources
+	if sources == nil {
+		sources = DefaultSources
+	}
+	ourConfig := filepath.Join(opts.Dir, "scheduler-config-ours.yaml")
+	if err := DeriveOurConfig(filepath.Join(opts.RepoRoot, "manifests", "scheduler-config.yaml"), ourConfig); err != nil {
+		return nil, err
+	}
+	setup := &Setup{OurConfig: ourConfig}
+	seen := map[string]bool{}
+	for _, src := range sources {
+		cases, err := prepareSource(opts, src, ourConfig)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cases {
+			// Sub-benchmarks are named after test cases; a duplicate would
+			// be renamed "#01" by the testing package and break the report.
+			if seen[c.Name] {
+				return nil, fmt.Errorf("test case %s appears in more than one source", c.Name)
+			}
+			seen[c.Name] = true
+		}
+		setup.Cases = append(setup.Cases, cases...)
+	}
+	return setup, nil
+}
+
+func prepareSource(opts Options, src Source, ourConfig string) ([]Case, error) {
+	path := filepath.Join(opts.UpstreamDir, src.File)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading upstream workloads: %w", err)
+	}
+	var testCases []map[string]any
+	if err := yaml.Unmarshal(raw, &testCases); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	var cases []Case
+	found := map[string]bool{}
+	for _, tc := range testCases {
+		name, _ := tc["name"].(string)
+		if name == "" {
+			return nil, fmt.Errorf("%s: test case without a name", path)
+		}
+		if src.Cases != nil && !slices.Contains(src.Cases, name) {
+			continue
+		}
+		found[name] = true
+		if _, ok := tc["schedulerConfigPath"]; ok {
+			// Such a case measures a config of its own; there is no
+			// "upstream default vs ours" to compare.
+			return nil, fmt.Errorf("%s: test case %s sets its own schedulerConfigPath", path, name)
+		}
+		if err := absolutizePaths(tc, filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("%s: test case %s: %w", path, name, err)
+		}
+		if err := setCollectorConfig(tc, opts.PluginNames); err != nil {
+			return nil, fmt.Errorf("%s: test case %s: %w", path, name, err)
+		}
+		c := Case{Name: name, Topic: src.Topic, Files: map[Profile]string{}}
+		c.Workloads, err = workloads(tc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: test case %s: %w", path, name, err)
+		}
+		for _, p := range Profiles {
+			out := maps.Clone(tc) // only top-level keys differ between profiles
+			if p == Ours {
+				out["schedulerConfigPath"] = ourConfig
+			}
+			file := filepath.Join(opts.Dir, string(p), src.Topic, name+".yaml")
+			if err := writeYAML(file, []any{out}); err != nil {
+				return nil, err
+			}
+			c.Files[p] = file
+		}
+		cases = append(cases, c)
+	}
+	for _, want := range src.Cases {
+		if !found[want] {
+			return nil, fmt.Errorf("%s: no test case %s", path, want)
+		}
+	}
+	return cases, nil
+}
+
+func workloads(tc map[string]any) ([]Workload, error) {
+	list, _ := tc["workloads"].([]any)
+	var out []Workload
+	for _, w := range list {
+		m, ok := w.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("workload is %T, not a mapping", w)
+		}
+		name, _ := m["name"].(string)
+		wl := Workload{Name: name}
+		labels, _ := m["labels"].([]any)
+		for _, l := range labels {
+			if s, ok := l.(string); ok {
+				wl.Labels = append(wl.Labels, s)
+			}
+		}
+		out = append(out, wl)
+	}
+	return out, nil
+}
+
+// isPathKey reports whether a test-case key names an input file that
+// scheduler_perf opens relative to the working directory: every
+// *TemplatePath (defaultPodTemplatePath, podTemplatePath, nodeTemplatePath,
+// namespaceTemplatePath, persistentVolume[Claim]TemplatePath, templatePath)
+// and churn's templatePaths. Output paths (the profile op's filePath) are
+// relative to -data-items-dir and are left alone.
+func isPathKey(key string) bool {
+	k := strings.ToLower(key)
+	return strings.HasSuffix(k, "templatepath") || k == "templatepaths"
+}
+
+// absolutizePaths rewrites relative input paths under v, resolved against
+// dir, and checks that each file exists so a bad rewrite fails here rather
+// than minutes into a run.
+func absolutizePaths(v any, dir string) error {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			if isPathKey(k) {
+				switch p := val.(type) {
+				case string:
+					abs, err := absolutize(p, dir)
+					if err != nil {
+						return err
+					}
+					t[k] = abs
+					continue
+				case []any:
+					for i, e := range p {
+						s, ok := e.(string)
+						if !ok {
+							return fmt.Errorf("%s[%d] is %T, not a path", k, i, e)
+						}
+						abs, err := absolutize(s, dir)
+						if err != nil {
+							return err
+						}
+						p[i] = abs
+					}
+					continue
+				}
+			}
+			if err := absolutizePaths(val, dir); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if err := absolutizePaths(e, dir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func absolutize(p, dir string) (string, error) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("template: %w", err)
+	}
+	return p, nil
+}
+
+// CollectorConfig returns upstream's default metrics collection
+// (defaultMetricsCollectorConfig in scheduler_perf.go) with pluginNames as
+// the plugin label values.
+//
+// Why it is injected rather than left to the default: upstream builds its
+// default collector config at package initialisation from the exported
+// PluginNames slice, so the slice header is captured then and names appended
+// later (as upstream's doc comment suggests) are never collected. Setting the
+// same config explicitly, built from the same exported sources, is the only
+// way to get per-plugin timings for out-of-tree plugins. It is set for both
+// profiles so both collect exactly the same series.
+func CollectorConfig(pluginNames []string) map[string]any {
+	type lv = map[string]any
+	plugins := slices.Clone(pluginNames)
+	events := schedframework.AllClusterEventLabels()
+	return map[string]any{
+		"metrics": map[string]any{
+			"scheduler_framework_extension_point_duration_seconds": []lv{
+				{"label": "extension_point", "values": metrics.ExtensionPoints},
+			},
+			"scheduler_scheduling_attempt_duration_seconds": []lv{
+				{"label": "result", "values": []string{metrics.ScheduledResult, metrics.UnschedulableResult, metrics.ErrorResult}},
+			},
+			"scheduler_pod_scheduling_duration_seconds": nil,
+			"scheduler_plugin_execution_duration_seconds": []lv{
+				{"label": "plugin", "values": plugins},
+				{"label": "extension_point", "values": metrics.ExtensionPoints},
+			},
+			"scheduler_queueing_hint_execution_duration_seconds": []lv{
+				{"label": "plugin", "values": plugins},
+				{"label": "event", "values": events},
+			},
+			"scheduler_event_handling_duration_seconds": []lv{
+				{"label": "event", "values": events},
+			},
+			"scheduler_podgroup_scheduling_attempt_duration_seconds": []lv{
+				{"label": "result", "values": []string{metrics.WaitingOnPreemptionResult, metrics.ScheduledResult, metrics.UnschedulableResult, metrics.ErrorResult}},
+			},
+			"scheduler_podgroup_scheduling_algorithm_duration_seconds": nil,
+		},
+	}
+}
+
+// setCollectorConfig injects CollectorConfig, or, if the test case brings
+// its own collection, adds our names to its plugin label values.
+func setCollectorConfig(tc map[string]any, pluginNames []string) error {
+	existing, ok := tc["metricsCollectorConfig"]
+	if !ok {
+		tc["metricsCollectorConfig"] = CollectorConfig(pluginNames)
+		return nil
+	}
+	cfg, _ := existing.(map[string]any)
+	metricsMap, _ := cfg["metrics"].(map[string]any)
+	for _, sel := range metricsMap {
+		list, _ := sel.([]any)
+		for _, e := range list {
+			m, _ := e.(map[string]any)
+			if l, _ := m["label"].(string); l != "plugin" {
+				continue
+			}
+			values, _ := m["values"].([]any)
+			for _, n := range pluginNames {
+				if !slices.Contains(values, any(n)) {
+					values = append(values, n)
+				}
+			}
+			m["values"] = values
+		}
+	}
+	return nil
+}
+
+// DeriveOurConfig writes the shipped config with the profile renamed to
+// default-scheduler and leader election off. Everything else (plugin order,
+// weights, pluginConfig) is kept as shipped.
+func DeriveOurConfig(manifest, out string) error {
+	raw, err := os.ReadFile(manifest)
+	if err != nil {
+		return fmt.Errorf("reading shipped scheduler config: %w", err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		return fmt.Errorf("parsing %s: %w", manifest, err)
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	if len(profiles) != 1 {
+		return fmt.Errorf("%s: want exactly one profile, found %d", manifest, len(profiles))
+	}
+	profile, _ := profiles[0].(map[string]any)
+	if name, _ := profile["schedulerName"].(string); name != OurProfileName {
+		return fmt.Errorf("%s: profile is %q, want %q", manifest, name, OurProfileName)
+	}
+	profile["schedulerName"] = harnessProfileName
+	le, _ := cfg["leaderElection"].(map[string]any)
+	if le == nil {
+		le = map[string]any{}
+		cfg["leaderElection"] = le
+	}
+	le["leaderElect"] = false
+	return writeYAML(out, cfg)
+}
+
+func writeYAML(file string, v any) error {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", file, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
+}

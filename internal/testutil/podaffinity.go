@@ -107,3 +107,18 @@ func WithNamespaceSelector(term v1.PodAffinityTerm, sel *metav1.LabelSelector) v
 	term.NamespaceSelector = sel
 	return term
 }
+
+// WithMatchLabelKeys returns term with matchLabelKeys set. The apiserver
+// merges them into the label selector on create; in-process pods keep them
+// unmerged, as the scheduler would never see them.
+func WithMatchLabelKeys(term v1.PodAffinityTerm, keys ...string) v1.PodAffinityTerm {
+	term.MatchLabelKeys = keys
+	return term
+}
+
+// WithMismatchLabelKeys returns term with mismatchLabelKeys set (merged as
+// NotIn by the apiserver on create).
+func WithMismatchLabelKeys(term v1.PodAffinityTerm, keys ...string) v1.PodAffinityTerm {
+	term.MismatchLabelKeys = keys
+	return term
+}

@@ -122,7 +122,8 @@ func BenchmarkPerfScheduling(b *testing.B) {
 				for _, p := range Profiles {
 					name := fmt.Sprintf("r%d-%s", rep, p)
 					b.Run(name, func(b *testing.B) {
-						registry, runOpts := nil, opts
+						var registry frameworkruntime.Registry // nil: upstream runs in-tree plugins only
+						runOpts := opts
 						if p == Ours {
 							var check benchmark.HookFn
 							registry, check = verifiedRegistry()

@@ -65,3 +65,24 @@ test-integration: build controlplane ## Integration tests: the real binary again
 
 .PHONY: test
 test: fmt-check vet test-unit test-integration ## Everything CI runs.
+
+# Side-by-side scheduler_perf run (test/perf): upstream's affinity workloads and
+# SchedulingBasic, read unmodified from the module cache, once with upstream's
+# default profile and once with ours, interleaved per test case. Data items,
+# logs of failed workloads, report.md and report.json land in BENCH_DIR.
+BENCH_SCALE   ?= 500
+BENCH_REPEATS ?= 2
+BENCH_CASES   ?= .*
+BENCH_TIMEOUT ?= 24h
+BENCH_STAMP   := $(shell date -u +%Y%m%d-%H%M%S)
+BENCH_DIR     ?= $(CURDIR)/results/bench-$(BENCH_SCALE)nodes-$(BENCH_STAMP)
+
+.PHONY: bench
+bench: controlplane ## scheduler_perf, upstream profile vs ours (BENCH_SCALE=500|5000 nodes, BENCH_REPEATS=2, BENCH_CASES=regexp).
+	@mkdir -p $(BENCH_DIR)/logs
+	PATH=$(BIN):$$PATH ARTIFACTS=$(BENCH_DIR)/logs $(GO) test ./test/perf -run '^$$' -benchtime 1x -timeout $(BENCH_TIMEOUT) \
+		-bench '^BenchmarkPerfScheduling$$/^($(BENCH_CASES))$$///^$(BENCH_SCALE)Nodes$$' \
+		-args -perf-scheduling-label-filter= -data-items-dir $(BENCH_DIR) -placement-repeats $(BENCH_REPEATS) \
+		2>&1 | tee $(BENCH_DIR)/bench.log || touch $(BENCH_DIR)/FAILED
+	$(GO) run ./test/perf/cmd/report -dir $(BENCH_DIR)
+	@if [ -e $(BENCH_DIR)/FAILED ]; then echo "bench: some workloads failed, see $(BENCH_DIR)/bench.log and $(BENCH_DIR)/logs"; exit 1; fi

@@ -23,7 +23,6 @@ import (
 // registry, and Registry.Merge refuses duplicates, so ours carry a prefix.
 // Each plugin package declares its own Name; these re-export them.
 const (
-	// filled in as the plugin packages land
 	TaintTolerationName  = tainttoleration.Name
 	NodeAffinityName     = nodeaffinity.Name
 	NodeNameName         = nodename.Name

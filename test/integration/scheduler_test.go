@@ -2,14 +2,18 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
 // The real binary with the shipped config binds the pods that opt in, leaves
@@ -65,5 +69,49 @@ func TestShippedConfigSchedulesOptedInPods(t *testing.T) {
 	}
 	if !strings.Contains(sched.log(), `"Successfully acquired lease" lock="placement-scheduler/placement-scheduler"`) {
 		t.Errorf("scheduler log does not show it acquired placement-scheduler/placement-scheduler (holder %q)", holder)
+	}
+}
+
+// A pod the apiserver accepts but our plugins cannot evaluate (a preferred
+// node-affinity term with Gt "x" makes PreScore fail, as upstream's does) gets
+// a FailedScheduling event naming the problem, and neither crashes the
+// scheduler nor holds up the pods behind it.
+func TestBadPodDoesNotBlockOthers(t *testing.T) {
+	sched := sharedScheduler(t)
+	ns := newNamespace(t, nil)
+	createNodes(t, schedulableNode(ns, "a").Label("size", "10").Obj(), schedulableNode(ns, "b").Label("size", "20").Obj())
+
+	createPod(t, placementPod(ns, "bad").
+		PreferredNodeTerm(10, testutil.Term(testutil.Expr("size", v1.NodeSelectorOpGt, "x"))).Obj())
+	for i := range 5 {
+		createPod(t, placementPod(ns, fmt.Sprintf("good-%d", i)).Obj())
+	}
+	ev := waitForEvent(t, ns, "bad", "FailedScheduling", "for 'Gt', 'Lt' operators, the value must be an integer")
+	if !strings.Contains(ev.Message, plugins.NodeAffinityName) {
+		t.Errorf("FailedScheduling message %q does not name the plugin %s", ev.Message, plugins.NodeAffinityName)
+	}
+	for i := range 5 {
+		waitForBound(t, ns, fmt.Sprintf("good-%d", i))
+	}
+	if sched.exited() {
+		t.Fatalf("scheduler exited: %v", sched.waitErr)
+	}
+	bad, err := env.client.CoreV1().Pods(ns).Get(context.Background(), "bad", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad.Spec.NodeName != "" {
+		t.Errorf("bad pod bound to %s, want it left Pending", bad.Spec.NodeName)
+	}
+}
+
+// --version reports our version and the Kubernetes version we embed.
+func TestBinaryVersion(t *testing.T) {
+	out, err := exec.Command(env.binary, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--version: %v: %s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "placement-scheduler ") || !strings.Contains(string(out), "kube-scheduler ") {
+		t.Errorf("--version printed %q, want \"placement-scheduler <version> (... kube-scheduler <k8s version> ...)\"", out)
 	}
 }

@@ -39,8 +39,8 @@ var (
 var env struct {
 	repoRoot    string
 	upstreamDir string
-	etcd        string
-	err         error // why benchmarks cannot run; reported by each of them
+	setupErr    error // repo or upstream sources not found
+	etcdErr     error // etcd not found: benchmarks cannot run
 }
 
 func TestMain(m *testing.M) {
@@ -57,22 +57,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	env.err = initEnv()
+	env.repoRoot, env.setupErr = RepoRoot()
+	if env.setupErr == nil {
+		env.upstreamDir, env.setupErr = UpstreamDir(env.repoRoot)
+		_, env.etcdErr = EnsureEtcd(env.repoRoot)
+	}
 	code := m.Run()
 	cleanup()
 	os.Exit(code)
 }
 
-func initEnv() error {
-	var err error
-	if env.repoRoot, err = RepoRoot(); err != nil {
-		return err
+// requireCluster stops tb unless workloads can run here.
+func requireCluster(tb testing.TB) {
+	tb.Helper()
+	if env.setupErr != nil {
+		tb.Fatal(env.setupErr)
 	}
-	if env.etcd, err = EnsureEtcd(env.repoRoot); err != nil {
-		return err
+	if env.etcdErr != nil {
+		tb.Fatal(env.etcdErr)
 	}
-	env.upstreamDir, err = UpstreamDir(env.repoRoot)
-	return err
 }
 
 func ourPluginNames() []string {
@@ -94,9 +97,7 @@ func ourPluginNames() []string {
 // -perf-scheduling-label-filter= (the 500Nodes workloads carry no labels).
 // `make bench` does this and then writes the report.
 func BenchmarkPerfScheduling(b *testing.B) {
-	if env.err != nil {
-		b.Fatal(env.err)
-	}
+	requireCluster(b)
 	if *repeats < 1 {
 		b.Fatalf("-placement-repeats=%d: need at least 1", *repeats)
 	}

@@ -10,6 +10,7 @@
 package pluginargs
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,18 +49,7 @@ func DecodeStrict(obj runtime.Object, into any) error {
 	}
 	if len(strictErrs) > 0 {
 		// e.g. `unknown field "addedAfinity"`; the framework prefixes the plugin name.
-		return fmt.Errorf("decoding args: %w", joinErrs(strictErrs))
+		return fmt.Errorf("decoding args: %w", errors.Join(strictErrs...))
 	}
 	return nil
-}
-
-func joinErrs(errs []error) error {
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	msg := errs[0].Error()
-	for _, e := range errs[1:] {
-		msg += "; " + e.Error()
-	}
-	return fmt.Errorf("%s", msg)
 }

@@ -1,0 +1,52 @@
+package pluginargs
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+)
+
+func TestDecodeStrict(t *testing.T) {
+	cases := []struct {
+		name    string
+		obj     runtime.Object
+		want    int32 // decoded hardPodAffinityWeight, -1 when left nil
+		wantErr string
+	}{
+		{name: "nil object", obj: nil, want: -1},
+		{name: "no raw bytes", obj: &runtime.Unknown{}, want: -1},
+		{name: "json", obj: &runtime.Unknown{Raw: []byte(`{"hardPodAffinityWeight":7}`)}, want: 7},
+		{name: "json with type meta", obj: &runtime.Unknown{Raw: []byte(`{"apiVersion":"kubescheduler.config.k8s.io/v1","kind":"InterPodAffinityArgs","hardPodAffinityWeight":3}`)}, want: 3},
+		{name: "yaml", obj: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("hardPodAffinityWeight: 9\n")}, want: 9},
+		{name: "unknown field", obj: &runtime.Unknown{Raw: []byte(`{"hardPodAffinityWieght":7}`)}, wantErr: `unknown field "hardPodAffinityWieght"`},
+		{name: "duplicate field", obj: &runtime.Unknown{Raw: []byte(`{"hardPodAffinityWeight":7,"hardPodAffinityWeight":8}`)}, wantErr: `duplicate field "hardPodAffinityWeight"`},
+		{name: "yaml unknown field", obj: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("weight: 9\n")}, wantErr: `unknown field "weight"`},
+		{name: "wrong type", obj: &runtime.Unknown{Raw: []byte(`{"hardPodAffinityWeight":"seven"}`)}, wantErr: "decoding args"},
+		{name: "unsupported content type", obj: &runtime.Unknown{ContentType: "application/vnd.kubernetes.protobuf", Raw: []byte{1}}, wantErr: "unsupported content type"},
+		{name: "not runtime.Unknown", obj: &configv1.InterPodAffinityArgs{}, wantErr: "want args of type runtime.Unknown"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var args configv1.InterPodAffinityArgs
+			err := DecodeStrict(tc.obj, &args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := int32(-1)
+			if args.HardPodAffinityWeight != nil {
+				got = *args.HardPodAffinityWeight
+			}
+			if got != tc.want {
+				t.Errorf("hardPodAffinityWeight = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,171 @@
+package perf
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	benchmark "k8s.io/kubernetes/test/integration/scheduler_perf"
+
+	"github.com/placement-scheduler/placement-scheduler/test/perf/report"
+)
+
+// wiringCases are the test cases the CI check runs, at their smallest
+// workload. Together they reach every plugin we replace: required and
+// preferred inter-pod (anti-)affinity, namespaceSelector terms, node
+// affinity, and SchedulingBasic for the path without affinity (NodeName and
+// TaintToleration run for every pod). PERF_WIRING_ALL=1 runs every prepared
+// test case instead.
+var wiringCases = []string{
+	"SchedulingPodAntiAffinity",
+	"SchedulingPreferredPodAffinity",
+	"SchedulingNodeAffinity",
+	"SchedulingRequiredPodAntiAffinityWithNSSelector",
+	"MixedSchedulingBasePod",
+	"SchedulingBasic",
+}
+
+// TestSchedulerPerfWiring proves the benchmark's wiring, not its numbers: it
+// runs the smallest workloads of upstream's files through
+// BenchmarkPerfScheduling (scheduler_perf's RunBenchmarkPerfScheduling, the
+// only entry point that takes an out-of-tree registry) with both profiles,
+// and checks that every selected workload ran and measured for both.
+//
+// scheduler_perf fails a workload unless all its pods get scheduled (each
+// createPods op waits for them), and the benchmark fails an "ours" workload
+// unless the scheduler instantiated all four of our plugins, so a passing
+// child run means both profiles scheduled every pod, ours with our plugins.
+//
+// It runs in a child process (this test binary, -test.bench) because
+// benchmarks need a *testing.B with the real -bench matcher and output.
+func TestSchedulerPerfWiring(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, an apiserver and a scheduler per workload; skipped with -short")
+	}
+	requireCluster(t)
+	setup, err := Prepare(Options{
+		RepoRoot:    env.repoRoot,
+		UpstreamDir: env.upstreamDir,
+		Dir:         t.TempDir(),
+		PluginNames: benchmark.PluginNames,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := os.Getenv("PERF_WIRING_ALL") == "1"
+
+	type caseWorkload struct{ c, w string }
+	var want []caseWorkload
+	var alternatives []string
+	for _, c := range setup.Cases {
+		if !all && !slices.Contains(wiringCases, c.Name) {
+			continue
+		}
+		w := smallestWorkload(c)
+		if w == "" {
+			t.Fatalf("%s has no integration-test workload", c.Name)
+		}
+		want = append(want, caseWorkload{c.Name, w})
+		alternatives = append(alternatives, fmt.Sprintf("^BenchmarkPerfScheduling$/^%s$///^%s$", regexp.QuoteMeta(c.Name), regexp.QuoteMeta(w)))
+	}
+	if !all && len(want) != len(wiringCases) {
+		t.Fatalf("found %d of the %d wiring test cases in upstream's files: %v", len(want), len(wiringCases), want)
+	}
+
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0],
+		"-test.run=^$",
+		"-test.bench="+strings.Join(alternatives, "|"),
+		"-test.benchtime=1x",
+		"-test.timeout=15m",
+		"-perf-scheduling-label-filter=", // the smallest workloads are labelled integration-test, not performance
+		"-data-items-dir="+dir,
+		"-placement-repeats=1",
+		"-placement-pods-timeout=2m",
+	)
+	// ARTIFACTS: scheduler_perf then logs each workload to its own file,
+	// deleted when it passes, instead of flooding this test's output.
+	cmd.Env = append(os.Environ(), "ARTIFACTS="+logs)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	if runErr != nil || bytes.Contains(out.Bytes(), []byte("--- FAIL")) {
+		t.Errorf("benchmark child failed: %v\n%s", runErr, tail(out.String(), 120))
+		dumpLogs(t, logs)
+		t.FailNow()
+	}
+
+	res, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cw := range want {
+		for _, p := range Profiles {
+			var got []report.Sample
+			for k, samples := range res.Samples {
+				if k.Case != cw.c || k.Workload != cw.w {
+					continue
+				}
+				for _, s := range samples {
+					if s.Profile == string(p) {
+						got = append(got, s)
+					}
+				}
+			}
+			switch {
+			case len(got) == 0:
+				t.Errorf("%s/%s, profile %s: no data items: the workload did not run (check the -bench pattern and label filter)", cw.c, cw.w, p)
+			case len(got) > 1:
+				t.Errorf("%s/%s, profile %s: %d measured ops, want 1", cw.c, cw.w, p, len(got))
+			case math.IsNaN(got[0].DurationS) || math.IsNaN(got[0].PeakHeapMB):
+				t.Errorf("%s/%s, profile %s: SchedulingDuration or heap_memory_usage missing: %+v", cw.c, cw.w, p, got[0])
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("child output:\n%s", tail(out.String(), 60))
+	}
+}
+
+// smallestWorkload is the test case's first integration-test workload:
+// upstream's own choice of its smallest size (5Nodes, 10Nodes, ...).
+func smallestWorkload(c Case) string {
+	for _, w := range c.Workloads {
+		if slices.Contains(w.Labels, "integration-test") {
+			return w.Name
+		}
+	}
+	return ""
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > lines {
+		l = append([]string{fmt.Sprintf("... (%d lines omitted)", len(l)-lines)}, l[len(l)-lines:]...)
+	}
+	return strings.Join(l, "\n")
+}
+
+// dumpLogs prints the per-workload logs scheduler_perf kept (it deletes
+// those of passing workloads).
+func dumpLogs(t *testing.T, dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		t.Logf("%s:\n%s", filepath.Base(f), tail(string(data), 80))
+	}
+}

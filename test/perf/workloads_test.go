@@ -1,0 +1,335 @@
+package perf
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	benchmark "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"sigs.k8s.io/yaml"
+)
+
+func prepareForTest(t *testing.T) *Setup {
+	t.Helper()
+	if env.setupErr != nil {
+		t.Fatal(env.setupErr)
+	}
+	setup, err := Prepare(Options{
+		RepoRoot:    env.repoRoot,
+		UpstreamDir: env.upstreamDir,
+		Dir:         t.TempDir(),
+		PluginNames: benchmark.PluginNames,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return setup
+}
+
+// The temporary copies must be upstream's test cases with only the
+// documented rewrites: absolute template paths, schedulerConfigPath for
+// ours, and metricsCollectorConfig.
+func TestPrepareKeepsUpstreamTestCases(t *testing.T) {
+	setup := prepareForTest(t)
+	originals := map[string]map[string]any{}
+	dirs := map[string]string{}
+	for _, src := range DefaultSources {
+		path := filepath.Join(env.upstreamDir, src.File)
+		for _, tc := range readCases(t, path) {
+			name := tc["name"].(string)
+			if src.Cases == nil || slices.Contains(src.Cases, name) {
+				originals[name] = tc
+				dirs[name] = filepath.Dir(path)
+			}
+		}
+	}
+	if len(setup.Cases) != len(originals) {
+		t.Fatalf("prepared %d test cases, upstream files select %d", len(setup.Cases), len(originals))
+	}
+	for _, want := range []string{"SchedulingPodAntiAffinity", "SchedulingPodAffinity", "SchedulingNodeAffinity",
+		"MixedSchedulingBasePod", "SchedulingPreferredAffinityWithNSSelector", "SchedulingBasic"} {
+		if _, ok := originals[want]; !ok {
+			t.Errorf("test case %s not selected", want)
+		}
+	}
+	ours := ourPluginNames()
+	for _, c := range setup.Cases {
+		for _, p := range Profiles {
+			got := readCases(t, c.Files[p])
+			if len(got) != 1 {
+				t.Fatalf("%s: %d test cases in one file", c.Files[p], len(got))
+			}
+			tc := got[0]
+			cfgPath, hasCfg := tc["schedulerConfigPath"]
+			switch {
+			case p == Ours && cfgPath != setup.OurConfig:
+				t.Errorf("%s/%s: schedulerConfigPath = %v, want %s", c.Name, p, cfgPath, setup.OurConfig)
+			case p == Upstream && hasCfg:
+				t.Errorf("%s/%s: upstream run must use scheduler_perf's default config, has schedulerConfigPath %v", c.Name, p, cfgPath)
+			}
+			mcc, _ := tc["metricsCollectorConfig"].(map[string]any)
+			plugins := pluginLabelValues(mcc)
+			if len(plugins) == 0 {
+				t.Errorf("%s/%s: no plugin label values collected", c.Name, p)
+			}
+			for _, v := range plugins {
+				for _, n := range ours {
+					if !slices.Contains(v, n) {
+						t.Errorf("%s/%s: plugin label values %v lack %s", c.Name, p, v, n)
+					}
+				}
+			}
+			delete(tc, "schedulerConfigPath")
+			delete(tc, "metricsCollectorConfig")
+			if diff := compareModuloPaths(originals[c.Name], tc, dirs[c.Name], ""); diff != "" {
+				t.Errorf("%s/%s differs from upstream beyond path rewriting: %s", c.Name, p, diff)
+			}
+		}
+	}
+}
+
+func readCases(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	if err := yaml.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
+}
+
+func pluginLabelValues(mcc map[string]any) [][]string {
+	var out [][]string
+	metrics, _ := mcc["metrics"].(map[string]any)
+	for _, sel := range metrics {
+		list, _ := sel.([]any)
+		for _, e := range list {
+			m, _ := e.(map[string]any)
+			if m["label"] != "plugin" {
+				continue
+			}
+			var vs []string
+			for _, v := range m["values"].([]any) {
+				vs = append(vs, v.(string))
+			}
+			out = append(out, vs)
+		}
+	}
+	return out
+}
+
+// compareModuloPaths reports the first difference between an upstream
+// value and its rewritten copy, where input paths must be the upstream
+// path made absolute against dir.
+func compareModuloPaths(orig, got any, dir, at string) string {
+	switch o := orig.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return at + ": not a mapping"
+		}
+		if len(o) != len(g) {
+			return at + ": keys differ: " + cmp.Diff(keys(o), keys(g))
+		}
+		for k, ov := range o {
+			gv, ok := g[k]
+			if !ok {
+				return at + "." + k + ": missing"
+			}
+			if isPathKey(k) {
+				if d := comparePaths(ov, gv, dir); d != "" {
+					return at + "." + k + ": " + d
+				}
+				continue
+			}
+			if d := compareModuloPaths(ov, gv, dir, at+"."+k); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(o) != len(g) {
+			return at + ": list differs"
+		}
+		for i := range o {
+			if d := compareModuloPaths(o[i], g[i], dir, at+"["+strconv.Itoa(i)+"]"); d != "" {
+				return d
+			}
+		}
+		return ""
+	default:
+		if !reflect.DeepEqual(orig, got) {
+			return at + ": " + cmp.Diff(orig, got)
+		}
+		return ""
+	}
+}
+
+func comparePaths(orig, got any, dir string) string {
+	switch o := orig.(type) {
+	case string:
+		if want := filepath.Join(dir, o); got != want {
+			return "got " + got.(string) + ", want " + want
+		}
+		return ""
+	case []any:
+		g := got.([]any)
+		for i := range o {
+			if d := comparePaths(o[i], g[i], dir); d != "" {
+				return d
+			}
+		}
+		return ""
+	}
+	return "unexpected path value"
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The derived config must be the shipped profile, decoded and defaulted
+// exactly as scheduler_perf does, differing only in profile name and leader
+// election.
+func TestDerivedConfigIsShippedProfile(t *testing.T) {
+	setup := prepareForTest(t)
+	derived := loadConfig(t, setup.OurConfig)
+	if err := validation.ValidateKubeSchedulerConfiguration(derived); err != nil {
+		t.Fatalf("derived config invalid: %v", err)
+	}
+	shipped := loadConfig(t, filepath.Join(env.repoRoot, "manifests", "scheduler-config.yaml"))
+	if len(derived.Profiles) != 1 || derived.Profiles[0].SchedulerName != "default-scheduler" {
+		t.Fatalf("derived profiles = %+v, want one named default-scheduler", derived.Profiles)
+	}
+	if derived.LeaderElection.LeaderElect {
+		t.Error("derived config keeps leader election on")
+	}
+	shipped.Profiles[0].SchedulerName = "default-scheduler"
+	shipped.LeaderElection.LeaderElect = false
+	if diff := cmp.Diff(shipped, derived); diff != "" {
+		t.Errorf("derived config differs from the shipped one beyond name and leader election (-shipped +derived):\n%s", diff)
+	}
+	// Guard against measuring upstream twice: ours in, the in-tree four out.
+	var enabled []string
+	for _, p := range derived.Profiles[0].Plugins.MultiPoint.Enabled {
+		enabled = append(enabled, p.Name)
+	}
+	for _, n := range ourPluginNames() {
+		if !slices.Contains(enabled, n) {
+			t.Errorf("multiPoint lacks %s: %v", n, enabled)
+		}
+		if inTree := strings.TrimPrefix(n, "Placement"); slices.Contains(enabled, inTree) {
+			t.Errorf("multiPoint still enables in-tree %s", inTree)
+		}
+	}
+}
+
+func loadConfig(t *testing.T, path string) *config.KubeSchedulerConfiguration {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(raw, nil, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+	if !ok {
+		t.Fatalf("%s decodes to %T", path, obj)
+	}
+	return cfg
+}
+
+func TestAbsolutizePaths(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a.yaml", "b.yaml", "c.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc := map[string]any{
+		"defaultPodTemplatePath": "a.yaml",
+		"workloadTemplate": []any{
+			map[string]any{"opcode": "createPodSets", "createPodsOp": map[string]any{"podTemplatePath": "b.yaml"}},
+			map[string]any{"opcode": "churn", "templatePaths": []any{"a.yaml", filepath.Join(dir, "c.yaml")}},
+			map[string]any{"opcode": "stopCollectingProfile", "filePath": "out.prof"},
+		},
+	}
+	if err := absolutizePaths(tc, dir); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"defaultPodTemplatePath": filepath.Join(dir, "a.yaml"),
+		"workloadTemplate": []any{
+			map[string]any{"opcode": "createPodSets", "createPodsOp": map[string]any{"podTemplatePath": filepath.Join(dir, "b.yaml")}},
+			map[string]any{"opcode": "churn", "templatePaths": []any{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "c.yaml")}},
+			// Output path: relative to -data-items-dir, left alone.
+			map[string]any{"opcode": "stopCollectingProfile", "filePath": "out.prof"},
+		},
+	}
+	if diff := cmp.Diff(want, tc); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	err := absolutizePaths(map[string]any{"nodeTemplatePath": "missing.yaml"}, dir)
+	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing template: err = %v, want one naming missing.yaml", err)
+	}
+}
+
+func TestSetCollectorConfigKeepsCustomCollection(t *testing.T) {
+	tc := map[string]any{"metricsCollectorConfig": map[string]any{"metrics": map[string]any{
+		"scheduler_plugin_execution_duration_seconds": []any{
+			map[string]any{"label": "plugin", "values": []any{"NodeAffinity", "Ours"}},
+			map[string]any{"label": "extension_point", "values": []any{"Filter"}},
+		},
+		"scheduler_pod_scheduling_duration_seconds": nil,
+	}}}
+	if err := setCollectorConfig(tc, []string{"Ours", "Other"}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"metricsCollectorConfig": map[string]any{"metrics": map[string]any{
+		"scheduler_plugin_execution_duration_seconds": []any{
+			map[string]any{"label": "plugin", "values": []any{"NodeAffinity", "Ours", "Other"}},
+			map[string]any{"label": "extension_point", "values": []any{"Filter"}},
+		},
+		"scheduler_pod_scheduling_duration_seconds": nil,
+	}}}
+	if diff := cmp.Diff(want, tc); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestDeriveOurConfigRejectsUnexpectedManifest(t *testing.T) {
+	dir := t.TempDir()
+	for name, manifest := range map[string]string{
+		"two profiles": "profiles:\n- schedulerName: placement-scheduler\n- schedulerName: other\n",
+		"renamed":      "profiles:\n- schedulerName: something-else\n",
+	} {
+		in := filepath.Join(dir, "in.yaml")
+		if err := os.WriteFile(in, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := DeriveOurConfig(in, filepath.Join(dir, "out.yaml")); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

@@ -300,7 +300,7 @@ func (r *recorder) eq(check, where, a, b string) bool {
 	if s := outcomes.Load(); s != nil {
 		s.add(r.plugin + "/" + check + ": " + a)
 	}
-	if a == b {
+	if a == b || samePanic(a, b) {
 		return true
 	}
 	r.out = append(r.out, mismatch{Plugin: r.plugin, Check: check, Where: where, Upstream: a, Ours: b})
@@ -359,6 +359,16 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return "error: " + err.Error()
+}
+
+// samePanic: both sides panicked with the same value (stacks differ).
+func samePanic(a, b string) bool {
+	if !strings.HasPrefix(a, "PANIC: ") || !strings.HasPrefix(b, "PANIC: ") {
+		return false
+	}
+	la, _, _ := strings.Cut(a, "\n")
+	lb, _, _ := strings.Cut(b, "\n")
+	return la == lb
 }
 
 // protect runs f and turns a panic into a printable result.

@@ -3,8 +3,11 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,12 +18,15 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/controlplane"
@@ -59,7 +65,16 @@ type schedulerProc struct {
 // ends; if the test failed, the tail of its log is printed.
 func startScheduler(t testing.TB, config []byte, extraArgs ...string) *schedulerProc {
 	t.Helper()
-	p, err := launchScheduler(t.Name(), config, extraArgs...)
+	return startSchedulerAs(t, env.kubeconfig, config, extraArgs...)
+}
+
+// startSchedulerAs is startScheduler with every API client of the scheduler
+// using kubeconfig's credentials: its own (clientConnection) and the ones its
+// HTTPS endpoints delegate authentication and authorization through, as
+// in-cluster credentials would be in a Deployment.
+func startSchedulerAs(t testing.TB, kubeconfig string, config []byte, extraArgs ...string) *schedulerProc {
+	t.Helper()
+	p, err := launchScheduler(t.Name(), kubeconfig, config, extraArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +87,12 @@ func startScheduler(t testing.TB, config []byte, extraArgs ...string) *scheduler
 	return p
 }
 
-func launchScheduler(name string, config []byte, extraArgs ...string) (*schedulerProc, error) {
+func launchScheduler(name, kubeconfig string, config []byte, extraArgs ...string) (*schedulerProc, error) {
 	dir, err := os.MkdirTemp(env.dir, "sched-"+sanitize(name)+"-")
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := controlplane.PointConfigAt(config, env.kubeconfig)
+	cfg, err := controlplane.PointConfigAt(config, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +114,8 @@ func launchScheduler(name string, config []byte, extraArgs ...string) (*schedule
 		"--secure-port", fmt.Sprint(port),
 		"--bind-address", "127.0.0.1",
 		"--cert-dir", dir,
-		"--authentication-kubeconfig", env.kubeconfig,
-		"--authorization-kubeconfig", env.kubeconfig,
+		"--authentication-kubeconfig", kubeconfig,
+		"--authorization-kubeconfig", kubeconfig,
 		"-v", "2",
 	}, extraArgs...)
 	cmd := exec.Command(env.binary, args...)
@@ -137,6 +152,13 @@ func (p *schedulerProc) stop() {
 	}
 }
 
+// kill sends SIGKILL, so the process dies without releasing its lease, as
+// on a node failure, and waits for it.
+func (p *schedulerProc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
 // exited reports whether the process has exited.
 func (p *schedulerProc) exited() bool {
 	select {
@@ -170,43 +192,141 @@ func (p *schedulerProc) logTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-var (
-	sharedOnce  sync.Once
-	sharedProc  *schedulerProc
-	sharedError error
-)
+// shared is the placement-scheduler process most tests share.
+var shared struct {
+	mu   sync.Mutex
+	proc *schedulerProc
+}
 
 // sharedScheduler returns the placement-scheduler process running the
-// shipped config, started on first use and stopped by TestMain. Most tests
-// only need the shipped profile, and one process keeps the suite fast.
+// shipped config, started on first use (and again after
+// withoutSharedScheduler) and stopped by TestMain. Most tests only need the
+// shipped profile, and one process keeps the suite fast.
 func sharedScheduler(t testing.TB) *schedulerProc {
 	t.Helper()
-	sharedOnce.Do(func() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.proc == nil {
 		b, err := os.ReadFile(filepath.Join(env.repoRoot, "manifests", "scheduler-config.yaml"))
 		if err != nil {
-			sharedError = err
-			return
+			t.Fatalf("starting shared scheduler: %v", err)
 		}
-		sharedProc, sharedError = launchScheduler("shared", b)
-	})
-	if sharedError != nil {
-		t.Fatalf("starting shared scheduler: %v", sharedError)
+		if shared.proc, err = launchScheduler("shared", env.kubeconfig, b); err != nil {
+			t.Fatalf("starting shared scheduler: %v", err)
+		}
 	}
-	if sharedProc.exited() {
-		t.Fatalf("shared placement-scheduler has exited (%v); log tail:\n%s", sharedProc.waitErr, sharedProc.logTail(80))
+	p := shared.proc
+	if p.exited() {
+		t.Fatalf("shared placement-scheduler has exited (%v); log tail:\n%s", p.waitErr, p.logTail(80))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("shared placement-scheduler log tail (%s):\n%s", sharedProc.logPath, sharedProc.logTail(80))
+			t.Logf("shared placement-scheduler log tail (%s):\n%s", p.logPath, p.logTail(80))
 		}
 	})
-	return sharedProc
+	return p
+}
+
+// withoutSharedScheduler stops the shared scheduler, if it runs, for tests
+// whose own processes must be the only ones contending for the
+// placement-scheduler lease and binding placement-scheduler pods. It stops
+// with SIGTERM, which releases the lease at once. The next sharedScheduler
+// call starts a fresh one.
+func withoutSharedScheduler(t testing.TB) {
+	t.Helper()
+	stopSharedScheduler()
 }
 
 func stopSharedScheduler() {
-	if sharedProc != nil {
-		sharedProc.stop()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.proc != nil {
+		shared.proc.stop()
+		shared.proc = nil
 	}
+}
+
+// get does GET https://127.0.0.1:<port><path> on the scheduler's secure
+// port, with a bearer token if one is given, and returns the status code. The
+// serving certificate is self-signed, so it is not verified, as kubelet does
+// not verify it for HTTPS probes.
+func (p *schedulerProc) get(path, token string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", p.port, path), nil)
+	if err != nil {
+		return 0, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed, like kubelet probes
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// waitForGet polls path on the scheduler's secure port until it answers want.
+func (p *schedulerProc) waitForGet(t testing.TB, path, token string, want int) {
+	t.Helper()
+	var code int
+	var lastErr error
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, scheduleWait, true, func(ctx context.Context) (bool, error) {
+		code, lastErr = p.get(path, token)
+		return lastErr == nil && code == want, nil
+	})
+	if err != nil {
+		t.Fatalf("GET %s on :%d: want %d, last got %d (err %v)", path, p.port, want, code, lastErr)
+	}
+}
+
+// serviceAccountToken returns a fresh token of the ServiceAccount ns/name
+// from the TokenRequest API, as a pod's projected token would be.
+func serviceAccountToken(t testing.TB, ns, name string) string {
+	t.Helper()
+	tr, err := env.client.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", ns, name, err)
+	}
+	return tr.Status.Token
+}
+
+// serviceAccountKubeconfig writes a kubeconfig for the control plane that
+// authenticates as the ServiceAccount ns/name and returns its path.
+func serviceAccountKubeconfig(t testing.TB, ns, name string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: env.cp.Config.Host, CertificateAuthorityData: env.cp.Config.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: serviceAccountToken(t, ns, name)}
+	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
+	cfg.CurrentContext = "sa"
+	path := filepath.Join(t.TempDir(), "kubeconfig-"+ns+"-"+name)
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// kubectl runs bin/kubectl (built by `make controlplane`) as admin against
+// the control plane.
+func kubectl(t testing.TB, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	bin := filepath.Join(env.repoRoot, "bin", "kubectl")
+	if !fileExists(bin) {
+		t.Fatalf("%s is missing: run `make controlplane`", bin)
+	}
+	var out, errOut strings.Builder
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", env.kubeconfig, "--cache-dir", filepath.Join(env.dir, "kubectl-cache")}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 func freePort() (int, error) {
@@ -332,8 +452,13 @@ func waitForUnschedulable(t testing.TB, ns, name string) string {
 }
 
 func podScheduledCondition(p *v1.Pod) *v1.PodCondition {
+	return podCondition(p, v1.PodScheduled)
+}
+
+// podCondition returns the pod's condition of type ct, or nil.
+func podCondition(p *v1.Pod, ct v1.PodConditionType) *v1.PodCondition {
 	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == v1.PodScheduled {
+		if p.Status.Conditions[i].Type == ct {
 			return &p.Status.Conditions[i]
 		}
 	}

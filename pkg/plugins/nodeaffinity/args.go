@@ -13,17 +13,11 @@ import (
 // decodeArgs turns the pluginConfig args into configv1.NodeAffinityArgs.
 //
 // kube-scheduler only decodes args for in-tree plugin names, so ours arrive
-// as *runtime.Unknown (nil when the profile has no pluginConfig entry, which
-// means no added affinity). A typed *configv1.NodeAffinityArgs is accepted
-// too, for callers that build a framework in Go. NodeAffinityArgs has no
-// defaults, so there is nothing to apply after decoding.
+// as *runtime.Unknown, or nil when the profile has no pluginConfig entry,
+// which means no added affinity. Any other object, typed args included, is
+// rejected by the decoder. NodeAffinityArgs has no defaults, so there is
+// nothing to apply after decoding.
 func decodeArgs(obj runtime.Object) (*configv1.NodeAffinityArgs, error) {
-	if typed, ok := obj.(*configv1.NodeAffinityArgs); ok {
-		if typed == nil {
-			return &configv1.NodeAffinityArgs{}, nil
-		}
-		return typed.DeepCopy(), nil
-	}
 	args := &configv1.NodeAffinityArgs{}
 	// DecodeStrict already says "decoding args: ..." and the framework
 	// prefixes the plugin name, so the error is returned as is.

@@ -74,11 +74,6 @@ addedAffinity:
 			obj:           tu.ArgsOf(configv1.NodeAffinityArgs{AddedAffinity: preferredAdded(pref(0, tu.Term(tu.Expr("a", gt, "x"))))}),
 			wantPreferred: true,
 		},
-		{
-			name:         "typed args are accepted too",
-			obj:          &configv1.NodeAffinityArgs{AddedAffinity: requiredAdded(tu.Term(tu.Expr("zone", exists)))},
-			wantRequired: true,
-		},
 		// --- decoding errors ---
 		{name: "unknown top-level field", obj: tu.RawArgs(`{"addedAfinity":{}}`), wantErrSub: `unknown field "addedAfinity"`},
 		{
@@ -89,6 +84,12 @@ addedAffinity:
 		{name: "duplicate field", obj: tu.RawArgs(`{"addedAffinity":{},"addedAffinity":{}}`), wantErrSub: `duplicate field "addedAffinity"`},
 		{name: "malformed JSON", obj: tu.RawArgs(`{"addedAffinity":`), wantErrSub: "decoding args"},
 		{name: "wrong object type", obj: &v1.Pod{}, wantErr: "want args of type runtime.Unknown, got *v1.Pod"},
+		{
+			// The framework never hands out-of-tree plugins typed args (§7).
+			name:    "typed args are rejected like any other object",
+			obj:     &configv1.NodeAffinityArgs{AddedAffinity: requiredAdded(tu.Term(tu.Expr("zone", exists)))},
+			wantErr: "want args of type runtime.Unknown, got *v1.NodeAffinityArgs",
+		},
 		// --- validation errors, with field paths ---
 		{
 			name:    "invalid required operator",
@@ -164,11 +165,11 @@ func TestArgsEndToEnd(t *testing.T) {
 
 	state := framework.NewCycleState()
 	_, st := pl.PreFilter(ctx, state, pod, []fwk.NodeInfo{batch, web})
-	checkStatus(t, "PreFilter", st, fwk.Success, "")
-	checkStatus(t, "Filter(batch)", pl.Filter(ctx, state, pod, batch), fwk.Success, "")
-	checkStatus(t, "Filter(web)", pl.Filter(ctx, state, pod, web), fwk.UnschedulableAndUnresolvable, "node(s) didn't match scheduler-enforced node affinity")
+	tu.CheckStatus(t, "PreFilter", st, fwk.Success, "")
+	tu.CheckStatus(t, "Filter(batch)", pl.Filter(ctx, state, pod, batch), fwk.Success, "")
+	tu.CheckStatus(t, "Filter(web)", pl.Filter(ctx, state, pod, web), fwk.UnschedulableAndUnresolvable, "node(s) didn't match scheduler-enforced node affinity")
 
-	checkStatus(t, "PreScore", pl.PreScore(ctx, state, pod, []fwk.NodeInfo{batch}), fwk.Success, "")
+	tu.CheckStatus(t, "PreScore", pl.PreScore(ctx, state, pod, []fwk.NodeInfo{batch}), fwk.Success, "")
 	if s, st := pl.Score(ctx, state, pod, batch); s != 7 || !st.IsSuccess() {
 		t.Errorf("Score(batch) = %d, %v; want 7", s, st)
 	}

@@ -2,13 +2,12 @@ package nodeaffinity
 
 import (
 	"context"
-	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/util"
 )
 
 // EventsToRegister returns the node events that can make a pod rejected by
@@ -21,62 +20,44 @@ func (pl *NodeAffinity) EventsToRegister(_ context.Context) ([]fwk.ClusterEventW
 	}}, nil
 }
 
-// isSchedulableAfterNodeChange requeues the pod only if the added or updated
-// node now passes Filter's affinity checks and, for an update, did not pass
-// before (an update of an already-matching node cannot be what unblocks it).
-// When matching errors, the pod is requeued: better a wasted retry than a
-// pod stuck in the unschedulable queue.
+// isSchedulableAfterNodeChange decides whether a node add or label update can
+// undo this plugin's rejection. Queue needs two things:
+//   - the node passes Filter's checks now (added selector and the pod's
+//     nodeSelector + required affinity);
+//   - for an update, the pod's own constraints did not already match the old
+//     node. The added selector is deliberately not part of this "before"
+//     side, as upstream: a node that only starts passing the added selector
+//     while the pod's affinity matched all along is skipped.
+//
+// The old node is evaluated only when the new one matches, so a parse error
+// in the pod's terms surfaces (as Queue plus the error: a wasted retry beats
+// a pod stuck as unschedulable) only when it decides the hint.
 func (pl *NodeAffinity) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
-	oldNode, newNode, err := asNodes(oldObj, newObj)
+	oldNode, newNode, err := util.As[*v1.Node](oldObj, newObj)
 	if err != nil {
 		return fwk.Queue, err
 	}
-	if pl.addedNodeSelector != nil && !pl.addedNodeSelector.Match(newNode) {
-		logger.V(4).Info("Node doesn't match the scheduler-enforced node affinity; the event can't make the pod schedulable", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
-		return fwk.QueueSkip, nil
-	}
-	required := nodeaffinity.GetRequiredNodeAffinity(pod)
-	matches, err := required.Match(newNode)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	if !matches {
-		logger.V(5).Info("Node doesn't match the pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
-		return fwk.QueueSkip, nil
-	}
-	if oldNode == nil {
-		logger.V(5).Info("Added node matches the pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
-		return fwk.Queue, nil
-	}
-	matched, err := required.Match(oldNode)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	if matched {
-		logger.V(5).Info("Updated node already matched the pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
-		return fwk.QueueSkip, nil
-	}
-	logger.V(5).Info("Updated node now matches the pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
-	return fwk.Queue, nil
-}
-
-// asNodes converts the event objects to nodes. oldObj is nil for an add and
-// may be a DeletedFinalStateUnknown tombstone.
-func asNodes(oldObj, newObj interface{}) (oldNode, newNode *v1.Node, err error) {
-	if newObj != nil {
-		var ok bool
-		if newNode, ok = newObj.(*v1.Node); !ok {
-			return nil, nil, fmt.Errorf("expected *v1.Node, but got %T", newObj)
+	var required nodeaffinity.RequiredNodeAffinity
+	matchesNew := pl.addedNodeSelector == nil || pl.addedNodeSelector.Match(newNode)
+	if matchesNew {
+		required = nodeaffinity.GetRequiredNodeAffinity(pod)
+		if matchesNew, err = required.Match(newNode); err != nil {
+			return fwk.Queue, err
 		}
 	}
-	if oldObj != nil {
-		if tomb, ok := oldObj.(cache.DeletedFinalStateUnknown); ok {
-			oldObj = tomb.Obj
-		}
-		var ok bool
-		if oldNode, ok = oldObj.(*v1.Node); !ok {
-			return nil, nil, fmt.Errorf("expected *v1.Node, but got %T", oldObj)
+	matchedOld := false // an added node had nothing to match before
+	if matchesNew && oldNode != nil {
+		if matchedOld, err = required.Match(oldNode); err != nil {
+			return fwk.Queue, err
 		}
 	}
-	return oldNode, newNode, nil
+	hint := fwk.QueueSkip
+	if matchesNew && !matchedOld {
+		hint = fwk.Queue
+	}
+	if v := logger.V(5); v.Enabled() {
+		v.Info("Node affinity verdict for a node event", "pod", klog.KObj(pod), "node", klog.KObj(newNode),
+			"nodeAdded", oldNode == nil, "matchesNow", matchesNew, "matchedBefore", matchedOld, "hint", hint)
+	}
+	return hint, nil
 }

@@ -81,6 +81,19 @@ func TestQueueingHint(t *testing.T) {
 			oldObj: zone("b"), newObj: zone("a"), want: fwk.QueueSkip,
 		},
 		{
+			// Only the pod's own constraints are compared across an update.
+			name:   "update: node starts passing addedAffinity only, the pod matched before: skip",
+			pod:    zoneA,
+			added:  requiredAdded(tu.Term(tu.Expr("disk", in, "ssd"))),
+			oldObj: zone("a"), newObj: tu.MakeNode("n1").Label("zone", "a").Label("disk", "ssd").Obj(), want: fwk.QueueSkip,
+		},
+		{
+			name:   "update: node starts passing addedAffinity and the pod's affinity",
+			pod:    zoneA,
+			added:  requiredAdded(tu.Term(tu.Expr("disk", in, "ssd"))),
+			oldObj: zone("b"), newObj: tu.MakeNode("n1").Label("zone", "a").Label("disk", "ssd").Obj(), want: fwk.Queue,
+		},
+		{
 			name:   "add: addedAffinity and pod both match",
 			pod:    zoneA,
 			added:  requiredAdded(tu.Term(tu.Expr("disk", in, "ssd"))),
@@ -112,6 +125,21 @@ func TestQueueingHint(t *testing.T) {
 			name:   "update: parse error evaluating the old node requeues with the error",
 			pod:    pod().RequiredNodeTerms(tu.Term(tu.Expr("zone", "Bogus", "a")), tu.Term(tu.Expr("zone", in, "a"))).Obj(),
 			oldObj: zone("b"), newObj: zone("a"), want: fwk.Queue, wantErr: true,
+		},
+		{
+			// The new node fails the nodeSelector (no error); the old one
+			// passes it and would reach the bad term. The old node is not
+			// evaluated when the new one misses, so that error never surfaces.
+			name: "update: new node misses, old node would hit the parse error: skip without error",
+			pod: pod().NodeSelector(map[string]string{"zone": "a"}).
+				RequiredNodeTerms(tu.Term(tu.Expr("zone", "Bogus", "a")), tu.Term(tu.Expr("disk", in, "ssd"))).Obj(),
+			oldObj: zone("a"), newObj: zone("b"), want: fwk.QueueSkip,
+		},
+		{
+			name:   "update: addedAffinity misses the new node, the pod's terms would error: skip without error",
+			pod:    pod().RequiredNodeTerms(tu.Term(tu.Expr("zone", "Bogus", "a"))).Obj(),
+			added:  requiredAdded(tu.Term(tu.Expr("disk", in, "ssd"))),
+			oldObj: zone("b"), newObj: zone("a"), want: fwk.QueueSkip,
 		},
 		{name: "new object of the wrong type", pod: zoneA, newObj: tu.MakePod("ns", "x").Obj(), want: fwk.Queue, wantErr: true},
 		{name: "old object of the wrong type", pod: zoneA, oldObj: "node?", newObj: zone("a"), want: fwk.Queue, wantErr: true},

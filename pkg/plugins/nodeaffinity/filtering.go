@@ -10,6 +10,8 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
 // preFilterState is the pod's parsed nodeSelector AND required node affinity,
@@ -118,7 +120,7 @@ func (pl *NodeAffinity) Filter(_ context.Context, cycleState fwk.CycleState, pod
 	if pl.addedNodeSelector != nil && !pl.addedNodeSelector.Match(node) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, errReasonEnforced)
 	}
-	s, err := stateFrom[*preFilterState](cycleState, preFilterStateKey)
+	s, err := cyclestate.Read[*preFilterState](cycleState, preFilterStateKey)
 	if err != nil {
 		// PreFilter is disabled in this profile (or Skipped, in which case
 		// Filter is not called by the framework): parse here instead.
@@ -128,7 +130,7 @@ func (pl *NodeAffinity) Filter(_ context.Context, cycleState fwk.CycleState, pod
 	// match", exactly like upstream, which discards it for backwards
 	// compatibility with pods admitted before stricter validation.
 	if ok, _ := s.required.Match(node); !ok {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonPod)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, errReasonPod)
 	}
 	return nil
 }

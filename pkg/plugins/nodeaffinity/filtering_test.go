@@ -212,14 +212,14 @@ func TestPreFilter(t *testing.T) {
 			state := framework.NewCycleState()
 			nodes := tu.NodeInfos(tu.MakeNode("n1").Obj(), tu.MakeNode("n2").Obj())
 			res, st := pl.PreFilter(context.Background(), state, tc.pod, nodes)
-			checkStatus(t, "PreFilter", st, tc.wantCode, tc.wantMsg)
+			tu.CheckStatus(t, "PreFilter", st, tc.wantCode, tc.wantMsg)
 			switch {
 			case tc.wantNames == nil && res != nil:
 				t.Errorf("PreFilterResult = %v, want nil", sets.List(res.NodeNames))
 			case tc.wantNames != nil && (res == nil || !res.NodeNames.Equal(tc.wantNames)):
 				t.Errorf("PreFilterResult = %v, want %v", res, sets.List(tc.wantNames))
 			}
-			_, err := state.Read(preFilterStateKey)
+			_, err := state.Read("PreFilterNodeAffinity") // upstream's key
 			if gotState := err == nil; gotState != tc.wantState {
 				t.Errorf("state written = %v, want %v", gotState, tc.wantState)
 			}
@@ -433,11 +433,11 @@ func TestFilter(t *testing.T) {
 			case !pfStatus.IsSuccess():
 				t.Fatalf("PreFilter = %v %q", pfStatus.Code(), pfStatus.Message())
 			default:
-				checkStatus(t, "Filter after PreFilter", pl.Filter(ctx, state, tc.pod, ni), tc.code, tc.msg)
+				tu.CheckStatus(t, "Filter after PreFilter", pl.Filter(ctx, state, tc.pod, ni), tc.code, tc.msg)
 			}
 
 			// With PreFilter disabled in the profile, Filter parses on its own.
-			checkStatus(t, "Filter without PreFilter state", pl.Filter(ctx, framework.NewCycleState(), tc.pod, ni), tc.code, tc.msg)
+			tu.CheckStatus(t, "Filter without PreFilter state", pl.Filter(ctx, framework.NewCycleState(), tc.pod, ni), tc.code, tc.msg)
 		})
 	}
 }
@@ -453,22 +453,21 @@ func TestDeferredResizeGate(t *testing.T) {
 	// Gate on, resize deferred: Filter passes even a node failing both the
 	// added and the pod's own affinity.
 	pl := newPlugin(t, added, gateOn)
-	checkStatus(t, "Filter(gate on, deferred)", pl.Filter(ctx, framework.NewCycleState(), deferred, node), success, "")
-	checkStatus(t, "Filter(gate on, not deferred)", pl.Filter(ctx, framework.NewCycleState(), notDeferred, node),
+	tu.CheckStatus(t, "Filter(gate on, deferred)", pl.Filter(ctx, framework.NewCycleState(), deferred, node), success, "")
+	tu.CheckStatus(t, "Filter(gate on, not deferred)", pl.Filter(ctx, framework.NewCycleState(), notDeferred, node),
 		unresolved, "node(s) didn't match scheduler-enforced node affinity")
 
 	// Gate off: a deferred resize changes nothing.
 	pl = newPlugin(t, added, feature.Features{})
-	checkStatus(t, "Filter(gate off, deferred)", pl.Filter(ctx, framework.NewCycleState(), deferred, node),
+	tu.CheckStatus(t, "Filter(gate off, deferred)", pl.Filter(ctx, framework.NewCycleState(), deferred, node),
 		unresolved, "node(s) didn't match scheduler-enforced node affinity")
 
 	// Scoring has no deferred-resize exemption upstream: PreScore still
 	// parses (and fails on) the pod's preferred terms.
 	badPref := tu.MakePod("ns", "p").ResizeDeferred().PreferredNodeTerm(1, tu.Term(tu.Expr("cpus", gt, "x"))).Obj()
 	pl = newPlugin(t, nil, gateOn)
-	if st := pl.PreScore(ctx, framework.NewCycleState(), badPref, []fwk.NodeInfo{node}); st.Code() != fwk.Error {
-		t.Errorf("PreScore(gate on, deferred, bad preferred term) = %v, want Error", st.Code())
-	}
+	tu.CheckStatus(t, "PreScore(gate on, deferred, bad preferred term)", pl.PreScore(ctx, framework.NewCycleState(), badPref, []fwk.NodeInfo{node}),
+		fwk.Error, `[0].matchExpressions[0].values[0]: Invalid value: "x": for 'Gt', 'Lt' operators, the value must be an integer`)
 }
 
 func TestFilterPreFilterResultWithTwoValuedField(t *testing.T) {
@@ -480,7 +479,7 @@ func TestFilterPreFilterResultWithTwoValuedField(t *testing.T) {
 	nodes := tu.NodeInfos(tu.MakeNode("n1").Obj(), tu.MakeNode("n2").Obj(), tu.MakeNode("n3").Obj())
 	state := framework.NewCycleState()
 	res, st := pl.PreFilter(ctx, state, pod, nodes)
-	checkStatus(t, "PreFilter", st, success, "")
+	tu.CheckStatus(t, "PreFilter", st, success, "")
 	if res == nil || !res.NodeNames.Equal(sets.New("n1", "n2")) {
 		t.Fatalf("PreFilterResult = %v, want [n1 n2]", res)
 	}
@@ -488,6 +487,6 @@ func TestFilterPreFilterResultWithTwoValuedField(t *testing.T) {
 		if !res.NodeNames.Has(ni.Node().Name) {
 			continue
 		}
-		checkStatus(t, "Filter("+ni.Node().Name+")", pl.Filter(ctx, state, pod, ni), unresolved, ErrReasonPod)
+		tu.CheckStatus(t, "Filter("+ni.Node().Name+")", pl.Filter(ctx, state, pod, ni), unresolved, errReasonPod)
 	}
 }

@@ -1,10 +1,10 @@
 package nodeaffinity
 
 import (
-	"context"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -23,17 +23,11 @@ const (
 // when added is nil, like a profile with no pluginConfig entry).
 func newPlugin(t *testing.T, added *v1.NodeAffinity, fts feature.Features) *NodeAffinity {
 	t.Helper()
-	var p fwk.Plugin
-	var err error
-	if added == nil {
-		p, err = New(context.Background(), nil, nil, fts)
-	} else {
-		p, err = New(context.Background(), tu.ArgsOf(configv1.NodeAffinityArgs{AddedAffinity: added}), nil, fts)
+	var args runtime.Object // a nil *runtime.Unknown would not be a nil interface
+	if added != nil {
+		args = tu.ArgsOf(configv1.NodeAffinityArgs{AddedAffinity: added})
 	}
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return p.(*NodeAffinity)
+	return tu.NewPlugin[*NodeAffinity](t, New, args, fts)
 }
 
 // requiredAdded is an addedAffinity with only required terms.
@@ -49,13 +43,4 @@ func preferredAdded(terms ...v1.PreferredSchedulingTerm) *v1.NodeAffinity {
 // pref is shorthand for a preferred term.
 func pref(weight int32, term v1.NodeSelectorTerm) v1.PreferredSchedulingTerm {
 	return v1.PreferredSchedulingTerm{Weight: weight, Preference: term}
-}
-
-// checkStatus asserts code and message of a status (nil counts as Success
-// with an empty message).
-func checkStatus(t *testing.T, what string, got *fwk.Status, code fwk.Code, msg string) {
-	t.Helper()
-	if got.Code() != code || got.Message() != msg {
-		t.Errorf("%s = %v %q, want %v %q", what, got.Code(), got.Message(), code, msg)
-	}
 }

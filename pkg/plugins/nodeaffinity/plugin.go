@@ -13,7 +13,6 @@ package nodeaffinity
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -26,10 +25,10 @@ const (
 	// "NodeAffinity" is taken by kube-scheduler's own registry.
 	Name = "PlacementNodeAffinity"
 
-	// ErrReasonPod is the Filter reason when the pod's nodeSelector or required
+	// errReasonPod is the Filter reason when the pod's nodeSelector or required
 	// node affinity rejects a node. The reason strings are upstream's
 	// verbatim: they surface in events and FitError messages.
-	ErrReasonPod = "node(s) didn't match Pod's node affinity/selector"
+	errReasonPod = "node(s) didn't match Pod's node affinity/selector"
 
 	// errReasonEnforced is the Filter reason when the args' addedAffinity
 	// rejects a node.
@@ -39,11 +38,9 @@ const (
 	// pin it to metadata.name sets with an empty union.
 	errReasonConflict = "pod affinity terms conflict"
 
-	// CycleState keys. They carry our plugin name so that a profile (or a
-	// differential test) running upstream's plugin next to ours never reads
-	// the other's state.
-	preFilterStateKey fwk.StateKey = "PreFilter" + Name
-	preScoreStateKey  fwk.StateKey = "PreScore" + Name
+	// CycleState keys: upstream's, per the policy in package cyclestate.
+	preFilterStateKey fwk.StateKey = "PreFilterNodeAffinity"
+	preScoreStateKey  fwk.StateKey = "PreScoreNodeAffinity"
 )
 
 // NodeAffinity is the plugin. It is immutable after New, so one instance is
@@ -93,19 +90,3 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Featur
 
 // Name returns the registered plugin name.
 func (pl *NodeAffinity) Name() string { return Name }
-
-// stateFrom reads a typed state written by PreFilter/PreScore. A missing key
-// is reported as an error so callers can fall back to recomputing (the
-// extension point may be disabled in the profile).
-func stateFrom[T fwk.StateData](cs fwk.CycleState, key fwk.StateKey) (T, error) {
-	var zero T
-	d, err := cs.Read(key)
-	if err != nil {
-		return zero, fmt.Errorf("reading %q from cycleState: %w", key, err)
-	}
-	s, ok := d.(T)
-	if !ok {
-		return zero, fmt.Errorf("invalid %q state, got type %T", key, d)
-	}
-	return s, nil
-}

@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
 // preScoreState is the pod's parsed preferred terms; nil when the pod lists
@@ -58,7 +60,7 @@ func (pl *NodeAffinity) Score(_ context.Context, cycleState fwk.CycleState, pod 
 	if pl.addedPrefSchedTerms != nil {
 		sum += pl.addedPrefSchedTerms.Score(node)
 	}
-	s, err := stateFrom[*preScoreState](cycleState, preScoreStateKey)
+	s, err := cyclestate.Read[*preScoreState](cycleState, preScoreStateKey)
 	if err != nil {
 		// PreScore is disabled in this profile: parse here instead.
 		preferred, err := podPreferredTerms(pod)

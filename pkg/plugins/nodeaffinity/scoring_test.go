@@ -142,16 +142,16 @@ func TestScoring(t *testing.T) {
 			pl := newPlugin(t, tc.added, feature.Features{})
 			infos := tu.NodeInfos(nodes...)
 			state := framework.NewCycleState()
-			checkStatus(t, "PreScore", pl.PreScore(ctx, state, tc.pod, infos), tc.code, tc.msg)
+			tu.CheckStatus(t, "PreScore", pl.PreScore(ctx, state, tc.pod, infos), tc.code, tc.msg)
 			if tc.code != success {
-				if _, err := state.Read(preScoreStateKey); err == nil {
+				if _, err := state.Read("PreScoreNodeAffinity"); err == nil {
 					t.Error("PreScore wrote state although it did not succeed")
 				}
 				// With PreScore disabled, Score parses on its own and
 				// reports the same error.
 				if tc.code == fwk.Error {
 					_, st := pl.Score(ctx, framework.NewCycleState(), tc.pod, infos[0])
-					checkStatus(t, "Score without PreScore state", st, tc.code, tc.msg)
+					tu.CheckStatus(t, "Score without PreScore state", st, tc.code, tc.msg)
 				}
 				return
 			}
@@ -164,13 +164,13 @@ func TestScoring(t *testing.T) {
 				scores := make(fwk.NodeScoreList, len(infos))
 				for i, ni := range infos {
 					s, st := pl.Score(ctx, cs, tc.pod, ni)
-					checkStatus(t, "Score", st, success, "")
+					tu.CheckStatus(t, "Score", st, success, "")
 					scores[i] = fwk.NodeScore{Name: ni.Node().Name, Score: s}
 				}
 				if diff := cmp.Diff(tc.raw, scoreValues(scores)); diff != "" {
 					t.Errorf("raw scores (PreScore state: %v) (-want +got):\n%s", withState, diff)
 				}
-				checkStatus(t, "NormalizeScore", pl.ScoreExtensions().NormalizeScore(ctx, cs, tc.pod, scores), success, "")
+				tu.CheckStatus(t, "NormalizeScore", pl.ScoreExtensions().NormalizeScore(ctx, cs, tc.pod, scores), success, "")
 				if diff := cmp.Diff(tc.normalized, scoreValues(scores)); diff != "" {
 					t.Errorf("normalized scores (PreScore state: %v) (-want +got):\n%s", withState, diff)
 				}
@@ -197,7 +197,7 @@ func TestNormalizeScore(t *testing.T) {
 		for i, s := range tc.in {
 			scores[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}
 		}
-		checkStatus(t, "NormalizeScore", pl.NormalizeScore(context.Background(), framework.NewCycleState(), nil, scores), success, "")
+		tu.CheckStatus(t, "NormalizeScore", pl.NormalizeScore(context.Background(), framework.NewCycleState(), nil, scores), success, "")
 		if diff := cmp.Diff(tc.want, scoreValues(scores)); diff != "" {
 			t.Errorf("NormalizeScore(%v) (-want +got):\n%s", tc.in, diff)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -17,7 +18,7 @@ import (
 func signature(t *testing.T, pod *v1.Pod) string {
 	t.Helper()
 	frags, st := newPlugin(t, nil, feature.Features{}).SignPod(context.Background(), pod)
-	checkStatus(t, "SignPod", st, fwk.Success, "")
+	tu.CheckStatus(t, "SignPod", st, fwk.Success, "")
 	if len(frags) != 2 {
 		t.Fatalf("got %d fragments, want 2", len(frags))
 	}
@@ -48,18 +49,32 @@ func TestSignPod(t *testing.T) {
 		t.Errorf("nodeSelector signature = %s, want %s", withSel, want)
 	}
 
-	// The affinity fragment is whatever the shared signer produces (so we
-	// batch exactly like upstream), which normalizes order.
-	affPod := pod().RequiredNodeTerms(zoneAB, disk).PreferredNodeTerm(3, disk).Obj()
-	frags, _ := newPlugin(t, nil, feature.Features{}).SignPod(context.Background(), affPod)
-	wantAff, err := fwk.NodeAffinitySigner(affPod)
+	// The affinity fragment is the framework's normalized form (what upstream
+	// signs): terms and values sorted, each term as a JSON string. Spelled
+	// out here so that any drift from upstream's format shows.
+	affPod := pod().RequiredNodeTerms(zoneBA, disk).PreferredNodeTerm(3, disk).Obj()
+	frags, st := newPlugin(t, nil, feature.Features{}).SignPod(context.Background(), affPod)
+	tu.CheckStatus(t, "SignPod", st, fwk.Success, "")
+	raw, err := json.Marshal(frags[0].Value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotJSON, _ := json.Marshal(frags[0].Value)
-	wantJSON, _ := json.Marshal(wantAff)
-	if string(gotJSON) != string(wantJSON) {
-		t.Errorf("affinity fragment = %s, want %s", gotJSON, wantJSON)
+	var got struct{ Required, Preferred []string }
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("affinity fragment %s: %v", raw, err)
+	}
+	wantRequired := []string{
+		`{"MatchExpressions":["{\"key\":\"disk\",\"operator\":\"Exists\"}"],"MatchFields":[]}`,
+		`{"MatchExpressions":["{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"a\",\"b\"]}"],"MatchFields":[]}`,
+	}
+	wantPreferred := []string{
+		`{"Weight":3,"Preference":{"MatchExpressions":["{\"key\":\"disk\",\"operator\":\"Exists\"}"],"MatchFields":[]}}`,
+	}
+	if diff := cmp.Diff(wantRequired, got.Required); diff != "" {
+		t.Errorf("required part of the affinity fragment (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantPreferred, got.Preferred); diff != "" {
+		t.Errorf("preferred part of the affinity fragment (-want +got):\n%s", diff)
 	}
 
 	same := []struct {

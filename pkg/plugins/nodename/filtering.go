@@ -25,14 +25,14 @@ func (pl *NodeName) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter rejects every node but spec.nodeName.
 func (pl *NodeName) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	if Fits(pod, nodeInfo) {
+	if fits(pod, nodeInfo) {
 		return nil
 	}
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReason)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, errReason)
 }
 
-// Fits reports whether pod may run on nodeInfo's node as far as spec.nodeName
+// fits reports whether pod may run on nodeInfo's node as far as spec.nodeName
 // is concerned: always when the pod names no node.
-func Fits(pod *v1.Pod, nodeInfo fwk.NodeInfo) bool {
+func fits(pod *v1.Pod, nodeInfo fwk.NodeInfo) bool {
 	return pod.Spec.NodeName == "" || pod.Spec.NodeName == nodeInfo.Node().Name
 }

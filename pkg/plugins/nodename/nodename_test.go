@@ -16,11 +16,7 @@ import (
 
 func newPlugin(t *testing.T, fts feature.Features) *NodeName {
 	t.Helper()
-	p, err := New(context.Background(), nil, nil, fts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return p.(*NodeName)
+	return tu.NewPlugin[*NodeName](t, New, nil, fts)
 }
 
 func TestName(t *testing.T) {
@@ -83,8 +79,8 @@ func TestPreFilterAndFilter(t *testing.T) {
 			infos := tu.NodeInfos(nodes...)
 
 			res, st := pl.PreFilter(ctx, state, tc.pod, infos)
-			if !st.IsSuccess() {
-				t.Fatalf("PreFilter status = %v %q, want Success", st.Code(), st.Message())
+			if !tu.CheckStatus(t, "PreFilter", st, fwk.Success, "") {
+				return
 			}
 			if tc.wantNames == nil {
 				if res != nil {
@@ -99,22 +95,11 @@ func TestPreFilterAndFilter(t *testing.T) {
 
 			for _, ni := range infos {
 				name := ni.Node().Name
-				st := pl.Filter(ctx, state, tc.pod, ni)
+				code, msg := fwk.Success, ""
 				if tc.wantReject.Has(name) {
-					if st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != reject {
-						t.Errorf("Filter(%s) = %v %q, want UnschedulableAndUnresolvable %q", name, st.Code(), st.Message(), reject)
-					}
-					if Fits(tc.pod, ni) {
-						t.Errorf("Fits(%s) = true, want false", name)
-					}
-				} else {
-					if !st.IsSuccess() {
-						t.Errorf("Filter(%s) = %v %q, want Success", name, st.Code(), st.Message())
-					}
-					if !Fits(tc.pod, ni) {
-						t.Errorf("Fits(%s) = false, want true", name)
-					}
+					code, msg = fwk.UnschedulableAndUnresolvable, reject
 				}
+				tu.CheckStatus(t, "Filter("+name+")", pl.Filter(ctx, state, tc.pod, ni), code, msg)
 			}
 		})
 	}
@@ -141,9 +126,7 @@ func TestSignPod(t *testing.T) {
 	for _, nodeName := range []string{"", "alpha"} {
 		pod := tu.MakePod("ns", "p").NodeName(nodeName).Obj()
 		got, st := newPlugin(t, feature.Features{}).SignPod(context.Background(), pod)
-		if !st.IsSuccess() {
-			t.Fatalf("SignPod status: %v", st)
-		}
+		tu.CheckStatus(t, "SignPod", st, fwk.Success, "")
 		want := []fwk.SignFragment{{Key: "v1.Pod.Spec.NodeName", Value: nodeName}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("SignPod(nodeName=%q) (-want +got):\n%s", nodeName, diff)

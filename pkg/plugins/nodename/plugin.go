@@ -16,9 +16,9 @@ const (
 	// "NodeName" is taken by kube-scheduler's own registry.
 	Name = "PlacementNodeName"
 
-	// ErrReason is the Filter reason for a node other than spec.nodeName. It
+	// errReason is the Filter reason for a node other than spec.nodeName. It
 	// is upstream's text verbatim: users and tooling match on it.
-	ErrReason = "node(s) didn't match the requested node name"
+	errReason = "node(s) didn't match the requested node name"
 )
 
 // NodeName restricts a pod that sets spec.nodeName to that node. It is

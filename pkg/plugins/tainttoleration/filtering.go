@@ -32,12 +32,20 @@ func (pl *TaintToleration) Filter(ctx context.Context, _ fwk.CycleState, pod *v1
 		return nil
 	}
 	node := nodeInfo.Node()
+	// Most nodes carry no taints; they pass without even a logger lookup.
+	if len(node.Spec.Taints) == 0 {
+		return nil
+	}
 	logger := klog.FromContext(ctx)
 	taint := pl.firstUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations)
 	if taint == nil {
 		return nil
 	}
-	logger.V(4).Info("node had untolerated taints", "node", klog.KObj(node), "pod", klog.KObj(pod), "untoleratedTaint", *taint)
+	// Rejections are common on tainted clusters: build the log arguments
+	// (interface boxing of the refs and the taint) only when V(4) is on.
+	if v := logger.V(4); v.Enabled() {
+		v.Info("node had untolerated taints", "node", klog.KObj(node), "pod", klog.KObj(pod), "untoleratedTaint", taint)
+	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, errReasonUntolerated)
 }
 

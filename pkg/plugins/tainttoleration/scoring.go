@@ -3,16 +3,18 @@ package tainttoleration
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
-// preScoreStateKey mirrors upstream's key so that the error for a missing
-// state reads exactly like upstream's.
+// preScoreStateKey is upstream's key (see package cyclestate for the policy).
 const preScoreStateKey fwk.StateKey = "PreScoreTaintToleration"
 
 // preScoreState holds the tolerations that can matter for PreferNoSchedule
@@ -39,29 +41,25 @@ func (pl *TaintToleration) PreScore(_ context.Context, cycleState fwk.CycleState
 	return nil
 }
 
-func readPreScoreState(cycleState fwk.CycleState) (*preScoreState, error) {
-	c, err := cycleState.Read(preScoreStateKey)
-	if err != nil {
-		return nil, fmt.Errorf("failed to read %q from cycleState: %w", preScoreStateKey, err)
-	}
-	s, ok := c.(*preScoreState)
-	if !ok {
-		return nil, fmt.Errorf("%+v convert to tainttoleration.preScoreState error", c)
-	}
-	return s, nil
-}
-
 // Score is the number of the node's PreferNoSchedule taints that the pod does
 // not tolerate; identical taints count once each.
 func (pl *TaintToleration) Score(ctx context.Context, cycleState fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	s, err := readPreScoreState(cycleState)
+	// The state is read first so that a missing PreScore is an Error on
+	// every node, tainted or not, as upstream.
+	s, err := cyclestate.Read[*preScoreState](cycleState, preScoreStateKey)
 	if err != nil {
-		return 0, fwk.AsStatus(err)
+		// The wording is upstream's: the message is user-visible.
+		return 0, fwk.AsStatus(fmt.Errorf("failed to read %q from cycleState: %w", preScoreStateKey, err))
+	}
+	taints := nodeInfo.Node().Spec.Taints
+	first := slices.IndexFunc(taints, func(t v1.Taint) bool { return t.Effect == v1.TaintEffectPreferNoSchedule })
+	if first < 0 {
+		// Typical node: nothing to count, so no logger lookup either.
+		return 0, nil
 	}
 	logger := klog.FromContext(ctx)
-	taints := nodeInfo.Node().Spec.Taints
 	var n int64
-	for i := range taints {
+	for i := first; i < len(taints); i++ {
 		if taints[i].Effect != v1.TaintEffectPreferNoSchedule {
 			continue
 		}

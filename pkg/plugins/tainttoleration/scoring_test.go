@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
 func TestScore(t *testing.T) {
@@ -181,7 +182,7 @@ func TestPreScoreNeverSkips(t *testing.T) {
 			if st := newPlugin(t, resizeGateOn).PreScore(context.Background(), state, pod, nodes); st != nil {
 				t.Errorf("%s, %d nodes: PreScore = %v, want nil", name, len(nodes), st)
 			}
-			if _, err := state.Read(preScoreStateKey); err != nil {
+			if _, err := state.Read("PreScoreTaintToleration"); err != nil {
 				t.Errorf("%s: state not written: %v", name, err)
 			}
 		}
@@ -199,7 +200,7 @@ func TestPreScoreKeepsOnlyRelevantTolerations(t *testing.T) {
 	if st := newPlugin(t, gatesOff).PreScore(context.Background(), state, pod, nil); st != nil {
 		t.Fatalf("PreScore = %v", st)
 	}
-	s, err := readPreScoreState(state)
+	s, err := cyclestate.Read[*preScoreState](state, preScoreStateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +215,5 @@ func TestScoreWithoutPreScore(t *testing.T) {
 	if s != 0 {
 		t.Errorf("score = %d, want 0", s)
 	}
-	const want = `failed to read "PreScoreTaintToleration" from cycleState: not found`
-	if st.Code() != fwk.Error || st.Message() != want {
-		t.Errorf("status = %v %q, want Error %q", st.Code(), st.Message(), want)
-	}
+	tu.CheckStatus(t, "Score", st, fwk.Error, `failed to read "PreScoreTaintToleration" from cycleState: not found`)
 }

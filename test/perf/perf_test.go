@@ -29,7 +29,7 @@ import (
 // -data-items-dir, ...) are registered by InitTests. InitTests re-creates
 // flag.CommandLine from the flags defined so far, so these survive.
 var (
-	repeats = flag.Int("placement-repeats", 2,
+	repeats = flag.Int("placement-repeats", 3,
 		"how many times each profile runs each selected workload; runs are interleaved per test case (upstream, ours, upstream, ours, ...)")
 	podsTimeout = flag.Duration("placement-pods-timeout", 0,
 		"if set, how long a measured createPods op may wait for its pods (scheduler_perf's default is 10m)")
@@ -136,6 +136,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 						topic := c.Topic + "_" + name
 						benchmark.RunBenchmarkPerfScheduling(b, c.Files[p], topic, registry, runOpts...)
 					})
+					recordLoad(b, dataDir, c.Name+"/"+name)
 				}
 			}
 		})
@@ -227,6 +228,27 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 	if err := os.WriteFile(filepath.Join(dir, report.RunInfoFile), append(data, '\n'), 0o644); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// recordLoad appends the machine's load average after a run, so a report
+// can say how busy the machine was (other work on it is the main source of
+// noise). Linux only; silently skipped elsewhere.
+func recordLoad(b *testing.B, dir, run string) {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) < 3 {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, report.LoadFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.Logf("recording load: %v", err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s\t%s\t%s\t%s\n", run, fields[0], fields[1], fields[2])
 }
 
 func flagValue(name string) string {

@@ -45,6 +45,10 @@ var ReplacedPlugins = []string{"NodeName", "TaintToleration", "NodeAffinity", "I
 // RunInfoFile is written by the benchmark next to the data items.
 const RunInfoFile = "run-info.json"
 
+// LoadFile holds "<run>\t<load1>\t<load5>\t<load15>" lines, one per
+// workload run, written by the benchmark after each run.
+const LoadFile = "loadavg.tsv"
+
 // RunInfo describes the machine and the invocation.
 type RunInfo struct {
 	Started        string   `json:"started"`
@@ -109,6 +113,8 @@ type Results struct {
 	Info    *RunInfo
 	Samples map[Key][]Sample
 	Files   int
+	// Load1 are the 1-minute load averages recorded after each run.
+	Load1 []float64
 }
 
 var (
@@ -146,6 +152,17 @@ func Load(dir string) (*Results, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, LoadFile)); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			fields := strings.Split(line, "\t")
+			if len(fields) < 2 {
+				continue
+			}
+			if v, err := strconv.ParseFloat(fields[1], 64); err == nil {
+				res.Load1 = append(res.Load1, v)
+			}
+		}
 	}
 	type runKey struct {
 		Key
@@ -237,7 +254,7 @@ func NewStat(vs []float64) Stat {
 	}
 	st.N = len(st.Values)
 	if st.N == 0 {
-		st.Mean, st.Min, st.Max = math.NaN(), math.NaN(), math.NaN()
+		st.Mean, st.Min, st.Max, st.Stddev = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return st
 	}
 	st.Min, st.Max = slices.Min(st.Values), slices.Max(st.Values)
@@ -315,14 +332,20 @@ type Table struct {
 
 // Report is the machine-readable result.
 type Report struct {
-	Run    *RunInfo `json:"run,omitempty"`
-	Tables []Table  `json:"tables"`
+	Run *RunInfo `json:"run,omitempty"`
+	// LoadAverage1m summarises the 1-minute load average after each run.
+	LoadAverage1m *Stat   `json:"loadAverage1m,omitempty"`
+	Tables        []Table `json:"tables"`
 }
 
 // Build aggregates results into tables. Case order follows the run info
 // when known, then name order.
 func Build(res *Results) *Report {
 	rep := &Report{Run: res.Info}
+	if len(res.Load1) > 0 {
+		st := NewStat(res.Load1)
+		rep.LoadAverage1m = &st
+	}
 	var caseOrder []string
 	if res.Info != nil {
 		caseOrder = res.Info.Cases
@@ -465,6 +488,13 @@ func Markdown(r *Report) string {
 		fmt.Fprintf(&b, "- Repeats: %d per profile, %s\n", info.Repeats, info.Order)
 		fmt.Fprintf(&b, "- Selection: `-bench '%s'`, `-perf-scheduling-label-filter '%s'`\n", info.BenchPattern, info.LabelFilter)
 		fmt.Fprintf(&b, "- Workloads: upstream's files, unmodified, from %s; ours = %s\n", info.UpstreamDir, info.OurConfigBasis)
+	}
+	if l := r.LoadAverage1m; l != nil {
+		cpus := "?"
+		if r.Run != nil {
+			cpus = strconv.Itoa(r.Run.NumCPU)
+		}
+		fmt.Fprintf(&b, "- Machine load during the run (1-min load average, %d samples, %s CPUs): mean %.1f, min %.1f, max %.1f\n", l.N, cpus, l.Mean, l.Min, l.Max)
 	}
 	b.WriteString("- Cells: mean [min–max] over repeats (n shown when a run is missing). Throughput: SchedulingThroughput Average (pods/s over 1-s samples of the measured pods). " +
 		"Attempt latency: scheduler_scheduling_attempt_duration_seconds{result=scheduled}, ms, bucket-interpolated. " +

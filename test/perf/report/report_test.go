@@ -1,0 +1,191 @@
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseName(t *testing.T) {
+	tests := []struct {
+		name    string
+		key     Key
+		profile string
+		rep     int
+		wantErr bool
+	}{
+		{
+			name:    "BenchmarkPerfScheduling/SchedulingPodAffinity/r2-ours/SchedulingPodAffinity/500Nodes/sched-1",
+			key:     Key{Case: "SchedulingPodAffinity", Workload: "500Nodes", Measure: "sched-1"},
+			profile: Ours, rep: 2,
+		},
+		{
+			name:    "BenchmarkPerfScheduling/SchedulingBasic/r1-upstream/SchedulingBasic/500Nodes/namespace-2",
+			key:     Key{Case: "SchedulingBasic", Workload: "500Nodes", Measure: "namespace-2"},
+			profile: Upstream, rep: 1,
+		},
+		{
+			// go test -count=2 renames repeated sub-benchmarks.
+			name:    "BenchmarkPerfScheduling/SchedulingBasic#01/r1-upstream/SchedulingBasic/500Nodes#01/ns",
+			key:     Key{Case: "SchedulingBasic", Workload: "500Nodes", Measure: "ns"},
+			profile: Upstream, rep: 1,
+		},
+		{name: "BenchmarkPerfScheduling/SchedulingBasic/500Nodes/ns", wantErr: true},
+		{name: "BenchmarkPerfScheduling/A/r1-other/A/500Nodes/ns", wantErr: true},
+		{name: "BenchmarkPerfScheduling/A/r1-ours/B/500Nodes/ns", wantErr: true},
+	}
+	for _, tt := range tests {
+		key, profile, rep, err := ParseName(tt.name)
+		if tt.wantErr {
+			if err == nil {
+				t.Errorf("ParseName(%q): no error", tt.name)
+			}
+			continue
+		}
+		if err != nil || key != tt.key || profile != tt.profile || rep != tt.rep {
+			t.Errorf("ParseName(%q) = %+v, %q, %d, %v; want %+v, %q, %d", tt.name, key, profile, rep, err, tt.key, tt.profile, tt.rep)
+		}
+	}
+}
+
+func TestNewStat(t *testing.T) {
+	st := NewStat([]float64{2, math.NaN(), 4, 6})
+	if st.N != 3 || st.Missing != 1 || st.Mean != 4 || st.Min != 2 || st.Max != 6 || st.Stddev != 2 {
+		t.Errorf("NewStat = %+v", st)
+	}
+	if empty := NewStat([]float64{math.NaN()}); empty.N != 0 || !math.IsNaN(empty.Mean) {
+		t.Errorf("all-NaN stat = %+v", empty)
+	}
+	js, err := json.Marshal(NewStat(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"n":0,"mean":null,"min":null,"max":null,"stddev":null,"values":null}`; string(js) != want {
+		t.Errorf("empty stat JSON = %s, want %s", js, want)
+	}
+}
+
+func item(name, metric string, data map[string]float64, extra ...string) DataItem {
+	labels := map[string]string{"Name": name, "Metric": metric}
+	for i := 0; i+1 < len(extra); i += 2 {
+		labels[extra[i]] = extra[i+1]
+	}
+	return DataItem{Data: data, Labels: labels}
+}
+
+func writeItems(t *testing.T, dir, file string, items ...DataItem) {
+	t.Helper()
+	js, err := json.Marshal(dataItemsFile{Version: "v1", DataItems: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run writes the items one (case, rep, profile) run would produce.
+func run(t *testing.T, dir, c, profile string, rep int, throughput, p50, p99, heap float64) {
+	pluginMs := throughput / 1000
+	if math.IsNaN(pluginMs) {
+		pluginMs = 0.2
+	}
+	name := "BenchmarkPerfScheduling/" + c + "/r" + string(rune('0'+rep)) + "-" + profile + "/" + c + "/500Nodes/sched-1"
+	items := []DataItem{
+		item(name, "scheduler_scheduling_attempt_duration_seconds", map[string]float64{"Perc50": p50, "Perc99": p99}, "result", "scheduled"),
+		item(name, "scheduler_scheduling_attempt_duration_seconds", map[string]float64{"Perc50": 999, "Perc99": 999}, "result", "unschedulable"),
+		item(name, "heap_memory_usage", map[string]float64{"Max": heap, "Average": 1}),
+		item(name, "SchedulingDuration", map[string]float64{"Duration": 10}),
+		item(name, "scheduler_plugin_execution_duration_seconds", map[string]float64{"Average": pluginMs}, "plugin", "InterPodAffinity", "extension_point", "PreFilter"),
+		item(name, "scheduler_plugin_execution_duration_seconds", map[string]float64{"Average": pluginMs}, "plugin", "PlacementInterPodAffinity", "extension_point", "PreFilter"),
+	}
+	if !math.IsNaN(throughput) {
+		items = append(items, item(name, "SchedulingThroughput", map[string]float64{"Average": throughput, "Perc50": 1}))
+	} else {
+		// What scheduler_perf writes when it could not measure throughput.
+		items = append(items, DataItem{Labels: map[string]string{"Name": name, "Metric": "not applicable"}})
+	}
+	writeItems(t, dir, "BenchmarkPerfScheduling_"+c+"_r"+string(rune('0'+rep))+"-"+profile+"_benchmark_x.json", items...)
+}
+
+func TestLoadAndBuild(t *testing.T) {
+	dir := t.TempDir()
+	run(t, dir, "SchedulingPodAffinity", Upstream, 1, 100, 5, 9, 300)
+	run(t, dir, "SchedulingPodAffinity", Ours, 1, 150, 3, 7, 280)
+	run(t, dir, "SchedulingPodAffinity", Upstream, 2, 120, 6, 10, 310)
+	run(t, dir, "SchedulingPodAffinity", Ours, 2, 170, 4, 8, 290)
+	run(t, dir, "SchedulingBasic", Upstream, 1, 400, 1, 2, 200)
+	run(t, dir, "SchedulingBasic", Ours, 1, math.NaN(), 1, 2, 200)
+	// Empty files appear for test cases without a workload at this scale.
+	writeItems(t, dir, "BenchmarkPerfScheduling_Empty_r1-ours_benchmark_x.json")
+	info := RunInfo{Repeats: 2, NumCPU: 2, Cases: []string{"SchedulingPodAffinity", "SchedulingBasic"}}
+	js, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, LoadFile), []byte("A/r1-upstream\t1.5\t1\t1\nA/r1-ours\t2.5\t1\t1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 6 {
+		t.Errorf("Files = %d, want 6 non-empty", res.Files)
+	}
+	rep := Build(res)
+	if len(rep.Tables) != 1 || rep.Tables[0].Workload != "500Nodes" {
+		t.Fatalf("tables = %+v", rep.Tables)
+	}
+	tbl := rep.Tables[0]
+	if len(tbl.Rows) != 2 || tbl.Rows[0].Case != "SchedulingPodAffinity" || tbl.Rows[1].Case != "SchedulingBasic" {
+		t.Fatalf("rows not in run-info order: %+v", tbl.Rows)
+	}
+	aff := tbl.Rows[0]
+	if got := aff.Upstream.Throughput; got.N != 2 || got.Mean != 110 || got.Min != 100 || got.Max != 120 {
+		t.Errorf("upstream throughput = %+v", got)
+	}
+	if got := aff.Ours.AttemptP99; got.Mean != 7.5 {
+		t.Errorf("ours p99 = %+v (unschedulable attempts must not count)", got)
+	}
+	if aff.Ratio == nil || math.Abs(*aff.Ratio-160.0/110.0) > 1e-9 {
+		t.Errorf("ratio = %v, want 160/110", aff.Ratio)
+	}
+	wantPlugins := []PluginStat{{
+		Upstream: "InterPodAffinity", Ours: "PlacementInterPodAffinity", ExtensionPoint: "PreFilter",
+		UpstreamMs: NewStat([]float64{0.1, 0.12}), OursMs: NewStat([]float64{0.15, 0.17}),
+	}}
+	if diff := cmp.Diff(wantPlugins, aff.Plugins); diff != "" {
+		t.Errorf("plugins (-want +got):\n%s", diff)
+	}
+	if tbl.Ceiling == nil || tbl.Ceiling.Case != "SchedulingBasic" {
+		t.Fatalf("ceiling = %+v", tbl.Ceiling)
+	}
+	if tbl.Ceiling.Ratio != nil || tbl.Ceiling.Ours.Throughput.N != 0 || tbl.Ceiling.Ours.Throughput.Missing != 1 {
+		t.Errorf("unmeasured throughput must be missing, not zero: %+v", tbl.Ceiling.Ours.Throughput)
+	}
+
+	md := Markdown(rep)
+	for _, want := range []string{
+		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | 1.45 | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] |",
+		"| SchedulingBasic (ceiling) | 400.0 | – | n/a |",
+		"Ceiling (SchedulingBasic/500Nodes, same run, no affinity): upstream 400.0 pods/s",
+		"| SchedulingPodAffinity | InterPodAffinity → PlacementInterPodAffinity | 0.1100 / 0.1600 |  |  |  |",
+		"NumCPU 2",
+		"Machine load during the run (1-min load average, 2 samples, 2 CPUs): mean 2.0, min 1.5, max 2.5",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Errorf("report JSON: %v", err)
+	}
+}

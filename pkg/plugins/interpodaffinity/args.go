@@ -42,7 +42,7 @@ func decodeArgs(obj runtime.Object) (args, error) {
 	if in.HardPodAffinityWeight != nil {
 		a.hardPodAffinityWeight = *in.HardPodAffinityWeight
 	}
-	if err := a.validate(nil); err != nil {
+	if err := a.validate(); err != nil {
 		return args{}, err
 	}
 	return a, nil
@@ -51,10 +51,12 @@ func decodeArgs(obj runtime.Object) (args, error) {
 // validate checks the args like upstream's ValidateInterPodAffinityArgs, with
 // errors naming the field, e.g.
 // `hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]`.
-func (a args) validate(path *field.Path) error {
+// The args are a pluginConfig entry of their own, so field paths start at
+// the args' root.
+func (a args) validate() error {
 	w := a.hardPodAffinityWeight
 	if w < minHardPodAffinityWeight || w > maxHardPodAffinityWeight {
-		return field.Invalid(path.Child("hardPodAffinityWeight"), w,
+		return field.Invalid(field.NewPath("hardPodAffinityWeight"), w,
 			fmt.Sprintf("not in valid range [%d, %d]", minHardPodAffinityWeight, maxHardPodAffinityWeight))
 	}
 	return nil

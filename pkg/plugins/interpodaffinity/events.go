@@ -9,144 +9,183 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util"
 )
 
-// EventsToRegister lists the cluster changes that can make a pod rejected by
-// this plugin schedulable, with hints that filter out irrelevant ones. The
-// hints evaluate the target pod's terms unexpanded and without namespace
-// labels, as upstream does: they may requeue a pod needlessly, which is safe.
+// EventsToRegister lists the cluster changes that can make a pod this plugin
+// rejected schedulable, each with a hint that drops the irrelevant ones.
+//
+// The hints read the rejected pod's terms as written (namespace selectors
+// not expanded, no namespace labels), which is what upstream does: they can
+// requeue a pod for nothing, never miss one that became schedulable through
+// a change they can see.
 func (pl *InterPodAffinity) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	placedPodChanges := fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Add | fwk.UpdatePodLabel | fwk.Delete}
+	ownLabelChanges := fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodLabel}
+	nodeChanges := fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}
 	return []fwk.ClusterEventWithHint{
-		// A placed pod appearing can satisfy affinity; one changing labels can
-		// start satisfying affinity or stop tripping anti-affinity; one
-		// leaving can lift anti-affinity (either side's).
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Add | fwk.UpdatePodLabel | fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterAssignedPodChange},
-		// Existing pods' anti-affinity may no longer select the new labels.
-		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: pl.isSchedulableAfterTargetPodLabelUpdate},
-		// A node can join or move between topology domains.
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
+		{Event: placedPodChanges, QueueingHintFn: pl.isSchedulableAfterAssignedPodChange},
+		{Event: ownLabelChanges, QueueingHintFn: pl.isSchedulableAfterTargetPodLabelUpdate},
+		{Event: nodeChanges, QueueingHintFn: pl.isSchedulableAfterNodeChange},
 	}, nil
 }
 
-// unplaced reports whether p is known and neither bound nor nominated.
+// unplaced reports whether p is known and neither bound nor nominated. Such a
+// pod is on no node, so it is in no topology domain and cannot count for or
+// against anyone.
 func unplaced(p *v1.Pod) bool {
 	return p != nil && p.Spec.NodeName == "" && p.Status.NominatedNodeName == ""
 }
 
+// podTerms are the required terms of the pod a hint is evaluated for.
+type podTerms struct {
+	affinity, antiAffinity []fwk.AffinityTerm
+}
+
+// requiredTermsOf parses pod's required affinity, then anti-affinity terms.
+// The first parse error is returned as is: a hint that cannot parse requeues
+// the pod and reports the error, and the framework logs it.
+func requiredTermsOf(pod *v1.Pod) (podTerms, error) {
+	var pt podTerms
+	var err error
+	if pt.affinity, err = fwk.GetAffinityTerms(pod, fwk.GetPodAffinityTerms(pod.Spec.Affinity)); err != nil {
+		return podTerms{}, err
+	}
+	if pt.antiAffinity, err = fwk.GetAffinityTerms(pod, fwk.GetPodAntiAffinityTerms(pod.Spec.Affinity)); err != nil {
+		return podTerms{}, err
+	}
+	return pt, nil
+}
+
+// isSchedulableAfterAssignedPodChange decides whether a placed pod that was
+// added (before nil), relabelled, or deleted (after nil) can lift a
+// rejection of pod. Moves between nodes arrive as a delete plus an add, so a
+// pod present on both sides stayed where it was.
+//
+// A change helps when
+//   - the changed pod now matches all of pod's affinity terms and did not
+//     before (one pod must satisfy all terms, so the pod is judged whole);
+//   - the changed pod matched one of pod's anti-affinity terms before and
+//     matches none after (a deleted pod matches nothing after);
+//   - it was deleted and its own anti-affinity selected pod.
 func (pl *InterPodAffinity) isSchedulableAfterAssignedPodChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
-	oldPod, newPod, err := util.As[*v1.Pod](oldObj, newObj)
+	before, after, err := util.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
 		return fwk.Queue, err
 	}
-	// Moving between nodes (or nominations) arrives as delete + add.
-	if unplaced(newPod) || unplaced(oldPod) {
-		logger.V(5).Info("the changed pod is neither bound nor nominated, so it cannot make the target pod schedulable",
-			"pod", klog.KObj(pod), "oldPod", klog.KObj(oldPod), "newPod", klog.KObj(newPod))
+	if unplaced(before) || unplaced(after) {
+		logger.V(5).Info("Placed-pod event ignored: the pod is not on a node", "pod", klog.KObj(pod), "changedPod", klog.KObj(podOf(before, after)))
 		return fwk.QueueSkip, nil
 	}
-	// Both parsed up front, as upstream: a parse error requeues whatever the
-	// event.
-	terms, err := fwk.GetAffinityTerms(pod, fwk.GetPodAffinityTerms(pod.Spec.Affinity))
-	if err != nil {
-		return fwk.Queue, err
-	}
-	antiTerms, err := fwk.GetAffinityTerms(pod, fwk.GetPodAntiAffinityTerms(pod.Spec.Affinity))
+	terms, err := requiredTermsOf(pod)
 	if err != nil {
 		return fwk.Queue, err
 	}
 
-	switch {
-	case oldPod != nil && newPod != nil: // labels updated
-		// One pod must match all affinity terms, so it is enough to look at
-		// the changed pod as a whole.
-		if !matchesAll(terms, oldPod) && matchesAll(terms, newPod) {
-			logger.V(5).Info("a placed pod now matches the target pod's affinity", "pod", klog.KObj(pod), "newPod", klog.KObj(newPod))
-			return fwk.Queue, nil
-		}
-		if matchesAny(antiTerms, oldPod) && !matchesAny(antiTerms, newPod) {
-			logger.V(5).Info("a placed pod no longer matches the target pod's anti-affinity", "pod", klog.KObj(pod), "newPod", klog.KObj(newPod))
-			return fwk.Queue, nil
-		}
-		logger.V(5).Info("a placed pod's label change does not help the target pod", "pod", klog.KObj(pod), "newPod", klog.KObj(newPod))
-		return fwk.QueueSkip, nil
-
-	case newPod != nil: // added
-		if matchesAll(terms, newPod) {
-			logger.V(5).Info("an added placed pod matches the target pod's affinity", "pod", klog.KObj(pod), "newPod", klog.KObj(newPod))
-			return fwk.Queue, nil
-		}
-		logger.V(5).Info("an added placed pod does not match the target pod's affinity", "pod", klog.KObj(pod), "newPod", klog.KObj(newPod))
-		return fwk.QueueSkip, nil
-	}
-
-	// deleted
-	if matchesAny(antiTerms, oldPod) {
-		logger.V(5).Info("a deleted pod matched the target pod's anti-affinity", "pod", klog.KObj(pod), "oldPod", klog.KObj(oldPod))
+	if after != nil && matchesAll(terms.affinity, after) && (before == nil || !matchesAll(terms.affinity, before)) {
+		logger.V(5).Info("Requeueing: a placed pod now satisfies the pod's affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(after))
 		return fwk.Queue, nil
 	}
-	oldAntiTerms, err := fwk.GetAffinityTerms(oldPod, fwk.GetPodAntiAffinityTerms(oldPod.Spec.Affinity))
-	if err != nil {
-		return fwk.Queue, err
-	}
-	if matchesAny(oldAntiTerms, pod) {
-		logger.V(5).Info("the target pod matched a deleted pod's anti-affinity", "pod", klog.KObj(pod), "oldPod", klog.KObj(oldPod))
+	if before != nil && matchesAny(terms.antiAffinity, before) && (after == nil || !matchesAny(terms.antiAffinity, after)) {
+		logger.V(5).Info("Requeueing: a placed pod no longer trips the pod's anti-affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(before))
 		return fwk.Queue, nil
 	}
-	logger.V(5).Info("a deleted pod had no anti-affinity relation with the target pod", "pod", klog.KObj(pod), "oldPod", klog.KObj(oldPod))
+	if after == nil {
+		// Symmetry: the deleted pod's anti-affinity may have kept pod out.
+		// Parsed only now, so that an unparsable deleted pod does not turn
+		// a requeue decided above into an error.
+		theirs, err := fwk.GetAffinityTerms(before, fwk.GetPodAntiAffinityTerms(before.Spec.Affinity))
+		if err != nil {
+			return fwk.Queue, err
+		}
+		if matchesAny(theirs, pod) {
+			logger.V(5).Info("Requeueing: a deleted pod's anti-affinity selected the pod", "pod", klog.KObj(pod), "changedPod", klog.KObj(before))
+			return fwk.Queue, nil
+		}
+	}
+	logger.V(5).Info("Placed-pod event ignored: it changes no inter-pod rule of the pod", "pod", klog.KObj(pod), "changedPod", klog.KObj(podOf(before, after)))
 	return fwk.QueueSkip, nil
 }
 
+// podOf returns whichever side of an event is present, for logging.
+func podOf(before, after *v1.Pod) *v1.Pod {
+	if after != nil {
+		return after
+	}
+	return before
+}
+
+// isSchedulableAfterTargetPodLabelUpdate always requeues: with new labels
+// pod may escape an existing pod's anti-affinity, and finding out which one
+// would mean scanning the cluster.
 func (pl *InterPodAffinity) isSchedulableAfterTargetPodLabelUpdate(logger klog.Logger, pod *v1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
-	logger.V(5).Info("the target pod's labels changed; existing pods' anti-affinity may no longer select it", "pod", klog.KObj(pod))
+	logger.V(5).Info("Requeueing: the pod's own labels changed", "pod", klog.KObj(pod))
 	return fwk.Queue, nil
 }
 
+// isSchedulableAfterNodeChange decides whether an added node (before nil)
+// or a node whose labels changed can lift a rejection of pod.
+//
+// Filter rejects a node lacking an affinity term's key outright, so for
+// affinity what helps is a node entering a domain: added with the key,
+// gaining it, or changing its value. For anti-affinity a node without the key
+// is never rejected, so what helps is a node leaving a domain: losing the
+// key or changing its value; any added node may also land in a free domain
+// or none. Anti-affinity terms are parsed only when affinity did not already
+// decide, so that their parse errors surface exactly when they matter.
 func (pl *InterPodAffinity) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
-	oldNode, newNode, err := util.As[*v1.Node](oldObj, newObj)
+	before, after, err := util.As[*v1.Node](oldObj, newObj)
 	if err != nil {
 		return fwk.Queue, err
 	}
 
-	terms, err := fwk.GetAffinityTerms(pod, fwk.GetPodAffinityTerms(pod.Spec.Affinity))
+	affinity, err := fwk.GetAffinityTerms(pod, fwk.GetPodAffinityTerms(pod.Spec.Affinity))
 	if err != nil {
 		return fwk.Queue, err
 	}
-	// Affinity: a node lacking a term's key is rejected outright, so a node
-	// that gains the key (or is added with it) or changes domain may help.
-	for i := range terms {
-		key := terms[i].TopologyKey
-		if oldNode == nil {
-			if _, ok := newNode.Labels[key]; ok {
-				logger.V(5).Info("an added node has a topology key of the pod's affinity", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
-				return fwk.Queue, nil
-			}
-			continue
-		}
-		oldValue, oldHas := oldNode.Labels[key]
-		newValue, newHas := newNode.Labels[key]
-		if newHas && (!oldHas || oldValue != newValue) {
-			logger.V(5).Info("a node gained or changed a topology key of the pod's affinity", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
+	for i := range affinity {
+		if d := domainChange(before, after, affinity[i].TopologyKey); d.entered() {
+			logger.V(5).Info("Requeueing: a node entered a topology domain of the pod's affinity", "pod", klog.KObj(pod), "node", klog.KObj(after), "topologyKey", affinity[i].TopologyKey)
 			return fwk.Queue, nil
 		}
 	}
 
-	antiTerms, err := fwk.GetAffinityTerms(pod, fwk.GetPodAntiAffinityTerms(pod.Spec.Affinity))
+	antiAffinity, err := fwk.GetAffinityTerms(pod, fwk.GetPodAntiAffinityTerms(pod.Spec.Affinity))
 	if err != nil {
 		return fwk.Queue, err
 	}
-	// Anti-affinity: a node without the key never violates, so any added
-	// node may help, as may a node losing the key or changing domain.
-	for i := range antiTerms {
-		if oldNode == nil {
-			logger.V(5).Info("a node was added; the pod has anti-affinity", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
-			return fwk.Queue, nil
-		}
-		key := antiTerms[i].TopologyKey
-		oldValue, oldHas := oldNode.Labels[key]
-		newValue, newHas := newNode.Labels[key]
-		if oldHas && (!newHas || oldValue != newValue) {
-			logger.V(5).Info("a node lost or changed a topology key of the pod's anti-affinity", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
+	if before == nil && len(antiAffinity) > 0 {
+		logger.V(5).Info("Requeueing: a node was added and the pod has anti-affinity", "pod", klog.KObj(pod), "node", klog.KObj(after))
+		return fwk.Queue, nil
+	}
+	for i := range antiAffinity {
+		if d := domainChange(before, after, antiAffinity[i].TopologyKey); d.left() {
+			logger.V(5).Info("Requeueing: a node left a topology domain of the pod's anti-affinity", "pod", klog.KObj(pod), "node", klog.KObj(after), "topologyKey", antiAffinity[i].TopologyKey)
 			return fwk.Queue, nil
 		}
 	}
-	logger.V(5).Info("the node change does not touch the pod's affinity or anti-affinity topology keys", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
+	logger.V(5).Info("Node event ignored: no topology key of the pod's terms changed", "pod", klog.KObj(pod), "node", klog.KObj(after))
 	return fwk.QueueSkip, nil
 }
+
+// topologyMove is how a node event changed the node's domain for one
+// topology key. A node that did not exist before had no key.
+type topologyMove struct {
+	hadKey, hasKey bool
+	sameValue      bool
+}
+
+// domainChange compares the node's label key before and after the event.
+func domainChange(before, after *v1.Node, key string) topologyMove {
+	var m topologyMove
+	var old, cur string
+	if before != nil {
+		old, m.hadKey = before.Labels[key]
+	}
+	cur, m.hasKey = after.Labels[key]
+	m.sameValue = old == cur
+	return m
+}
+
+// entered: the node is now in a domain of the key it was not in before.
+func (m topologyMove) entered() bool { return m.hasKey && (!m.hadKey || !m.sameValue) }
+
+// left: the node is no longer in the domain of the key it was in before.
+func (m topologyMove) left() bool { return m.hadKey && (!m.hasKey || !m.sameValue) }

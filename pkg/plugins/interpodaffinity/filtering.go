@@ -2,7 +2,9 @@ package interpodaffinity
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -10,13 +12,13 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
 const (
-	// preFilterStateKey is upstream's key, so that the error for a missing
-	// state reads exactly like upstream's. It means the in-tree plugin and
-	// this one must not share a CycleState (they never do in a profile built
-	// per docs §8, which disables the in-tree one).
+	// preFilterStateKey is upstream's key (policy in package cyclestate): it
+	// appears in the Error users see when the state is missing.
 	preFilterStateKey fwk.StateKey = "PreFilterInterPodAffinity"
 
 	// Filter reasons, upstream's texts verbatim: users and tooling match on
@@ -75,6 +77,32 @@ func (c topologyCounts) clone() topologyCounts {
 	return out
 }
 
+// coversNode reports whether a node with labels nl lies in a domain with a
+// positive count. It walks whichever side is smaller: the counts usually
+// hold a handful of domains while nodes carry a dozen labels, but a
+// hostname-scoped term counts one domain per node.
+func (c topologyCounts) coversNode(nl map[string]string) bool {
+	if len(c) == 0 {
+		return false
+	}
+	if len(c) < len(nl) {
+		for p, n := range c {
+			if n > 0 {
+				if v, ok := nl[p.key]; ok && v == p.value {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for k, v := range nl {
+		if c[topologyPair{key: k, value: v}] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // nodeTally is one node's contribution to a topologyCounts (or to a score
 // map), built in parallel and merged serially. On one node a topology key has
 // exactly one value, so entries are unique per key; there are only as many as
@@ -101,46 +129,85 @@ func (t *nodeTally) add(nodeLabels map[string]string, key string, delta int64) {
 	*t = append(*t, domainCount{pair: topologyPair{key: key, value: v}, count: delta})
 }
 
+// hostScoped reports whether a term's domain is a single node (by its
+// kubernetes.io/hostname label), which the hostname fast path checks against
+// the candidate node's own pods instead of counting cluster-wide.
+func hostScoped(t fwk.AffinityTerm) bool { return t.TopologyKey == v1.LabelHostname }
+
+// requiredTerms are the incoming pod's required terms (namespace selectors
+// resolved), sorted by where Filter evaluates them.
+type requiredTerms struct {
+	// affinity and antiAffinity are evaluated through the topology counts
+	// PreFilter gathers cluster-wide.
+	affinity, antiAffinity []fwk.AffinityTerm
+	// hostAffinity and hostAntiAffinity (hostname fast path only) are
+	// evaluated against the candidate node's own pods (§3.8).
+	hostAffinity, hostAntiAffinity []fwk.AffinityTerm
+}
+
+// sortTerms decides where each required term is evaluated. Without the fast
+// path everything is counted. With it, anti-affinity terms reject on their
+// own, so every hostname-scoped one moves to the node-local check; affinity
+// terms must all be satisfied by one and the same pod, so they can only move
+// as a group, when none of them needs a wider domain.
+func sortTerms(affinity, antiAffinity []fwk.AffinityTerm, hostnameFastPath bool) requiredTerms {
+	if !hostnameFastPath {
+		return requiredTerms{affinity: affinity, antiAffinity: antiAffinity}
+	}
+	var rt requiredTerms
+	if slices.ContainsFunc(affinity, func(t fwk.AffinityTerm) bool { return !hostScoped(t) }) {
+		rt.affinity = affinity
+	} else {
+		rt.hostAffinity = affinity
+	}
+	for _, t := range antiAffinity {
+		if hostScoped(t) {
+			rt.hostAntiAffinity = append(rt.hostAntiAffinity, t)
+		} else {
+			rt.antiAffinity = append(rt.antiAffinity, t)
+		}
+	}
+	return rt
+}
+
 // preFilterState is what PreFilter learns about the cluster for the incoming
-// pod; Filter answers per node from it without scanning pods, except for the
-// hostname fast path's node-local checks.
-//
-// With the fast path off (the default), affinityTerms and antiAffinityTerms
-// are all of the incoming pod's required terms and the host* fields are
-// empty. With it on, hostname-scoped terms move to node-local checks (§3.8):
-// hostAffinityTerms holds all affinity terms when every one of them is
-// hostname-scoped (affinityTerms is then empty), and hostAntiAffinityTerms
-// the hostname-scoped anti-affinity terms (antiAffinityTerms keeps the rest).
+// pod. Filter answers per node from it, looking at the node's own pods only
+// for the hostname fast path's node-local checks.
 type preFilterState struct {
 	// podInfo is the incoming pod, namespace selectors of its required terms
-	// expanded. Shared by clones: it is never modified after PreFilter.
+	// resolved. Shared by clones: it is never modified after PreFilter.
 	podInfo fwk.PodInfo
 	// nsLabels are the incoming pod's namespace labels, for existing pods'
 	// namespaceSelectors; nil when the namespace is unknown.
 	nsLabels labels.Set
-
-	affinityTerms     []fwk.AffinityTerm
-	antiAffinityTerms []fwk.AffinityTerm
+	terms    requiredTerms
 
 	// existingAntiAffinity counts, per domain, the required anti-affinity
-	// terms of existing pods that select the incoming pod.
+	// terms of existing pods that select the incoming pod (with the fast
+	// path, only those that are not hostname-scoped).
 	existingAntiAffinity topologyCounts
-	// affinity counts, per domain of each affinity term, the pods matching
-	// all affinityTerms. For each term separately some such pod must be in
-	// the candidate's domain; it need not be the same pod for every term.
+	// affinity counts, per domain of each counted affinity term, the pods
+	// matching all of them. For each term separately some such pod must be
+	// in the candidate's domain; it need not be the same pod for every term.
 	affinity topologyCounts
-	// antiAffinity counts, per domain of each anti-affinity term, the pods
-	// matching that term.
+	// antiAffinity counts, per domain of each counted anti-affinity term,
+	// the pods matching that term.
 	antiAffinity topologyCounts
 
-	// hostnameFastPath adds the node-local check of existing pods'
-	// hostname-scoped anti-affinity terms, which are not counted above.
-	hostnameFastPath      bool
-	hostAffinityTerms     []fwk.AffinityTerm
-	hostAntiAffinityTerms []fwk.AffinityTerm
-	// hostAffinityMatches counts pods anywhere matching all
-	// hostAffinityTerms; the self-affinity exception needs it to be 0.
+	// selfMatch: the incoming pod matches all of its own required affinity
+	// terms. It decides the first-pod-of-a-series exception and cannot
+	// change after PreFilter, so it is evaluated once, not per node.
+	selfMatch bool
+
+	hostnameFastPath bool
+	// hostAffinityMatches (fast path) counts pods anywhere matching all
+	// terms.hostAffinity; the first-of-series exception needs it to be 0.
 	hostAffinityMatches int64
+	// existingHostAnti (fast path) is false when no pod that Filter can
+	// find on a node has a hostname-scoped required anti-affinity term, so
+	// Filter need not scan the node's pods for one. It starts from what the
+	// snapshot holds and only AddPod sets it later.
+	existingHostAnti bool
 }
 
 // Clone copies the counts, which AddPod/RemovePod modify; terms, the pod and
@@ -161,57 +228,87 @@ func (s *preFilterState) Clone() fwk.StateData {
 func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta int64) {
 	nl := nodeLabels(ni)
 	incoming := s.podInfo.GetPod()
-	terms := pi.GetRequiredAntiAffinityTerms()
-	for i := range terms {
-		t := &terms[i]
-		if s.hostnameFastPath && t.TopologyKey == v1.LabelHostname {
-			continue // checked against the node's own pods in Filter
+	theirs := pi.GetRequiredAntiAffinityTerms()
+	for i := range theirs {
+		if s.hostnameFastPath && hostScoped(theirs[i]) {
+			// Not counted: Filter looks for such pods on the node itself,
+			// and now has one more place to look. A removal needs no
+			// update: scanning a node without such a pod finds nothing.
+			if delta > 0 {
+				s.existingHostAnti = true
+			}
+			continue
 		}
-		if t.Matches(incoming, s.nsLabels) {
-			s.existingAntiAffinity.add(nl, t.TopologyKey, delta)
+		if theirs[i].Matches(incoming, s.nsLabels) {
+			s.existingAntiAffinity.add(nl, theirs[i].TopologyKey, delta)
 		}
 	}
 	pod := pi.GetPod()
-	if matchesAll(s.affinityTerms, pod) {
-		for i := range s.affinityTerms {
-			s.affinity.add(nl, s.affinityTerms[i].TopologyKey, delta)
+	if matchesAll(s.terms.affinity, pod) {
+		for i := range s.terms.affinity {
+			s.affinity.add(nl, s.terms.affinity[i].TopologyKey, delta)
 		}
 	}
-	for i := range s.antiAffinityTerms {
-		if s.antiAffinityTerms[i].Matches(pod, nil) {
-			s.antiAffinity.add(nl, s.antiAffinityTerms[i].TopologyKey, delta)
+	for i := range s.terms.antiAffinity {
+		if s.terms.antiAffinity[i].Matches(pod, nil) {
+			s.antiAffinity.add(nl, s.terms.antiAffinity[i].TopologyKey, delta)
 		}
 	}
-	if len(s.hostAffinityTerms) > 0 && matchesAll(s.hostAffinityTerms, pod) {
+	if matchesAll(s.terms.hostAffinity, pod) {
 		s.hostAffinityMatches += delta
 	}
 }
 
-// splitByHostnameScope distributes the incoming pod's required terms for the
-// hostname fast path. Affinity terms stay together unless all are
-// hostname-scoped, because one pod must match all of them; anti-affinity
-// terms are independent and split one by one.
-func (s *preFilterState) splitByHostnameScope() {
-	affinity := s.podInfo.GetRequiredAffinityTerms()
-	allHost := true
-	for i := range affinity {
-		if affinity[i].TopologyKey != v1.LabelHostname {
-			allHost = false
-			break
+// hasPodAffinityTerms reports whether pod has any pod affinity or
+// anti-affinity term, required or preferred. Without one there is nothing
+// for NewPodInfo to parse, so it cannot fail.
+func hasPodAffinityTerms(pod *v1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	if pa := a.PodAffinity; pa != nil &&
+		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		return true
+	}
+	if pa := a.PodAntiAffinity; pa != nil &&
+		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		return true
+	}
+	return false
+}
+
+// antiAffinityHolders are the snapshot's nodes hosting pods with required
+// anti-affinity, from the snapshot's own indexes.
+type antiAffinityHolders struct {
+	// all: nodes with a pod that has any required anti-affinity term.
+	all []fwk.NodeInfo
+	// nonHost (fast path only): nodes with a pod that has a term not scoped
+	// to kubernetes.io/hostname. NodeInfo maintains this index only while
+	// the process-wide gate is on; otherwise it is empty and every node in
+	// all counts as hosting hostname-scoped terms.
+	nonHost []fwk.NodeInfo
+}
+
+// none: no pod in the snapshot has required anti-affinity, so none can
+// reject the incoming pod.
+func (h antiAffinityHolders) none() bool { return len(h.all) == 0 && len(h.nonHost) == 0 }
+
+// listAntiAffinityHolders reads the snapshot's indexes, in upstream's order
+// and with its error texts, so that a failing lister reports the same Error.
+func (pl *InterPodAffinity) listAntiAffinityHolders() (antiAffinityHolders, *fwk.Status) {
+	var h antiAffinityHolders
+	var err error
+	infos := pl.sharedLister.NodeInfos()
+	if pl.hostnameFastPath {
+		if h.nonHost, err = infos.HavePodsWithRequiredNonHostScopedAntiAffinityList(); err != nil {
+			return h, fwk.AsStatus(fmt.Errorf("failed to list NodeInfos with pods with required anti-affinity terms where topologyKey != kubernetes.io/hostname: %w", err))
 		}
 	}
-	if allHost {
-		s.hostAffinityTerms = affinity
-	} else {
-		s.affinityTerms = affinity
+	if h.all, err = infos.HavePodsWithRequiredAntiAffinityList(); err != nil {
+		return h, fwk.AsStatus(fmt.Errorf("failed to list NodeInfos with pods with affinity: %w", err))
 	}
-	for _, t := range s.podInfo.GetRequiredAntiAffinityTerms() {
-		if t.TopologyKey == v1.LabelHostname {
-			s.hostAntiAffinityTerms = append(s.hostAntiAffinityTerms, t)
-		} else {
-			s.antiAffinityTerms = append(s.antiAffinityTerms, t)
-		}
-	}
+	return h, nil
 }
 
 // PreFilter counts, per topology domain, the existing pods relevant to the
@@ -222,72 +319,72 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	if pl.resizeDeferred(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+
+	// Most pods have no pod (anti-)affinity, and then only existing pods'
+	// required anti-affinity can reject them. When the snapshot indexes no
+	// such pod the answer is Skip, found without parsing the pod, reading
+	// its namespace or scanning anything. For these pods nothing before the
+	// listing can fail, so listing first reports the same errors; pods with
+	// terms list at upstream's point, after their parse and namespace errors.
+	var holders antiAffinityHolders
+	termless := pod != nil && !hasPodAffinityTerms(pod)
+	if termless {
+		var st *fwk.Status
+		if holders, st = pl.listAntiAffinityHolders(); st != nil {
+			return nil, st
+		}
+		if holders.none() {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+	}
+
 	pi, err := framework.NewPodInfo(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("parsing pod: %+v", err))
 	}
-	// The slices belong to pi, which this cycle owns: expand in place.
-	affinityTerms := pi.GetRequiredAffinityTerms()
-	for i := range affinityTerms {
-		if err := pl.expandNamespaceSelector(&affinityTerms[i]); err != nil {
-			return nil, fwk.AsStatus(err)
-		}
+	// The term slices belong to pi, which this cycle owns: resolve in place.
+	affinityTerms, antiAffinityTerms := pi.GetRequiredAffinityTerms(), pi.GetRequiredAntiAffinityTerms()
+	if err := pl.resolveAllNamespaces(affinityTerms); err != nil {
+		return nil, fwk.AsStatus(err)
 	}
-	antiAffinityTerms := pi.GetRequiredAntiAffinityTerms()
-	for i := range antiAffinityTerms {
-		if err := pl.expandNamespaceSelector(&antiAffinityTerms[i]); err != nil {
-			return nil, fwk.AsStatus(err)
-		}
+	if err := pl.resolveAllNamespaces(antiAffinityTerms); err != nil {
+		return nil, fwk.AsStatus(err)
 	}
-
 	s := &preFilterState{
 		podInfo:          pi,
 		nsLabels:         pl.namespaceLabels(klog.FromContext(ctx), pod.Namespace),
+		terms:            sortTerms(affinityTerms, antiAffinityTerms, pl.hostnameFastPath),
+		selfMatch:        matchesAll(affinityTerms, pod),
 		hostnameFastPath: pl.hostnameFastPath,
 	}
-	// existingHostScoped: some existing pod has a hostname-scoped required
-	// anti-affinity term, left to Filter's node-local check (fast path only).
-	var existingHostScoped bool
-	if pl.hostnameFastPath {
-		// NodeInfo fills the non-host-scoped index only while the global gate
-		// is on; like upstream, trust it either way.
-		nonHostNodes, err := pl.sharedLister.NodeInfos().HavePodsWithRequiredNonHostScopedAntiAffinityList()
-		if err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("failed to list NodeInfos with pods with required anti-affinity terms where topologyKey != kubernetes.io/hostname: %w", err))
+	if !termless {
+		var st *fwk.Status
+		if holders, st = pl.listAntiAffinityHolders(); st != nil {
+			return nil, st
 		}
-		anyNodes, err := pl.sharedLister.NodeInfos().HavePodsWithRequiredAntiAffinityList()
-		if err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("failed to list NodeInfos with pods with affinity: %w", err))
-		}
-		s.splitByHostnameScope()
-		s.existingAntiAffinity, existingHostScoped = pl.countExistingAntiAffinity(ctx, s, nonHostNodes)
-		// Nodes whose anti-affinity pods are all hostname-scoped are not in
-		// the non-host index at all.
-		existingHostScoped = existingHostScoped || len(anyNodes) > len(nonHostNodes)
-	} else {
-		nodes, err := pl.sharedLister.NodeInfos().HavePodsWithRequiredAntiAffinityList()
-		if err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("failed to list NodeInfos with pods with affinity: %w", err))
-		}
-		s.affinityTerms = affinityTerms
-		s.antiAffinityTerms = antiAffinityTerms
-		s.existingAntiAffinity, _ = pl.countExistingAntiAffinity(ctx, s, nodes)
 	}
+	pl.countExistingAntiAffinity(ctx, s, holders)
 	pl.countIncomingTerms(ctx, s, allNodes)
 
-	if len(s.existingAntiAffinity) == 0 && len(affinityTerms) == 0 && len(antiAffinityTerms) == 0 && !existingHostScoped {
+	ownTerms := len(affinityTerms) > 0 || len(antiAffinityTerms) > 0
+	if !ownTerms && len(s.existingAntiAffinity) == 0 && !s.existingHostAnti {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	cycleState.Write(preFilterStateKey, s)
 	return nil, nil
 }
 
-// countExistingAntiAffinity counts, over nodes (those hosting pods with
-// required anti-affinity), the existing pods' required anti-affinity terms
-// that select the incoming pod, in the domain of the existing pod's node.
-// With the fast path, hostname-scoped terms are not counted; the bool reports
-// whether any was seen.
-func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, s *preFilterState, nodes []fwk.NodeInfo) (topologyCounts, bool) {
+// countExistingAntiAffinity fills s.existingAntiAffinity: the existing pods'
+// required anti-affinity terms that select the incoming pod, counted in the
+// domain of the existing pod's node. With the fast path, hostname-scoped
+// terms are left to Filter and only noted in s.existingHostAnti; nodes
+// whose pods have nothing but such terms are not even in the nonHost index.
+func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, s *preFilterState, holders antiAffinityHolders) {
+	nodes := holders.all
+	if s.hostnameFastPath {
+		nodes = holders.nonHost
+		s.existingHostAnti = len(holders.all) > len(holders.nonHost)
+	}
 	incoming := s.podInfo.GetPod()
 	tallies := make([]nodeTally, len(nodes))
 	var sawHostScoped atomic.Bool
@@ -298,24 +395,25 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, s *pr
 		for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
 			terms := existing.GetRequiredAntiAffinityTerms()
 			for j := range terms {
-				t := &terms[j]
-				if s.hostnameFastPath && t.TopologyKey == v1.LabelHostname {
+				if s.hostnameFastPath && hostScoped(terms[j]) {
 					sawHostScoped.Store(true)
 					continue
 				}
-				if t.Matches(incoming, s.nsLabels) {
-					tally.add(nl, t.TopologyKey, 1)
+				if terms[j].Matches(incoming, s.nsLabels) {
+					tally.add(nl, terms[j].TopologyKey, 1)
 				}
 			}
 		}
 		tallies[i] = tally
 	}, pl.Name())
 
-	counts := make(topologyCounts)
+	s.existingAntiAffinity = make(topologyCounts)
 	for _, t := range tallies {
-		counts.merge(t)
+		s.existingAntiAffinity.merge(t)
 	}
-	return counts, sawHostScoped.Load()
+	if sawHostScoped.Load() {
+		s.existingHostAnti = true
+	}
 }
 
 // countIncomingTerms scans every pod on every node (feasible or not) for the
@@ -325,7 +423,8 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, s *pr
 func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, s *preFilterState, allNodes []fwk.NodeInfo) {
 	s.affinity = make(topologyCounts)
 	s.antiAffinity = make(topologyCounts)
-	if len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 && len(s.hostAffinityTerms) == 0 {
+	t := &s.terms
+	if len(t.affinity) == 0 && len(t.antiAffinity) == 0 && len(t.hostAffinity) == 0 {
 		return
 	}
 	type nodeResult struct {
@@ -340,17 +439,17 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, s *preFilter
 		var hostMatches int64
 		for _, existing := range ni.GetPods() {
 			pod := existing.GetPod()
-			if matchesAll(s.affinityTerms, pod) {
-				for j := range s.affinityTerms {
-					r.affinity.add(nl, s.affinityTerms[j].TopologyKey, 1)
+			if matchesAll(t.affinity, pod) {
+				for j := range t.affinity {
+					r.affinity.add(nl, t.affinity[j].TopologyKey, 1)
 				}
 			}
-			for j := range s.antiAffinityTerms {
-				if s.antiAffinityTerms[j].Matches(pod, nil) {
-					r.antiAffinity.add(nl, s.antiAffinityTerms[j].TopologyKey, 1)
+			for j := range t.antiAffinity {
+				if t.antiAffinity[j].Matches(pod, nil) {
+					r.antiAffinity.add(nl, t.antiAffinity[j].TopologyKey, 1)
 				}
 			}
-			if matchesAll(s.hostAffinityTerms, pod) {
+			if matchesAll(t.hostAffinity, pod) {
 				hostMatches++
 			}
 		}
@@ -373,7 +472,7 @@ func (pl *InterPodAffinity) PreFilterExtensions() fwk.PreFilterExtensions { retu
 
 // AddPod counts podInfoToAdd as if it ran on nodeInfo's node.
 func (pl *InterPodAffinity) AddPod(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, podInfoToAdd fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s, err := readPreFilterState(cycleState)
+	s, err := preFilterStateOf(cycleState)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -383,7 +482,7 @@ func (pl *InterPodAffinity) AddPod(_ context.Context, cycleState fwk.CycleState,
 
 // RemovePod uncounts podInfoToRemove from nodeInfo's node.
 func (pl *InterPodAffinity) RemovePod(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, podInfoToRemove fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s, err := readPreFilterState(cycleState)
+	s, err := preFilterStateOf(cycleState)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -391,17 +490,16 @@ func (pl *InterPodAffinity) RemovePod(_ context.Context, cycleState fwk.CycleSta
 	return nil
 }
 
-func readPreFilterState(cycleState fwk.CycleState) (*preFilterState, error) {
-	c, err := cycleState.Read(preFilterStateKey)
-	if err != nil {
-		// PreFilter did not run or Skipped; upstream's wording.
+// preFilterStateOf returns what PreFilter stored for this cycle. A missing
+// state (PreFilter Skipped, or is not enabled) is reported in upstream's
+// words, which users see in Filter's Error status; a state of another type
+// keeps cyclestate.Read's own explanation.
+func preFilterStateOf(cycleState fwk.CycleState) (*preFilterState, error) {
+	s, err := cyclestate.Read[*preFilterState](cycleState, preFilterStateKey)
+	if errors.Is(err, fwk.ErrNotFound) {
 		return nil, fmt.Errorf("error reading %q from cycleState: %w", preFilterStateKey, err)
 	}
-	s, ok := c.(*preFilterState)
-	if !ok {
-		return nil, fmt.Errorf("%+v  convert to interpodaffinity.state error", c)
-	}
-	return s, nil
+	return s, err
 }
 
 // Filter checks, in upstream's order (the first failure decides the status
@@ -413,7 +511,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 	if pl.resizeDeferred(pod) {
 		return nil
 	}
-	s, err := readPreFilterState(cycleState)
+	s, err := preFilterStateOf(cycleState)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -430,41 +528,45 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 	return nil
 }
 
+// scanHostPods is the node-local half of the hostname fast path. A node
+// without the kubernetes.io/hostname label is in no hostname domain, so
+// hostname-scoped terms can be neither satisfied nor violated there:
+// labelled is false and no pod is looked at. Otherwise found reports whether
+// one of pods passes test.
+func scanHostPods(nl map[string]string, pods []fwk.PodInfo, test func(fwk.PodInfo) bool) (labelled, found bool) {
+	if _, labelled = nl[v1.LabelHostname]; !labelled {
+		return false, false
+	}
+	return true, slices.ContainsFunc(pods, test)
+}
+
 // satisfiesAffinity: every term's domain of the node must hold a pod that
 // matches all terms. A node lacking a term's key is rejected outright, even
 // for a pod that could satisfy its own terms.
 func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nl map[string]string) bool {
-	if len(s.hostAffinityTerms) > 0 {
-		// Fast path, all terms hostname-scoped: only the node's own pods
-		// can satisfy them.
-		if _, ok := nl[v1.LabelHostname]; !ok {
+	if host := s.terms.hostAffinity; len(host) > 0 {
+		labelled, found := scanHostPods(nl, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAll(host, p.GetPod()) })
+		if !labelled {
 			return false
 		}
-		for _, existing := range ni.GetPods() {
-			if matchesAll(s.hostAffinityTerms, existing.GetPod()) {
-				return true
-			}
-		}
-		return s.mayBeFirstOfSeries()
+		return found || s.mayBeFirstOfSeries()
 	}
-	if len(s.affinityTerms) == 0 {
-		return true
-	}
-	found := true
-	for i := range s.affinityTerms {
-		key := s.affinityTerms[i].TopologyKey
+	everyDomainHasOne := true
+	for i := range s.terms.affinity {
+		key := s.terms.affinity[i].TopologyKey
 		v, ok := nl[key]
 		if !ok {
 			return false
 		}
 		if s.affinity[topologyPair{key: key, value: v}] <= 0 {
-			found = false
+			everyDomainHasOne = false
 		}
 	}
-	if found {
+	if everyDomainHasOne {
 		return true
 	}
-	// Only when no matching pod sits in any domain anywhere.
+	// A matching pod somewhere else (in any domain) means the group has
+	// started; the pod must then join it.
 	return len(s.affinity) == 0 && s.mayBeFirstOfSeries()
 }
 
@@ -473,29 +575,23 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nl map[string]string
 // the counted terms), but it matches all of them itself. Without the
 // exception such a group could never start.
 func (s *preFilterState) mayBeFirstOfSeries() bool {
-	return s.hostAffinityMatches <= 0 && matchesAll(s.podInfo.GetRequiredAffinityTerms(), s.podInfo.GetPod())
+	return s.hostAffinityMatches <= 0 && s.selfMatch
 }
 
 // violatesAntiAffinity: some anti-affinity term's domain of the node holds a
 // pod the term selects. A node lacking the key is never rejected by a term.
 func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nl map[string]string) bool {
 	if len(s.antiAffinity) > 0 {
-		for i := range s.antiAffinityTerms {
-			key := s.antiAffinityTerms[i].TopologyKey
+		for i := range s.terms.antiAffinity {
+			key := s.terms.antiAffinity[i].TopologyKey
 			if v, ok := nl[key]; ok && s.antiAffinity[topologyPair{key: key, value: v}] > 0 {
 				return true
 			}
 		}
 	}
-	if len(s.hostAntiAffinityTerms) > 0 {
-		if _, ok := nl[v1.LabelHostname]; !ok {
-			return false
-		}
-		for _, existing := range ni.GetPods() {
-			if matchesAny(s.hostAntiAffinityTerms, existing.GetPod()) {
-				return true
-			}
-		}
+	if host := s.terms.hostAntiAffinity; len(host) > 0 {
+		_, found := scanHostPods(nl, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAny(host, p.GetPod()) })
+		return found
 	}
 	return false
 }
@@ -503,38 +599,18 @@ func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nl map[string]str
 // violatesExistingAntiAffinity: some domain the node belongs to holds an
 // existing pod whose required anti-affinity selects the incoming pod.
 func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nl map[string]string) bool {
-	if n := len(s.existingAntiAffinity); n > 0 {
-		// Walk whichever side is smaller; both visit every domain the node
-		// is in that has a count.
-		if n < len(nl) {
-			for p, c := range s.existingAntiAffinity {
-				if c > 0 {
-					if v, ok := nl[p.key]; ok && v == p.value {
-						return true
-					}
-				}
-			}
-		} else {
-			for k, v := range nl {
-				if s.existingAntiAffinity[topologyPair{key: k, value: v}] > 0 {
-					return true
-				}
-			}
-		}
+	if s.existingAntiAffinity.coversNode(nl) {
+		return true
 	}
-	if s.hostnameFastPath {
-		if _, ok := nl[v1.LabelHostname]; !ok {
-			return false
-		}
-		incoming := s.podInfo.GetPod()
-		for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
-			terms := existing.GetRequiredAntiAffinityTerms()
-			for i := range terms {
-				if terms[i].TopologyKey == v1.LabelHostname && terms[i].Matches(incoming, s.nsLabels) {
-					return true
-				}
-			}
-		}
+	if !s.existingHostAnti {
+		return false
 	}
-	return false
+	incoming := s.podInfo.GetPod()
+	_, found := scanHostPods(nl, ni.GetPodsWithRequiredAntiAffinity(), func(p fwk.PodInfo) bool {
+		theirs := p.GetRequiredAntiAffinityTerms()
+		return slices.ContainsFunc(theirs, func(t fwk.AffinityTerm) bool {
+			return hostScoped(t) && t.Matches(incoming, s.nsLabels)
+		})
+	})
+	return found
 }

@@ -1,6 +1,8 @@
 package interpodaffinity
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -258,7 +260,7 @@ func TestPreFilterAndFilter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil, feature.Features{}, tc.existing, fixtureNodes())
 			cs, st := e.preFilter(t, tc.pod)
-			if diff := cmp.Diff(tc.preFilter, statusString(st)); diff != "" {
+			if diff := cmp.Diff(tc.preFilter, tu.StatusString(st)); diff != "" {
 				t.Fatalf("PreFilter status (-want +got):\n%s", diff)
 			}
 			if !st.IsSuccess() {
@@ -369,7 +371,7 @@ func TestNamespaceSemantics(t *testing.T) {
 				e := newEnv(t, nil, feature.Features{}, existing, nodes, namespaces...)
 				pod := incoming(tc.podNamespace).Label("app", "web").Obj()
 				cs, st := e.preFilter(t, pod)
-				got := statusString(st)
+				got := tu.StatusString(st)
 				if st.IsSuccess() {
 					got = e.filterAll(t, cs, pod)["n1"]
 				}
@@ -384,9 +386,7 @@ func TestNamespaceSemantics(t *testing.T) {
 // TestMatchLabelKeysIgnored: the apiserver folds matchLabelKeys into the
 // selector on create; the plugin itself must not read the fields.
 func TestMatchLabelKeysIgnored(t *testing.T) {
-	term := tu.AffinityTerm(zone, sel("app", "web"))
-	term.MatchLabelKeys = []string{"version"}
-	term.MismatchLabelKeys = []string{"app"}
+	term := tu.WithMismatchLabelKeys(tu.WithMatchLabelKeys(tu.AffinityTerm(zone, sel("app", "web")), "version"), "app")
 	pod := incoming("default").Label("app", "web").Label("version", "1").RequiredPodAntiAffinity(term).Obj()
 	existing := []*v1.Pod{placed("default", "web", "n1").Label("app", "web").Label("version", "2").Obj()}
 	e := newEnv(t, nil, feature.Features{}, existing, fixtureNodes())
@@ -526,21 +526,103 @@ func TestCloneIsIndependent(t *testing.T) {
 	}
 }
 
+// failingInfos is a snapshot whose affinity indexes cannot be read.
+type failingInfos struct {
+	fwk.NodeInfoLister
+}
+
+func (failingInfos) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
+	return nil, errors.New("index unavailable")
+}
+
+func (failingInfos) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]fwk.NodeInfo, error) {
+	return nil, errors.New("non-host index unavailable")
+}
+
+type failingLister struct {
+	fwk.SharedLister
+}
+
+func (l failingLister) NodeInfos() fwk.NodeInfoLister {
+	return failingInfos{l.SharedLister.NodeInfos()}
+}
+
+// TestPreFilterWithoutTerms covers the shortcut for pods without pod
+// (anti-)affinity: it must give what the full computation gives, errors
+// included, for every pod it applies to and no other.
+func TestPreFilterWithoutTerms(t *testing.T) {
+	const (
+		listErr        = "Error: failed to list NodeInfos with pods with affinity: index unavailable"
+		nonHostListErr = "Error: failed to list NodeInfos with pods with required anti-affinity terms where topologyKey != kubernetes.io/hostname: non-host index unavailable"
+		badTermErr     = `UnschedulableAndUnresolvable: parsing pod: preferredAffinityTerms: "Bogus" is not a valid label selector operator`
+	)
+	emptyStructs := incoming("default").Label("app", "web").Obj()
+	emptyStructs.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{}, PodAntiAffinity: &v1.PodAntiAffinity{}}
+	plain := incoming("default").Label("app", "web").Obj()
+	badPreferred := incoming("default").PreferredPodAffinity(tu.Weighted(1,
+		tu.AffinityTerm(zone, tu.Selector(nil, tu.SelectorExpr("app", "Bogus"))))).Obj()
+	guard := placed("default", "guard", "n1").RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "web"))).Obj()
+
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		existing []*v1.Pod
+		failing  bool
+		// want by hostname fast path off, on.
+		want [2]string
+	}{
+		{name: "plain pod, no anti-affinity anywhere", pod: plain, want: [2]string{skip, skip}},
+		{name: "empty affinity structs count as none", pod: emptyStructs, want: [2]string{skip, skip}},
+		{name: "plain pod, an existing pod's anti-affinity selects it", pod: plain, existing: []*v1.Pod{guard}, want: [2]string{pass, pass}},
+		{name: "preferred terms are still parsed", pod: badPreferred, want: [2]string{badTermErr, badTermErr}},
+		{name: "plain pod, failing index", pod: plain, failing: true, want: [2]string{listErr, nonHostListErr}},
+		{name: "parse errors come before index errors", pod: badPreferred, failing: true, want: [2]string{badTermErr, badTermErr}},
+	}
+	for _, tc := range tests {
+		for i, fts := range []feature.Features{{}, {EnableInterPodAffinityHostnameFastPath: true}} {
+			t.Run(fmt.Sprintf("%s/fastpath=%v", tc.name, fts.EnableInterPodAffinityHostnameFastPath), func(t *testing.T) {
+				e := newEnv(t, nil, fts, tc.existing, fixtureNodes())
+				if tc.failing {
+					e.pl.sharedLister = failingLister{e.pl.sharedLister}
+				}
+				_, st := e.preFilter(t, tc.pod)
+				if got := tu.StatusString(st); got != tc.want[i] {
+					t.Errorf("PreFilter = %q, want %q", got, tc.want[i])
+				}
+			})
+		}
+	}
+}
+
+// foreignState stands for another plugin's state stored under our key.
+type foreignState struct{}
+
+func (foreignState) Clone() fwk.StateData { return foreignState{} }
+
+// TestMissingState: without PreFilter's state, Filter and the extensions
+// fail with upstream's message; a state of another type names both types.
 func TestMissingState(t *testing.T) {
 	e := newEnv(t, nil, feature.Features{}, nil, fixtureNodes())
 	pod := incoming("default").Obj()
-	cs := framework.NewCycleState()
 	ni := e.nodeInfo(t, "n1")
-	const want = `Error: error reading "PreFilterInterPodAffinity" from cycleState: not found`
-	if got := statusString(e.pl.Filter(e.ctx, cs, pod, ni)); got != want {
-		t.Errorf("Filter: got %q, want %q", got, want)
-	}
 	pi := mustPodInfo(t, pod)
-	if got := statusString(e.pl.AddPod(e.ctx, cs, pod, pi, ni)); got != want {
-		t.Errorf("AddPod: got %q, want %q", got, want)
-	}
-	if got := statusString(e.pl.RemovePod(e.ctx, cs, pod, pi, ni)); got != want {
-		t.Errorf("RemovePod: got %q, want %q", got, want)
+	const (
+		missing = `error reading "PreFilterInterPodAffinity" from cycleState: not found`
+		foreign = `cycle state "PreFilterInterPodAffinity" holds interpodaffinity.foreignState, not *interpodaffinity.preFilterState: is another plugin writing the same key?`
+	)
+	wrongType := framework.NewCycleState()
+	wrongType.Write(preFilterStateKey, foreignState{})
+	for _, c := range []struct {
+		name string
+		cs   fwk.CycleState
+		want string
+	}{
+		{name: "missing", cs: framework.NewCycleState(), want: missing},
+		{name: "wrong type", cs: wrongType, want: foreign},
+	} {
+		tu.CheckStatus(t, c.name+": Filter", e.pl.Filter(e.ctx, c.cs, pod, ni), fwk.Error, c.want)
+		tu.CheckStatus(t, c.name+": AddPod", e.pl.AddPod(e.ctx, c.cs, pod, pi, ni), fwk.Error, c.want)
+		tu.CheckStatus(t, c.name+": RemovePod", e.pl.RemovePod(e.ctx, c.cs, pod, pi, ni), fwk.Error, c.want)
 	}
 }
 
@@ -554,11 +636,11 @@ func TestResizeDeferred(t *testing.T) {
 		if gate {
 			wantPre, wantN1 = skip, pass
 		}
-		if got := statusString(st); got != wantPre {
+		if got := tu.StatusString(st); got != wantPre {
 			t.Errorf("gate %v: PreFilter %q, want %q", gate, got, wantPre)
 		}
 		// With the gate, Filter passes even without a state.
-		if got := statusString(e.pl.Filter(e.ctx, cs, pod, e.nodeInfo(t, "n1"))); got != wantN1 {
+		if got := tu.StatusString(e.pl.Filter(e.ctx, cs, pod, e.nodeInfo(t, "n1"))); got != wantN1 {
 			t.Errorf("gate %v: Filter(n1) %q, want %q", gate, got, wantN1)
 		}
 	}
@@ -669,6 +751,36 @@ func TestHostnameFastPath(t *testing.T) {
 		}
 	})
 
+	t.Run("AddPod brings the first hostname anti-affinity pod", func(t *testing.T) {
+		// The snapshot has no pod with hostname-scoped anti-affinity, so
+		// Filter may skip the node-local scan, until a nominated pod or a
+		// reprieved victim with such a term is added to a node.
+		pod := incoming("default").Label("app", "web").RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "none"))).Obj()
+		e := newEnv(t, nil, fastOn, nil, nodes)
+		cs, st := e.preFilter(t, pod)
+		if !st.IsSuccess() {
+			t.Fatalf("PreFilter: %v", st)
+		}
+		guard := placed("default", "guard", "twin-a").RequiredPodAntiAffinity(tu.AffinityTerm(host, sel("app", "web"))).Obj()
+		withGuard := e.nodeInfo(t, "twin-a").Snapshot()
+		withGuard.AddPodInfo(mustPodInfo(t, guard))
+
+		clone := cs.Clone()
+		if st := e.pl.AddPod(e.ctx, clone, pod, mustPodInfo(t, guard), withGuard); !st.IsSuccess() {
+			t.Fatalf("AddPod: %v", st)
+		}
+		tu.CheckStatus(t, "Filter(twin-a with guard) after AddPod", e.pl.Filter(e.ctx, clone, pod, withGuard), fwk.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
+		tu.CheckStatus(t, "Filter(twin-b) after AddPod", e.pl.Filter(e.ctx, clone, pod, e.nodeInfo(t, "twin-b")), fwk.Success, "")
+		if mustState(t, cs).existingHostAnti {
+			t.Errorf("AddPod on a clone changed the original state")
+		}
+		// Removing the pod again leaves a scan that finds nothing.
+		if st := e.pl.RemovePod(e.ctx, clone, pod, mustPodInfo(t, guard), e.nodeInfo(t, "twin-a")); !st.IsSuccess() {
+			t.Fatalf("RemovePod: %v", st)
+		}
+		tu.CheckStatus(t, "Filter(twin-a) after RemovePod", e.pl.Filter(e.ctx, clone, pod, e.nodeInfo(t, "twin-a")), fwk.Success, "")
+	})
+
 	t.Run("existing hostname-only anti-affinity prevents the Skip", func(t *testing.T) {
 		existing := []*v1.Pod{placed("default", "guard", "twin-a").
 			RequiredPodAntiAffinity(tu.AffinityTerm(host, sel("app", "db"))).Obj()}
@@ -690,7 +802,7 @@ func mustPodInfo(t *testing.T, p *v1.Pod) fwk.PodInfo {
 
 func mustState(t *testing.T, cs fwk.CycleState) *preFilterState {
 	t.Helper()
-	s, err := readPreFilterState(cs)
+	s, err := preFilterStateOf(cs)
 	if err != nil {
 		t.Fatal(err)
 	}

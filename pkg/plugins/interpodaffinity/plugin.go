@@ -11,6 +11,7 @@ package interpodaffinity
 import (
 	"context"
 	"errors"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -105,42 +106,56 @@ func (pl *InterPodAffinity) resizeDeferred(pod *v1.Pod) bool {
 	return pl.skipDeferredResize && resource.IsPodResizeDeferred(pod)
 }
 
-// expandNamespaceSelector resolves the namespaceSelector of one of the
-// incoming pod's terms into namespace names, once per cycle, so that matching
-// against thousands of existing pods needs no namespace lookups.
-//   - {} (Everything) is kept: it matches any namespace, even one whose labels
-//     are unknown.
-//   - nil (Nothing) selects no namespace; listing would add nothing.
-//   - Anything else is replaced by the names of the namespaces it selects now,
-//     and the selector becomes Nothing.
-func (pl *InterPodAffinity) expandNamespaceSelector(t *fwk.AffinityTerm) error {
-	if t.NamespaceSelector.Empty() {
+// resolveNamespaces rewrites one of the incoming pod's terms so that it can
+// be matched against thousands of existing pods with no namespace lookups:
+// the namespaces its namespaceSelector selects right now join the term's
+// namespace list, and the selector becomes Nothing. The lister is asked once
+// per term and cycle instead of once per existing pod.
+//
+// Two selectors are left alone. {} (Empty) must keep selecting every
+// namespace, including ones the lister has not seen; Nothing (from a nil
+// selector) selects none, so listing with it would add nothing.
+func (pl *InterPodAffinity) resolveNamespaces(t *fwk.AffinityTerm) error {
+	sel := t.NamespaceSelector
+	if sel.Empty() {
 		return nil
 	}
-	if _, selectable := t.NamespaceSelector.Requirements(); !selectable {
+	if _, selectsSome := sel.Requirements(); !selectsSome {
 		return nil
 	}
-	nss, err := pl.nsLister.List(t.NamespaceSelector)
+	selected, err := pl.nsLister.List(sel)
 	if err != nil {
 		return err
 	}
-	for _, ns := range nss {
+	t.NamespaceSelector = labels.Nothing()
+	for _, ns := range selected {
 		t.Namespaces.Insert(ns.Name)
 	}
-	t.NamespaceSelector = labels.Nothing()
 	return nil
 }
 
-// namespaceLabels returns a copy of the labels of namespace ns, against which
-// existing pods' namespaceSelectors are matched. An unknown namespace has nil
-// labels: only selectors that accept an empty label set match it.
-func (pl *InterPodAffinity) namespaceLabels(logger klog.Logger, ns string) labels.Set {
-	n, err := pl.nsLister.Get(ns)
+// resolveAllNamespaces applies resolveNamespaces to every term, in place.
+func (pl *InterPodAffinity) resolveAllNamespaces(terms []fwk.AffinityTerm) error {
+	for i := range terms {
+		if err := pl.resolveNamespaces(&terms[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namespaceLabels returns the labels existing pods' namespaceSelectors are
+// matched against: those of the incoming pod's namespace, copied because
+// the lister hands out the informer cache's object. When the namespace is
+// unknown (deleted, or not synced yet) the labels are nil, which only
+// selectors accepting an empty label set match.
+func (pl *InterPodAffinity) namespaceLabels(logger klog.Logger, name string) labels.Set {
+	ns, err := pl.nsLister.Get(name)
 	if err != nil {
-		logger.V(3).Info("getting namespace, assuming empty set of namespace labels", "namespace", ns, "err", err)
+		logger.V(3).Info("Namespace of the incoming pod unavailable; matching namespaceSelectors of existing pods' terms against no labels", "namespace", name, "err", err)
 		return nil
 	}
-	return labels.Merge(n.Labels, nil)
+	return labels.Set(maps.Clone(ns.Labels))
 }
 
 // matchesAll reports whether pod matches every term, and false when there are

@@ -198,7 +198,7 @@ func TestSignPod(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := &InterPodAffinity{args: args{hardPodAffinityWeight: 1, ignorePreferredTermsOfExistingPods: tc.ignore}}
 			frags, st := pl.SignPod(context.Background(), tc.pod)
-			if got := statusString(st); got != tc.wantStatus {
+			if got := tu.StatusString(st); got != tc.wantStatus {
 				t.Errorf("status %q, want %q", got, tc.wantStatus)
 			}
 			if diff := cmp.Diff(tc.wantFrags, frags); diff != "" {
@@ -253,8 +253,11 @@ func TestAssignedPodHint(t *testing.T) {
 		name     string
 		pod      *v1.Pod
 		old, new interface{}
-		want     fwk.QueueingHint
-		wantErr  bool
+		// tombstone delivers old wrapped as the informer does for a delete
+		// it only learned about on relist.
+		tombstone bool
+		want      fwk.QueueingHint
+		wantErr   bool
 	}{
 		{name: "add: matches all affinity terms", pod: affine, new: dbGold, want: fwk.Queue},
 		{name: "add: matches one term only", pod: affine, new: dbOnly, want: fwk.QueueSkip},
@@ -271,17 +274,16 @@ func TestAssignedPodHint(t *testing.T) {
 		{name: "delete: its anti-affinity selected the target", pod: plain, old: guard, want: fwk.Queue},
 		{name: "delete: unrelated", pod: plain, old: none, want: fwk.QueueSkip},
 		{name: "delete: affinity target is not helped", pod: affine, old: dbGold, want: fwk.QueueSkip},
-		{name: "delete: tombstone", pod: averse, old: cachePod.DeepCopy(), want: fwk.Queue},
+		{name: "delete: tombstone", pod: averse, old: cachePod.DeepCopy(), tombstone: true, want: fwk.Queue},
 		{name: "delete: deleted pod's anti-affinity unparsable", pod: plain, old: placed("default", "o", "n1").RequiredPodAntiAffinity(tu.AffinityTerm(zone, tu.Selector(nil, tu.SelectorExpr("a", "Bogus")))).Obj(), want: fwk.Queue, wantErr: true},
 		{name: "target's terms unparsable", pod: badAffinity, new: dbGold, want: fwk.Queue, wantErr: true},
 		{name: "wrong object type", pod: affine, new: &v1.Node{}, want: fwk.Queue, wantErr: true},
 	}
-	tombstoneCase := "delete: tombstone"
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
 			old := tc.old
-			if tc.name == tombstoneCase {
+			if tc.tombstone {
 				old = cache.DeletedFinalStateUnknown{Key: "default/other", Obj: tc.old}
 			}
 			got, err := (&InterPodAffinity{}).isSchedulableAfterAssignedPodChange(logger, tc.pod, old, tc.new)

@@ -2,26 +2,46 @@ package interpodaffinity
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
-// preScoreStateKey is upstream's key (see preFilterStateKey).
+// preScoreStateKey is upstream's key (policy in package cyclestate).
 const preScoreStateKey fwk.StateKey = "PreScoreInterPodAffinity"
 
-// topologyScores holds the summed weights per topology key and value. A node
-// scores the sum, over the keys it has, of its value's entry.
+// topologyScores holds the summed weights per topology key and value, as
+// PreScore merges them.
 type topologyScores map[string]map[string]int64
+
+// keyScores are the weights of one topology key by value.
+type keyScores struct {
+	key     string
+	byValue map[string]int64
+}
 
 // preScoreState is never modified after PreScore.
 type preScoreState struct {
-	scores topologyScores
+	// scores is topologyScores flattened once, so that Score, called for
+	// every feasible node, walks a slice instead of iterating a map. A node
+	// scores the sum, over the keys it has, of its value's entry; integer
+	// addition does not care about the order.
+	scores []keyScores
+}
+
+func newPreScoreState(ts topologyScores) *preScoreState {
+	s := &preScoreState{scores: make([]keyScores, 0, len(ts))}
+	for key, byValue := range ts {
+		s.scores = append(s.scores, keyScores{key: key, byValue: byValue})
+	}
+	return s
 }
 
 // Clone returns the receiver: the state is immutable.
@@ -64,13 +84,13 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	}
 	preferred := pi.GetPreferredAffinityTerms()
 	for i := range preferred {
-		if err := pl.expandNamespaceSelector(&preferred[i].AffinityTerm); err != nil {
+		if err := pl.resolveNamespaces(&preferred[i].AffinityTerm); err != nil {
 			return fwk.AsStatus(fmt.Errorf("updating PreferredAffinityTerms: %w", err))
 		}
 	}
 	preferredAnti := pi.GetPreferredAntiAffinityTerms()
 	for i := range preferredAnti {
-		if err := pl.expandNamespaceSelector(&preferredAnti[i].AffinityTerm); err != nil {
+		if err := pl.resolveNamespaces(&preferredAnti[i].AffinityTerm); err != nil {
 			return fwk.AsStatus(fmt.Errorf("updating PreferredAntiAffinityTerms: %w", err))
 		}
 	}
@@ -112,7 +132,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	if len(scores) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	cycleState.Write(preScoreStateKey, &preScoreState{scores: scores})
+	cycleState.Write(preScoreStateKey, newPreScoreState(scores))
 	return nil
 }
 
@@ -149,30 +169,29 @@ func addWeighted(tally *nodeTally, nl map[string]string, terms []fwk.WeightedAff
 	}
 }
 
-func readPreScoreState(cycleState fwk.CycleState) (*preScoreState, error) {
-	c, err := cycleState.Read(preScoreStateKey)
-	if err != nil {
+// preScoreStateOf returns what PreScore stored for this cycle. A missing
+// state is reported in upstream's words (Score's and NormalizeScore's Error
+// status); a state of another type keeps cyclestate.Read's explanation.
+func preScoreStateOf(cycleState fwk.CycleState) (*preScoreState, error) {
+	s, err := cyclestate.Read[*preScoreState](cycleState, preScoreStateKey)
+	if errors.Is(err, fwk.ErrNotFound) {
 		return nil, fmt.Errorf("failed to read %q from cycleState: %w", preScoreStateKey, err)
 	}
-	s, ok := c.(*preScoreState)
-	if !ok {
-		return nil, fmt.Errorf("%+v  convert to interpodaffinity.preScoreState error", c)
-	}
-	return s, nil
+	return s, err
 }
 
 // Score is the node's raw score: the sum over the scored topology keys it
 // has of its domain's weight. Positive attracts, negative repels.
 func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	s, err := readPreScoreState(cycleState)
+	s, err := preScoreStateOf(cycleState)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
 	nl := nodeLabels(nodeInfo)
 	var score int64
-	for key, byValue := range s.scores {
-		if v, ok := nl[key]; ok {
-			score += byValue[v]
+	for _, ks := range s.scores {
+		if v, ok := nl[ks.key]; ok {
+			score += ks.byValue[v]
 		}
 	}
 	return score, nil
@@ -181,32 +200,38 @@ func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, 
 // ScoreExtensions returns the plugin itself for NormalizeScore.
 func (pl *InterPodAffinity) ScoreExtensions() fwk.ScoreExtensions { return pl }
 
-// NormalizeScore maps raw scores min–max onto [0, 100], truncating toward
-// zero. When all raw scores are equal every node gets 0 (not 100): no node is
-// preferred over another.
+// NormalizeScore stretches the raw scores of the scored nodes linearly onto
+// [0, 100]: the lowest becomes 0, the highest 100, and the rest are
+// truncated toward zero. When all raw scores are equal no node is preferred
+// and every node gets 0, not 100.
 func (pl *InterPodAffinity) NormalizeScore(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
-	s, err := readPreScoreState(cycleState)
+	s, err := preScoreStateOf(cycleState)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if len(s.scores) == 0 {
+	if len(s.scores) == 0 || len(scores) == 0 {
 		return nil
 	}
-	minScore, maxScore := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range scores {
-		minScore = min(minScore, scores[i].Score)
-		maxScore = max(maxScore, scores[i].Score)
+	lowest, highest := scores[0].Score, scores[0].Score
+	for _, ns := range scores[1:] {
+		lowest, highest = min(lowest, ns.Score), max(highest, ns.Score)
 	}
-	spread := maxScore - minScore
-	for i := range scores {
-		var f float64
-		if spread > 0 {
-			// Same float expression and evaluation order as upstream:
-			// 100*(d/spread) and (100*d)/spread truncate differently,
-			// e.g. 29/100 gives 28 here.
-			f = float64(fwk.MaxNodeScore) * (float64(scores[i].Score-minScore) / float64(spread))
+	// The width can overflow int64 (raw scores are sums of weights, so only
+	// with absurd inputs); it then wraps negative and, as upstream, counts
+	// as no spread at all.
+	width := highest - lowest
+	if width <= 0 {
+		for i := range scores {
+			scores[i].Score = 0
 		}
-		scores[i].Score = int64(f)
+		return nil
+	}
+	for i := range scores {
+		// The position within the range is divided first and then scaled:
+		// 100*(d/width) and (100*d)/width can truncate to different
+		// integers (29/100 gives 28 this way), and upstream divides first.
+		offset := float64(scores[i].Score - lowest)
+		scores[i].Score = int64(float64(fwk.MaxNodeScore) * (offset / float64(width)))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package interpodaffinity
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -232,11 +233,14 @@ func TestNormalizeScore(t *testing.T) {
 		{raw: []int64{0, 29, 100}, want: []int64{0, 28, 100}},
 		{raw: []int64{0, 1, 3}, want: []int64{0, 33, 100}},
 		{raw: []int64{}, want: []int64{}},
+		// The range overflows int64 and wraps negative: no spread, all 0.
+		{raw: []int64{math.MinInt64, 5, math.MaxInt64}, want: []int64{0, 0, 0}},
+		{raw: []int64{math.MinInt64, 0}, want: []int64{0, 0}},
 	}
 	e := newEnv(t, nil, feature.Features{}, nil, nil)
 	for _, tc := range tests {
 		cs := framework.NewCycleState()
-		cs.Write(preScoreStateKey, &preScoreState{scores: topologyScores{zone: {"z1": 1}}})
+		cs.Write(preScoreStateKey, newPreScoreState(topologyScores{zone: {"z1": 1}}))
 		list := make(fwk.NodeScoreList, len(tc.raw))
 		for i, s := range tc.raw {
 			list[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}
@@ -257,19 +261,20 @@ func TestNormalizeScore(t *testing.T) {
 func TestScoreErrors(t *testing.T) {
 	e := newEnv(t, nil, feature.Features{}, nil, fixtureNodes())
 	pod := incoming("default").Obj()
-	const missing = `Error: failed to read "PreScoreInterPodAffinity" from cycleState: not found`
+	const missing = `failed to read "PreScoreInterPodAffinity" from cycleState: not found`
 	cs := framework.NewCycleState()
-	if _, st := e.pl.Score(e.ctx, cs, pod, e.nodeInfo(t, "n1")); statusString(st) != missing {
-		t.Errorf("Score: got %q, want %q", statusString(st), missing)
-	}
-	if st := e.pl.NormalizeScore(e.ctx, cs, pod, fwk.NodeScoreList{{Name: "n1"}}); statusString(st) != missing {
-		t.Errorf("NormalizeScore: got %q, want %q", statusString(st), missing)
-	}
+	_, st := e.pl.Score(e.ctx, cs, pod, e.nodeInfo(t, "n1"))
+	tu.CheckStatus(t, "Score", st, fwk.Error, missing)
+	tu.CheckStatus(t, "NormalizeScore", e.pl.NormalizeScore(e.ctx, cs, pod, fwk.NodeScoreList{{Name: "n1"}}), fwk.Error, missing)
+
+	wrongType := framework.NewCycleState()
+	wrongType.Write(preScoreStateKey, foreignState{})
+	const foreign = `cycle state "PreScoreInterPodAffinity" holds interpodaffinity.foreignState, not *interpodaffinity.preScoreState: is another plugin writing the same key?`
+	_, st = e.pl.Score(e.ctx, wrongType, pod, e.nodeInfo(t, "n1"))
+	tu.CheckStatus(t, "Score with a foreign state", st, fwk.Error, foreign)
 
 	bad := incoming("default").PreferredPodAffinity(tu.Weighted(1,
 		tu.AffinityTerm(zone, tu.Selector(nil, tu.SelectorExpr("app", "Bogus"))))).Obj()
-	const want = `Error: failed to parse pod: preferredAffinityTerms: "Bogus" is not a valid label selector operator`
-	if got := statusString(e.pl.PreScore(e.ctx, framework.NewCycleState(), bad, nil)); got != want {
-		t.Errorf("PreScore: got %q, want %q", got, want)
-	}
+	tu.CheckStatus(t, "PreScore", e.pl.PreScore(e.ctx, framework.NewCycleState(), bad, nil), fwk.Error,
+		`failed to parse pod: preferredAffinityTerms: "Bogus" is not a valid label selector operator`)
 }

@@ -2,7 +2,6 @@ package interpodaffinity
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +14,8 @@ import (
 	plugintesting "k8s.io/kubernetes/pkg/scheduler/framework/plugins/testing"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
 // Topology keys used throughout the tests.
@@ -24,7 +25,7 @@ const (
 	host = v1.LabelHostname
 )
 
-// Expected statuses, rendered by statusString.
+// Expected statuses, rendered by testutil.StatusString.
 const (
 	pass           = ""
 	skip           = "Skip"
@@ -32,18 +33,6 @@ const (
 	antiReject     = "Unschedulable: " + ErrReasonAntiAffinityRulesNotMatch
 	existingReject = "Unschedulable: " + ErrReasonExistingAntiAffinityRulesNotMatch
 )
-
-// statusString renders a status as "Code: message", "" for success, so that
-// tables assert code and message at once.
-func statusString(s *fwk.Status) string {
-	if s.IsSuccess() {
-		return pass
-	}
-	if s.Message() == "" {
-		return s.Code().String()
-	}
-	return fmt.Sprintf("%s: %s", s.Code(), s.Message())
-}
 
 // testEnv is a plugin over a fixed snapshot, with namespaces in its informer.
 type testEnv struct {
@@ -54,7 +43,7 @@ type testEnv struct {
 
 // newEnv builds the plugin through its factory with args (nil, or raw JSON as
 // kube-scheduler passes it) over a snapshot of pods and nodes.
-func newEnv(t *testing.T, args runtime.Object, fts feature.Features, pods []*v1.Pod, nodes []*v1.Node, namespaces ...*v1.Namespace) *testEnv {
+func newEnv(t testing.TB, args runtime.Object, fts feature.Features, pods []*v1.Pod, nodes []*v1.Node, namespaces ...*v1.Namespace) *testEnv {
 	t.Helper()
 	schedmetrics.Register() // Parallelizer.Until reports a metric
 	_, ctx := ktesting.NewTestContext(t)
@@ -72,7 +61,7 @@ func newEnv(t *testing.T, args runtime.Object, fts feature.Features, pods []*v1.
 	return &testEnv{ctx: ctx, pl: p.(*InterPodAffinity), snap: snap}
 }
 
-func (e *testEnv) allNodes(t *testing.T) []fwk.NodeInfo {
+func (e *testEnv) allNodes(t testing.TB) []fwk.NodeInfo {
 	t.Helper()
 	nis, err := e.snap.NodeInfos().List()
 	if err != nil {
@@ -81,7 +70,7 @@ func (e *testEnv) allNodes(t *testing.T) []fwk.NodeInfo {
 	return nis
 }
 
-func (e *testEnv) nodeInfo(t *testing.T, name string) fwk.NodeInfo {
+func (e *testEnv) nodeInfo(t testing.TB, name string) fwk.NodeInfo {
 	t.Helper()
 	ni, err := e.snap.NodeInfos().Get(name)
 	if err != nil {
@@ -91,7 +80,7 @@ func (e *testEnv) nodeInfo(t *testing.T, name string) fwk.NodeInfo {
 }
 
 // preFilter runs PreFilter on a fresh cycle state.
-func (e *testEnv) preFilter(t *testing.T, pod *v1.Pod) (fwk.CycleState, *fwk.Status) {
+func (e *testEnv) preFilter(t testing.TB, pod *v1.Pod) (fwk.CycleState, *fwk.Status) {
 	t.Helper()
 	cs := framework.NewCycleState()
 	res, st := e.pl.PreFilter(e.ctx, cs, pod, e.allNodes(t))
@@ -110,7 +99,7 @@ func (e *testEnv) filterAll(t *testing.T, cs fwk.CycleState, pod *v1.Pod) map[st
 		if ni.Node() == nil {
 			continue
 		}
-		out[ni.Node().Name] = statusString(e.pl.Filter(e.ctx, cs, pod, ni))
+		out[ni.Node().Name] = tu.StatusString(e.pl.Filter(e.ctx, cs, pod, ni))
 	}
 	return out
 }
@@ -140,7 +129,7 @@ func (e *testEnv) score(t *testing.T, pod *v1.Pod, feasible ...string) scoreResu
 		}
 	}
 	cs := framework.NewCycleState()
-	r := scoreResult{preScore: statusString(e.pl.PreScore(e.ctx, cs, pod, nodes))}
+	r := scoreResult{preScore: tu.StatusString(e.pl.PreScore(e.ctx, cs, pod, nodes))}
 	if r.preScore != pass {
 		return r
 	}

@@ -81,7 +81,7 @@ vet: ## go vet every package.
 	$(GO) vet ./...
 
 .PHONY: test-unit
-test-unit: ## Unit tests and the equivalence suite (no control plane).
+test-unit: controlplane ## Unit tests, the equivalence suite and the scheduler_perf wiring check (needs bin/etcd).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)
 
 .PHONY: test-integration

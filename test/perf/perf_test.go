@@ -101,15 +101,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if *repeats < 1 {
 		b.Fatalf("-placement-repeats=%d: need at least 1", *repeats)
 	}
-	setup, err := Prepare(Options{
-		RepoRoot:    env.repoRoot,
-		UpstreamDir: env.upstreamDir,
-		Dir:         b.TempDir(),
-		PluginNames: benchmark.PluginNames,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	setup := prepareForTest(b)
 	dataDir := ensureDataItemsDir(b)
 	writeRunInfo(b, dataDir, setup)
 

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	benchmark "k8s.io/kubernetes/test/integration/scheduler_perf"
-
 	"github.com/placement-scheduler/placement-scheduler/test/perf/report"
 )
 
@@ -50,15 +48,7 @@ func TestSchedulerPerfWiring(t *testing.T) {
 		t.Skip("starts etcd, an apiserver and a scheduler per workload; skipped with -short")
 	}
 	requireCluster(t)
-	setup, err := Prepare(Options{
-		RepoRoot:    env.repoRoot,
-		UpstreamDir: env.upstreamDir,
-		Dir:         t.TempDir(),
-		PluginNames: benchmark.PluginNames,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	setup := prepareForTest(t)
 	all := os.Getenv("PERF_WIRING_ALL") == "1"
 
 	type caseWorkload struct{ c, w string }

@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func prepareForTest(t *testing.T) *Setup {
+// prepareForTest writes the temp copies of upstream's test cases (and our
+// derived config) for one test or benchmark.
+func prepareForTest(t testing.TB) *Setup {
 	t.Helper()
 	if env.setupErr != nil {
 		t.Fatal(env.setupErr)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -74,38 +75,30 @@ func TestImageShipsTheTestedBinaryAsNonRoot(t *testing.T) {
 	}
 }
 
-// fileInImage returns the content of the regular file at path in img.
+// fileInImage returns the content of the regular file at path in img's
+// flattened filesystem (go-containerregistry's mutate.Extract applies the
+// layers, whiteouts included).
 func fileInImage(t *testing.T, img v1.Image, path string) []byte {
 	t.Helper()
-	ls, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []byte
-	for _, l := range ls {
-		rc, err := l.Uncompressed()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		if "/"+strings.TrimPrefix(h.Name, "./") == path {
+			found, err := io.ReadAll(tr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if "/"+strings.TrimPrefix(h.Name, "./") == path {
-				if found, err = io.ReadAll(tr); err != nil {
-					t.Fatal(err)
-				}
-			}
+			return found
 		}
-		rc.Close()
 	}
-	if found == nil {
-		t.Fatalf("no %s in the image", path)
-	}
-	return found
+	t.Fatalf("no %s in the image", path)
+	return nil
 }

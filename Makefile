@@ -65,7 +65,7 @@ controlplane: ## Build bin/kube-apiserver, bin/etcd and bin/kubectl from go.mod'
 .PHONY: run
 run: build controlplane ## Start etcd + kube-apiserver locally and placement-scheduler against them (Ctrl-C stops all).
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
-	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -config manifests/scheduler-config.yaml -dir .run -- $(ARGS)
+	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -dir .run -- $(ARGS)
 
 .PHONY: fmt
 fmt: ## gofmt the tree.

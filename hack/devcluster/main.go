@@ -1,26 +1,19 @@
 // Command devcluster is what `make run` runs: a local etcd and kube-apiserver
 // (the binaries `make controlplane` built from our module graph), a kubeconfig
-// for them, and placement-scheduler running the shipped config against them.
+// for them, and placement-scheduler running the shipped config against them,
+// all brought up by test/framework exactly as the integration tests do.
 // Ctrl-C stops the scheduler, then the control plane. No cluster needed.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
-	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/placement-scheduler/placement-scheduler/internal/controlplane"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 func main() {
@@ -32,94 +25,57 @@ func main() {
 
 func run() error {
 	scheduler := flag.String("scheduler", "bin/placement-scheduler", "placement-scheduler binary")
-	config := flag.String("config", "manifests/scheduler-config.yaml", "KubeSchedulerConfiguration to run")
-	workDir := flag.String("dir", ".run", "where to write the kubeconfig and the scheduler config")
+	config := flag.String("config", "", "KubeSchedulerConfiguration to run (default: the shipped manifests/scheduler-config.yaml)")
+	dir := flag.String("dir", ".run", "where to write the kubeconfig, the scheduler config and its log")
 	flag.Parse()
-	extraArgs := flag.Args() // passed through to placement-scheduler
+	extraArgs := flag.Args() // passed through to placement-scheduler, after ours
+
+	var cfg []byte // nil: the shipped config
+	if *config != "" {
+		b, err := os.ReadFile(*config)
+		if err != nil {
+			return fmt.Errorf("-config: %w", err)
+		}
+		cfg = b
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	dir, err := filepath.Abs(*workDir)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	shipped, err := os.ReadFile(*config)
-	if err != nil {
-		return fmt.Errorf("reading scheduler config: %w", err)
-	}
-
 	fmt.Println("starting etcd and kube-apiserver ...")
-	cp, err := controlplane.Start()
+	env, err := framework.Start(framework.Options{Dir: *dir, Binary: *scheduler})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		fmt.Println("stopping kube-apiserver and etcd ...")
-		if err := cp.Stop(); err != nil {
+		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "devcluster: stopping control plane:", err)
 		}
 	}()
 
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		return err
-	}
-	cfg, err := controlplane.PointConfigAt(shipped, kubeconfig)
+	sched, err := env.LaunchScheduler(framework.SchedulerOptions{Name: "devcluster", Config: cfg, Args: extraArgs, Output: os.Stdout})
 	if err != nil {
 		return err
 	}
-	cfgPath := filepath.Join(dir, "scheduler-config.yaml")
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		return err
-	}
-	// The shipped config keeps its leader-election lease in the
-	// placement-scheduler namespace, which a cluster install creates.
-	client, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		return err
-	}
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "placement-scheduler"}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace placement-scheduler: %w", err)
-	}
-
 	fmt.Printf(`
 control plane is up: %s
-point kubectl at it (make controlplane also built bin/kubectl):
+placement-scheduler is starting, secure port %d (its output follows; Ctrl-C stops everything).
+In another terminal (make controlplane also built bin/kubectl):
 
     export KUBECONFIG=%s
     bin/kubectl apply -f manifests/examples/nodes.yaml
     bin/kubectl apply -f manifests/examples/pod.yaml
     bin/kubectl get pods -o wide
 
-starting placement-scheduler (Ctrl-C stops everything) ...
+`, env.Config.Host, sched.Port(), env.Kubeconfig)
 
-`, cp.Config.Host, kubeconfig)
-
-	args := append([]string{"--config", cfgPath}, extraArgs...)
-	cmd := exec.Command(*scheduler, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", *scheduler, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
+	case <-sched.Done():
 		// The scheduler exited by itself (bad config, lost lease, ...).
-		return fmt.Errorf("placement-scheduler exited: %w", err)
+		return fmt.Errorf("placement-scheduler exited: %v", sched.Err())
 	case <-ctx.Done():
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := <-done; err != nil {
-			var exitErr *exec.ExitError
-			if !errors.As(err, &exitErr) {
-				return err
-			}
-		}
+		sched.Stop()
 		return nil
 	}
 }

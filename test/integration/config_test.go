@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +16,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"sigs.k8s.io/yaml"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/controlplane"
 	"github.com/placement-scheduler/placement-scheduler/internal/schedulerapp"
+	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 // inTreeToOurs maps each in-tree plugin we replace to our registered name.
@@ -32,7 +34,7 @@ var inTreeToOurs = map[string]string{
 // takes from --config to a built scheduler, with our plugins registered.
 func setupConfig(t *testing.T, configYAML []byte) (map[string]*config.Plugins, error) {
 	t.Helper()
-	cfg, err := controlplane.PointConfigAt(configYAML, env.kubeconfig)
+	cfg, err := framework.PointConfigAt(configYAML, env.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,21 +96,22 @@ func pluginSets(p *config.Plugins) []*config.PluginSet {
 		&p.PreScore, &p.Score, &p.Reserve, &p.Permit, &p.PreBind, &p.Bind, &p.PostBind, &p.MultiPoint}
 }
 
-// schedulerConfigs lists every KubeSchedulerConfiguration YAML under manifests/.
+// schedulerConfigs lists every KubeSchedulerConfiguration YAML the manifests
+// package ships, by path under manifests/.
 func schedulerConfigs(t *testing.T) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	err := filepath.WalkDir(filepath.Join(env.repoRoot, "manifests"), func(path string, d os.DirEntry, err error) error {
+	err := fs.WalkDir(manifests.Files(), ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || (!strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml")) {
 			return err
 		}
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(manifests.Files(), path)
 		if err != nil {
 			return err
 		}
 		var head struct{ Kind string }
 		if yaml.Unmarshal(b, &head) == nil && head.Kind == "KubeSchedulerConfiguration" {
-			out[path] = b
+			out["manifests/"+path] = b
 		}
 		return nil
 	})
@@ -127,8 +130,7 @@ func schedulerConfigs(t *testing.T) map[string][]byte {
 func TestShippedConfigsMatchUpstreamPluginOrder(t *testing.T) {
 	want := upstreamDefaultPlugins(t)
 	for path, b := range schedulerConfigs(t) {
-		rel, _ := filepath.Rel(env.repoRoot, path)
-		t.Run(rel, func(t *testing.T) {
+		t.Run(path, func(t *testing.T) {
 			got, err := setupConfig(t, b)
 			if err != nil {
 				t.Fatalf("app.Setup: %v", err)
@@ -147,7 +149,7 @@ func TestShippedConfigsMatchUpstreamPluginOrder(t *testing.T) {
 
 // A bad config fails at start-up with an error that names the field.
 func TestBadConfigFailsNamingTheField(t *testing.T) {
-	shipped := string(shippedConfig(t))
+	shipped := string(manifests.SchedulerConfig())
 	edit := func(old, new string) []byte {
 		t.Helper()
 		if !strings.Contains(shipped, old) {

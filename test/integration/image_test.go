@@ -65,12 +65,12 @@ func TestImageShipsTheTestedBinaryAsNonRoot(t *testing.T) {
 		}
 	}
 	if cf.Architecture == runtime.GOARCH {
-		tested, err := os.ReadFile(env.binary)
+		tested, err := os.ReadFile(env.Binary)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(bin, tested) {
-			t.Errorf("the image's binary is not %s, the one this suite tested", env.binary)
+			t.Errorf("the image's binary is not %s, the one this suite tested", env.Binary)
 		}
 	}
 }

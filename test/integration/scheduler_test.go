@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,65 +11,54 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 // The real binary with the shipped config binds the pods that opt in, leaves
 // the default scheduler's pods alone, and leads on its own lease.
 func TestShippedConfigSchedulesOptedInPods(t *testing.T) {
-	sched := sharedScheduler(t)
-	ns := newNamespace(t, nil)
-	createNodes(t, schedulableNode(ns, "a").Obj(), schedulableNode(ns, "b").Obj())
+	env.SharedScheduler(t)
+	ns := env.NewNamespace(t, nil)
+	env.CreateNodes(t, framework.SchedulableNode(ns, "a").Obj(), framework.SchedulableNode(ns, "b").Obj())
 
 	// Created first: by the time our pod is bound, the scheduler's informer
 	// has delivered this one too, and it must have been ignored.
-	createPod(t, testutil.MakePod(ns, "for-default").SchedulerName("default-scheduler").Obj())
-	createPod(t, placementPod(ns, "ours").Obj())
+	env.CreatePod(t, testutil.MakePod(ns, "for-default").SchedulerName("default-scheduler").Obj())
+	env.CreatePod(t, testutil.MakePod(ns, "ours").Placement().Obj())
 
-	node := waitForBound(t, ns, "ours")
+	node := env.WaitForBound(t, ns, "ours")
 	if !strings.HasPrefix(node, ns+"-") {
 		t.Errorf("pod bound to %q, want one of this test's nodes", node)
 	}
-	waitForEvent(t, ns, "ours", "Scheduled", "Successfully assigned")
-	for _, e := range podEvents(t, ns, "ours") {
-		if e.Reason == "Scheduled" && e.ReportingController != schedulerName && e.Source.Component != schedulerName {
-			t.Errorf("Scheduled event reported by %q/%q, want %q", e.ReportingController, e.Source.Component, schedulerName)
+	env.WaitForEvent(t, ns, "ours", "Scheduled", "Successfully assigned")
+	for _, e := range env.PodEvents(t, ns, "ours") {
+		if e.Reason == "Scheduled" && e.ReportingController != testutil.SchedulerName && e.Source.Component != testutil.SchedulerName {
+			t.Errorf("Scheduled event reported by %q/%q, want %q", e.ReportingController, e.Source.Component, testutil.SchedulerName)
 		}
 	}
 
-	other, err := env.client.CoreV1().Pods(ns).Get(context.Background(), "for-default", metav1.GetOptions{})
+	other, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), "for-default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other.Spec.NodeName != "" || podScheduledCondition(other) != nil {
+	if other.Spec.NodeName != "" || framework.PodCondition(other, v1.PodScheduled) != nil {
 		t.Errorf("default-scheduler pod was touched: nodeName=%q conditions=%+v", other.Spec.NodeName, other.Status.Conditions)
 	}
-	if ev := podEvents(t, ns, "for-default"); len(ev) != 0 {
+	if ev := env.PodEvents(t, ns, "for-default"); len(ev) != 0 {
 		t.Errorf("default-scheduler pod has events %+v, want none", ev)
 	}
 
-	// Leadership is held on our lease, never on the default scheduler's.
-	leases := env.client.CoordinationV1().Leases
-	var holder string
-	err = wait.PollUntilContextTimeout(context.Background(), pollInterval, scheduleWait, true, func(ctx context.Context) (bool, error) {
-		l, err := leases("placement-scheduler").Get(ctx, "placement-scheduler", metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return false, nil
-		}
-		holder = *l.Spec.HolderIdentity
-		return holder != "", nil
-	})
-	if err != nil {
-		t.Fatalf("lease placement-scheduler/placement-scheduler has no holder: %v", err)
+	// Leadership is held on our lease, by a process on this host (the holder
+	// is <hostname>_<uuid>), never on the default scheduler's.
+	holder := env.WaitForLeaseHolder(t, "")
+	if host, _ := os.Hostname(); !strings.HasPrefix(holder, host+"_") {
+		t.Errorf("lease %s/%s held by %q, want this host's scheduler (%s_<uuid>)", framework.Namespace, framework.Name, holder, host)
 	}
-	if _, err := leases("kube-system").Get(context.Background(), "kube-scheduler", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := env.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), "kube-scheduler", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("kube-system/kube-scheduler lease: got err=%v, want NotFound (we must not take the default scheduler's lease)", err)
-	}
-	if !strings.Contains(sched.log(), `"Successfully acquired lease" lock="placement-scheduler/placement-scheduler"`) {
-		t.Errorf("scheduler log does not show it acquired placement-scheduler/placement-scheduler (holder %q)", holder)
 	}
 }
 
@@ -77,26 +67,26 @@ func TestShippedConfigSchedulesOptedInPods(t *testing.T) {
 // a FailedScheduling event naming the problem, and neither crashes the
 // scheduler nor holds up the pods behind it.
 func TestBadPodDoesNotBlockOthers(t *testing.T) {
-	sched := sharedScheduler(t)
-	ns := newNamespace(t, nil)
-	createNodes(t, schedulableNode(ns, "a").Label("size", "10").Obj(), schedulableNode(ns, "b").Label("size", "20").Obj())
+	sched := env.SharedScheduler(t)
+	ns := env.NewNamespace(t, nil)
+	env.CreateNodes(t, framework.SchedulableNode(ns, "a").Label("size", "10").Obj(), framework.SchedulableNode(ns, "b").Label("size", "20").Obj())
 
-	createPod(t, placementPod(ns, "bad").
+	env.CreatePod(t, testutil.MakePod(ns, "bad").Placement().
 		PreferredNodeTerm(10, testutil.Term(testutil.Expr("size", v1.NodeSelectorOpGt, "x"))).Obj())
 	for i := range 5 {
-		createPod(t, placementPod(ns, fmt.Sprintf("good-%d", i)).Obj())
+		env.CreatePod(t, testutil.MakePod(ns, fmt.Sprintf("good-%d", i)).Placement().Obj())
 	}
-	ev := waitForEvent(t, ns, "bad", "FailedScheduling", "for 'Gt', 'Lt' operators, the value must be an integer")
+	ev := env.WaitForEvent(t, ns, "bad", "FailedScheduling", "for 'Gt', 'Lt' operators, the value must be an integer")
 	if !strings.Contains(ev.Message, plugins.NodeAffinityName) {
 		t.Errorf("FailedScheduling message %q does not name the plugin %s", ev.Message, plugins.NodeAffinityName)
 	}
 	for i := range 5 {
-		waitForBound(t, ns, fmt.Sprintf("good-%d", i))
+		env.WaitForBound(t, ns, fmt.Sprintf("good-%d", i))
 	}
-	if sched.exited() {
-		t.Fatalf("scheduler exited: %v", sched.waitErr)
+	if sched.Exited() {
+		t.Fatalf("scheduler exited: %v", sched.Err())
 	}
-	bad, err := env.client.CoreV1().Pods(ns).Get(context.Background(), "bad", metav1.GetOptions{})
+	bad, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), "bad", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +97,7 @@ func TestBadPodDoesNotBlockOthers(t *testing.T) {
 
 // --version reports our version and the Kubernetes version we embed.
 func TestBinaryVersion(t *testing.T) {
-	out, err := exec.Command(env.binary, "--version").CombinedOutput()
+	out, err := exec.Command(env.Binary, "--version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("--version: %v: %s", err, out)
 	}

@@ -1,0 +1,40 @@
+// Package manifests holds what `kubectl apply -k manifests/` installs, and
+// hands the same bytes to Go code: the shipped KubeSchedulerConfiguration is
+// read here and nowhere else, so `make run`, the tests and the bench can never
+// drift from the ConfigMap an install generates.
+package manifests
+
+import (
+	"embed"
+	"io/fs"
+)
+
+// files is the kustomize base (this directory's YAML) and examples/.
+//
+//go:embed *.yaml examples/*.yaml
+var files embed.FS
+
+// SchedulerConfig returns scheduler-config.yaml as shipped: the profile the
+// kustomize base turns into the scheduler's ConfigMap.
+func SchedulerConfig() []byte {
+	return mustRead("scheduler-config.yaml")
+}
+
+// Example returns manifests/examples/<name>, e.g. "pool-foo-config.yaml".
+func Example(name string) ([]byte, error) {
+	return fs.ReadFile(files, "examples/"+name)
+}
+
+// Files returns the kustomize base (kustomization.yaml at its root) and
+// examples/ as a read-only file system; os.CopyFS writes it out for
+// `kubectl apply -k`.
+func Files() fs.FS { return files }
+
+func mustRead(name string) []byte {
+	b, err := fs.ReadFile(files, name)
+	if err != nil {
+		// Unreachable: go:embed fails the build if the file is missing.
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,245 @@
+// Package framework runs placement-scheduler for real: a local etcd and
+// kube-apiserver (controller-runtime's envtest, with the binaries
+// `make controlplane` built from our own module graph into bin/), the
+// placement-scheduler binary launched with a KubeSchedulerConfiguration, the
+// kustomize base installed with kubectl, and the waits a test needs, each
+// polling until a deadline and saying what it waited for.
+//
+// One Env serves one test binary (start it in TestMain); each test works in
+// its own namespace (NewNamespace) and its helpers remove, in t.Cleanup, only
+// what that test created. `make run` (hack/devcluster) brings up the same
+// control plane with the same Start.
+//
+//	func TestMain(m *testing.M) {
+//		env, err := framework.Start(framework.Options{})
+//		...
+//		code := m.Run()
+//		env.Stop()
+//		os.Exit(code)
+//	}
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Environment variables Start reads when Options leaves a field empty; the
+// Makefile sets both.
+const (
+	// AssetsEnv names the directory holding kube-apiserver, etcd and kubectl,
+	// as envtest and setup-envtest spell it.
+	AssetsEnv = "KUBEBUILDER_ASSETS"
+	// BinaryEnv names the placement-scheduler binary under test.
+	BinaryEnv = "PLACEMENT_SCHEDULER_BIN"
+)
+
+// What the kustomize base installs and the shipped config leads on, by name.
+const (
+	// Namespace holds the install and the leader-election lease.
+	Namespace = "placement-scheduler"
+	// Name is the ServiceAccount, Deployment and Lease name.
+	Name = "placement-scheduler"
+)
+
+// DefaultTimeout is how long the wait helpers poll unless Options.Timeout
+// says otherwise: generous, because CI shares 2 cores with etcd and the
+// apiserver.
+const DefaultTimeout = 60 * time.Second
+
+const pollInterval = 100 * time.Millisecond
+
+// Options configures Start. The zero value suits `go test` run by make or by
+// hand.
+type Options struct {
+	// Dir is the scratch directory (kubeconfig, scheduler configs and logs).
+	// Empty: a temporary directory that Stop removes.
+	Dir string
+	// AssetsDir holds kube-apiserver, etcd and kubectl. Empty:
+	// $KUBEBUILDER_ASSETS, else the module's bin/.
+	AssetsDir string
+	// Binary is the placement-scheduler under test. Empty:
+	// $PLACEMENT_SCHEDULER_BIN, else Start builds ./cmd/scheduler into Dir
+	// rather than test something stale.
+	Binary string
+	// Timeout bounds every wait helper. Zero: DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Env is a running control plane and what tests need to use it. Its fields
+// are set by Start and read-only afterwards.
+type Env struct {
+	// Config is an admin (system:masters) client config.
+	Config *rest.Config
+	// Client is an admin clientset.
+	Client kubernetes.Interface
+	// Kubeconfig is the path of an admin kubeconfig file.
+	Kubeconfig string
+	// Binary is the placement-scheduler under test.
+	Binary string
+	// Timeout bounds every wait helper.
+	Timeout time.Duration
+
+	dir       string
+	removeDir bool
+	assets    string
+	testenv   *envtest.Environment
+	dynamic   dynamic.Interface
+	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	shared    sharedScheduler
+}
+
+// Start brings up etcd and kube-apiserver and creates the namespace the
+// shipped config's leader-election lease lives in (an install creates it;
+// here there may be none). The apiserver runs without the
+// TaintNodesByCondition admission plugin: there is no node lifecycle
+// controller to remove the not-ready taint it puts on every new node, so
+// nodes would never be schedulable; and without ServiceAccount admission,
+// which would wait for token controllers that do not run here.
+func Start(opts Options) (_ *Env, err error) {
+	e := &Env{Binary: opts.Binary, Timeout: opts.Timeout, dir: opts.Dir, assets: opts.AssetsDir}
+	if e.Timeout == 0 {
+		e.Timeout = DefaultTimeout
+	}
+	if e.dir == "" {
+		if e.dir, err = os.MkdirTemp("", "placement-scheduler-"); err != nil {
+			return nil, err
+		}
+		e.removeDir = true
+	} else if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && e.removeDir {
+			os.RemoveAll(e.dir)
+		}
+	}()
+	if e.dir, err = filepath.Abs(e.dir); err != nil {
+		return nil, err
+	}
+	if err := e.findAssets(); err != nil {
+		return nil, err
+	}
+	if err := e.findBinary(); err != nil {
+		return nil, err
+	}
+
+	e.testenv = &envtest.Environment{BinaryAssetsDirectory: e.assets}
+	e.testenv.ControlPlane.GetAPIServer().Configure().
+		Set("disable-admission-plugins", "ServiceAccount", "TaintNodesByCondition")
+	if e.Config, err = e.testenv.Start(); err != nil {
+		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", e.assets, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = e.testenv.Stop()
+		}
+	}()
+	e.Kubeconfig = filepath.Join(e.dir, "kubeconfig")
+	if err := os.WriteFile(e.Kubeconfig, e.testenv.KubeConfig, 0o600); err != nil {
+		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	if e.Client, err = kubernetes.NewForConfig(e.Config); err != nil {
+		return nil, err
+	}
+	if e.dynamic, err = dynamic.NewForConfig(e.Config); err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(e.Config)
+	if err != nil {
+		return nil, err
+	}
+	e.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if _, err := e.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	return e, nil
+}
+
+// Stop stops the shared scheduler, if any, then kube-apiserver and etcd, and
+// removes the scratch directory if Start made it.
+func (e *Env) Stop() error {
+	e.StopSharedScheduler()
+	err := e.testenv.Stop()
+	if e.removeDir {
+		err = errors.Join(err, os.RemoveAll(e.dir))
+	}
+	return err
+}
+
+// Dir is the scratch directory.
+func (e *Env) Dir() string { return e.dir }
+
+// ToolPath is the path of a control-plane tool ("kubectl", "etcd",
+// "kube-apiserver") in the assets directory.
+func (e *Env) ToolPath(name string) string { return filepath.Join(e.assets, name) }
+
+func (e *Env) findAssets() error {
+	if e.assets == "" {
+		e.assets = os.Getenv(AssetsEnv)
+	}
+	if e.assets == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return fmt.Errorf("%s is not set and the module root is unknown (%w): run `make controlplane` and point %s at bin/", AssetsEnv, err, AssetsEnv)
+		}
+		e.assets = filepath.Join(root, "bin")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(e.assets, bin)); err != nil {
+			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane` (or set %s): %w", e.assets, bin, AssetsEnv, err)
+		}
+	}
+	return nil
+}
+
+func (e *Env) findBinary() error {
+	if e.Binary == "" {
+		e.Binary = os.Getenv(BinaryEnv)
+	}
+	if e.Binary != "" {
+		if _, err := os.Stat(e.Binary); err != nil {
+			return fmt.Errorf("placement-scheduler binary: %w (run `make build` or set %s)", err, BinaryEnv)
+		}
+		return nil
+	}
+	e.Binary = filepath.Join(e.dir, "placement-scheduler")
+	build := exec.Command("go", "build", "-o", e.Binary, "github.com/placement-scheduler/placement-scheduler/cmd/scheduler")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building placement-scheduler (set %s to use a built one): %w\n%s", BinaryEnv, err, out)
+	}
+	return nil
+}
+
+// moduleRoot is the directory of this module's go.mod, asked of the go
+// command, so the answer does not depend on the caller's working directory
+// within the module.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside a Go module")
+	}
+	return filepath.Dir(gomod), nil
+}

@@ -8,35 +8,81 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/klog/v2/ktesting"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	plugintesting "k8s.io/kubernetes/pkg/scheduler/framework/plugins/testing"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/utils/ptr"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodename"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/tainttoleration"
 )
 
-func TestRegistryHoldsOurFourPlugins(t *testing.T) {
-	var got []string
+func TestRegistryHoldsTheSet(t *testing.T) {
+	var got, want []string
 	for name := range Registry() {
 		got = append(got, name)
 	}
+	for _, p := range Set() {
+		want = append(want, p.Name)
+	}
 	slices.Sort(got)
-	want := []string{InterPodAffinityName, NodeAffinityName, NodeNameName, TaintTolerationName}
 	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("Registry() names = %v, want %v", got, want)
+	if !slices.Equal(got, want) || len(want) != 4 {
+		t.Errorf("Registry() names = %v, want the four of Set() %v", got, want)
 	}
 	r1 := Registry()
-	delete(r1, NodeNameName)
-	if _, ok := Registry()[NodeNameName]; !ok {
+	delete(r1, nodename.Name)
+	if _, ok := Registry()[nodename.Name]; !ok {
 		t.Error("Registry() must return a fresh map each call: deleting from one changed the next")
+	}
+}
+
+// Each row's plugin reports the row's name, and the row's in-tree name and
+// weight are upstream's: its default profile (from the defaulting code, not
+// a copy) enables Replaces with Weight at multiPoint, in Set's order.
+func TestSetMatchesUpstreamDefaults(t *testing.T) {
+	schedmetrics.Register() // the framework's parallelizer reports a metric
+	_, ctx := ktesting.NewTestContext(t)
+	var cfg configv1.KubeSchedulerConfiguration
+	scheme.Scheme.Default(&cfg)
+	weights := map[string]int32{}
+	var order []string
+	for _, p := range cfg.Profiles[0].Plugins.MultiPoint.Enabled {
+		weights[p.Name] = ptr.Deref(p.Weight, 0)
+		order = append(order, p.Name)
+	}
+	last := -1
+	for _, p := range Set() {
+		idx := slices.Index(order, p.Replaces)
+		if idx < 0 {
+			t.Errorf("%s replaces %q, which upstream's default profile does not enable", p.Name, p.Replaces)
+			continue
+		}
+		if idx < last {
+			t.Errorf("%s is out of upstream's order %v", p.Name, order)
+		}
+		last = idx
+		if weights[p.Replaces] != p.Weight {
+			t.Errorf("%s: weight %d, upstream's default for %s is %d", p.Name, p.Weight, p.Replaces, weights[p.Replaces])
+		}
+		pl := plugintesting.SetupPluginWithInformers(ctx, t, Registry()[p.Name], nil, cache.NewEmptySnapshot(), nil)
+		if pl.Name() != p.Name {
+			t.Errorf("row %s builds a plugin named %s", p.Name, pl.Name())
+		}
 	}
 }
 
 // The binary builds the registry before cobra parses --feature-gates, so a
 // factory must read the gates when the framework calls it, not before.
 func TestFactoriesReadFeatureGatesLate(t *testing.T) {
-	factory := Registry()[TaintTolerationName] // built while the gate is off
+	factory := Registry()[tainttoleration.Name] // built while the gate is off
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.TaintTolerationComparisonOperators, true)
 
 	pl, err := factory(context.Background(), nil, nil)

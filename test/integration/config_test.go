@@ -13,22 +13,15 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/schedulerapp"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
-
-// inTreeToOurs maps each in-tree plugin we replace to our registered name.
-var inTreeToOurs = map[string]string{
-	names.NodeName:         plugins.NodeNameName,
-	names.TaintToleration:  plugins.TaintTolerationName,
-	names.NodeAffinity:     plugins.NodeAffinityName,
-	names.InterPodAffinity: plugins.InterPodAffinityName,
-}
 
 // setupConfig runs kube-scheduler's app.Setup, the code path the binary
 // takes from --config to a built scheduler, with our plugins registered.
@@ -75,6 +68,10 @@ func upstreamDefaultPlugins(t *testing.T) *config.Plugins {
 	def := got["default-scheduler"]
 	if def == nil {
 		t.Fatalf("default config has no default-scheduler profile: %v", got)
+	}
+	inTreeToOurs := map[string]string{}
+	for _, p := range plugins.Set() {
+		inTreeToOurs[p.Replaces] = p.Name
 	}
 	renamed := 0
 	for _, set := range pluginSets(def) {
@@ -172,11 +169,11 @@ func TestBadConfigFailsNamingTheField(t *testing.T) {
 	}, {
 		name:    "unknown field in our plugin args",
 		config:  edit("          hardPodAffinityWeight: 1\n", "          hardPodAffinityWieght: 1\n"),
-		wantErr: []string{plugins.InterPodAffinityName, `unknown field "hardPodAffinityWieght"`},
+		wantErr: []string{interpodaffinity.Name, `unknown field "hardPodAffinityWieght"`},
 	}, {
 		name:    "out-of-range value in our plugin args",
 		config:  edit("          hardPodAffinityWeight: 1\n", "          hardPodAffinityWeight: 101\n"),
-		wantErr: []string{plugins.InterPodAffinityName, "hardPodAffinityWeight", "101", "[0, 100]"},
+		wantErr: []string{interpodaffinity.Name, "hardPodAffinityWeight", "101", "[0, 100]"},
 	}, {
 		name: "invalid operator in addedAffinity",
 		config: edit("    pluginConfig:\n", `    pluginConfig:
@@ -188,7 +185,7 @@ func TestBadConfigFailsNamingTheField(t *testing.T) {
                 - matchExpressions:
                     - {key: pool, operator: Bogus}
 `),
-		wantErr: []string{plugins.NodeAffinityName,
+		wantErr: []string{nodeaffinity.Name,
 			"addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator"},
 	}}
 	for _, tc := range cases {

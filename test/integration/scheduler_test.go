@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
@@ -77,8 +77,8 @@ func TestBadPodDoesNotBlockOthers(t *testing.T) {
 		env.CreatePod(t, testutil.MakePod(ns, fmt.Sprintf("good-%d", i)).Placement().Obj())
 	}
 	ev := env.WaitForEvent(t, ns, "bad", "FailedScheduling", "for 'Gt', 'Lt' operators, the value must be an integer")
-	if !strings.Contains(ev.Message, plugins.NodeAffinityName) {
-		t.Errorf("FailedScheduling message %q does not name the plugin %s", ev.Message, plugins.NodeAffinityName)
+	if !strings.Contains(ev.Message, nodeaffinity.Name) {
+		t.Errorf("FailedScheduling message %q does not name the plugin %s", ev.Message, nodeaffinity.Name)
 	}
 	for i := range 5 {
 		env.WaitForBound(t, ns, fmt.Sprintf("good-%d", i))

@@ -79,11 +79,10 @@ func requireCluster(tb testing.TB) {
 }
 
 func ourPluginNames() []string {
-	names := make([]string, 0, 4)
-	for name := range plugins.Registry() {
-		names = append(names, name)
+	var names []string
+	for _, p := range plugins.Set() {
+		names = append(names, p.Name)
 	}
-	slices.Sort(names)
 	return names
 }
 

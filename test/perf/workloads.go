@@ -32,6 +32,8 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"sigs.k8s.io/yaml"
+
+	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
 
 // Profile names the scheduler configuration a run uses.
@@ -92,8 +94,6 @@ type Workload struct {
 
 // Options configure Prepare.
 type Options struct {
-	// RepoRoot holds manifests/scheduler-config.yaml.
-	RepoRoot string
 	// UpstreamDir is scheduler_perf's directory in the module cache.
 	UpstreamDir string
 	// Dir receives the temporary copies.
@@ -119,7 +119,7 @@ func Prepare(opts Options) (*Setup, error) {
 		sources = DefaultSources
 	}
 	ourConfig := filepath.Join(opts.Dir, "scheduler-config-ours.yaml")
-	if err := DeriveOurConfig(filepath.Join(opts.RepoRoot, "manifests", "scheduler-config.yaml"), ourConfig); err != nil {
+	if err := DeriveOurConfig(manifests.SchedulerConfig(), ourConfig); err != nil {
 		return nil, err
 	}
 	setup := &Setup{OurConfig: ourConfig}
@@ -362,13 +362,10 @@ func setCollectorConfig(tc map[string]any, pluginNames []string) error {
 // DeriveOurConfig writes the shipped config with the profile renamed to
 // default-scheduler and leader election off. Everything else (plugin order,
 // weights, pluginConfig) is kept as shipped.
-func DeriveOurConfig(manifest, out string) error {
-	raw, err := os.ReadFile(manifest)
-	if err != nil {
-		return fmt.Errorf("reading shipped scheduler config: %w", err)
-	}
+func DeriveOurConfig(shipped []byte, out string) error {
+	const manifest = "manifests/scheduler-config.yaml"
 	var cfg map[string]any
-	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+	if err := yaml.Unmarshal(shipped, &cfg); err != nil {
 		return fmt.Errorf("parsing %s: %w", manifest, err)
 	}
 	profiles, _ := cfg["profiles"].([]any)

@@ -15,6 +15,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	benchmark "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"sigs.k8s.io/yaml"
+
+	"github.com/placement-scheduler/placement-scheduler/manifests"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
 // prepareForTest writes the temp copies of upstream's test cases (and our
@@ -25,7 +28,6 @@ func prepareForTest(t testing.TB) *Setup {
 		t.Fatal(env.setupErr)
 	}
 	setup, err := Prepare(Options{
-		RepoRoot:    env.repoRoot,
 		UpstreamDir: env.upstreamDir,
 		Dir:         t.TempDir(),
 		PluginNames: benchmark.PluginNames,
@@ -212,11 +214,15 @@ func keys(m map[string]any) []string {
 // election.
 func TestDerivedConfigIsShippedProfile(t *testing.T) {
 	setup := prepareForTest(t)
-	derived := loadConfig(t, setup.OurConfig)
+	raw, err := os.ReadFile(setup.OurConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived := loadConfig(t, raw)
 	if err := validation.ValidateKubeSchedulerConfiguration(derived); err != nil {
 		t.Fatalf("derived config invalid: %v", err)
 	}
-	shipped := loadConfig(t, filepath.Join(env.repoRoot, "manifests", "scheduler-config.yaml"))
+	shipped := loadConfig(t, manifests.SchedulerConfig())
 	if len(derived.Profiles) != 1 || derived.Profiles[0].SchedulerName != "default-scheduler" {
 		t.Fatalf("derived profiles = %+v, want one named default-scheduler", derived.Profiles)
 	}
@@ -233,29 +239,25 @@ func TestDerivedConfigIsShippedProfile(t *testing.T) {
 	for _, p := range derived.Profiles[0].Plugins.MultiPoint.Enabled {
 		enabled = append(enabled, p.Name)
 	}
-	for _, n := range ourPluginNames() {
-		if !slices.Contains(enabled, n) {
-			t.Errorf("multiPoint lacks %s: %v", n, enabled)
+	for _, pl := range plugins.Set() {
+		if !slices.Contains(enabled, pl.Name) {
+			t.Errorf("multiPoint lacks %s: %v", pl.Name, enabled)
 		}
-		if inTree := strings.TrimPrefix(n, "Placement"); slices.Contains(enabled, inTree) {
-			t.Errorf("multiPoint still enables in-tree %s", inTree)
+		if slices.Contains(enabled, pl.Replaces) {
+			t.Errorf("multiPoint still enables in-tree %s", pl.Replaces)
 		}
 	}
 }
 
-func loadConfig(t *testing.T, path string) *config.KubeSchedulerConfiguration {
+func loadConfig(t *testing.T, raw []byte) *config.KubeSchedulerConfiguration {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(raw, nil, nil)
 	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatalf("decoding scheduler config: %v", err)
 	}
 	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
 	if !ok {
-		t.Fatalf("%s decodes to %T", path, obj)
+		t.Fatalf("scheduler config decodes to %T", obj)
 	}
 	return cfg
 }
@@ -326,11 +328,7 @@ func TestDeriveOurConfigRejectsUnexpectedManifest(t *testing.T) {
 		"two profiles": "profiles:\n- schedulerName: placement-scheduler\n- schedulerName: other\n",
 		"renamed":      "profiles:\n- schedulerName: something-else\n",
 	} {
-		in := filepath.Join(dir, "in.yaml")
-		if err := os.WriteFile(in, []byte(manifest), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := DeriveOurConfig(in, filepath.Join(dir, "out.yaml")); err == nil {
+		if err := DeriveOurConfig([]byte(manifest), filepath.Join(dir, "out.yaml")); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

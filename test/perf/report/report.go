@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
 // Profile names, as the benchmark uses them in sub-benchmark names.
@@ -34,13 +36,6 @@ const (
 // CeilingCase is the test case without affinity that bounds what the
 // affinity cases can reach on the same machine and run.
 const CeilingCase = "SchedulingBasic"
-
-// OurPluginPrefix turns an in-tree plugin name into ours
-// (NodeAffinity -> PlacementNodeAffinity).
-const OurPluginPrefix = "Placement"
-
-// ReplacedPlugins are the in-tree plugins ours replace.
-var ReplacedPlugins = []string{"NodeName", "TaintToleration", "NodeAffinity", "InterPodAffinity"}
 
 // RunInfoFile is written by the benchmark next to the data items.
 const RunInfoFile = "run-info.json"
@@ -405,8 +400,8 @@ func buildRow(k Key, samples []Sample) Row {
 		r := o / u
 		row.Ratio = &r
 	}
-	for _, name := range ReplacedPlugins {
-		ours := OurPluginPrefix + name
+	for _, pl := range plugins.Set() {
+		name, ours := pl.Replaces, pl.Name
 		points := map[string]bool{}
 		for _, s := range samples {
 			for ep := range s.Plugins[name] {

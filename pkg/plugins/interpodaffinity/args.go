@@ -1,19 +1,12 @@
 package interpodaffinity
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/pluginargs"
-)
-
-// Bounds of hardPodAffinityWeight, as upstream validates them.
-const (
-	minHardPodAffinityWeight = 0
-	maxHardPodAffinityWeight = 100
 )
 
 // args are the plugin's settings after decoding, defaulting and validation.
@@ -27,37 +20,24 @@ type args struct {
 	ignorePreferredTermsOfExistingPods bool
 }
 
-// decodeArgs decodes configv1.InterPodAffinityArgs strictly, then applies the
-// defaults and validation that kube-scheduler applies only to the in-tree
-// plugin's args kind.
-func decodeArgs(obj runtime.Object) (args, error) {
-	var in configv1.InterPodAffinityArgs
-	if err := pluginargs.DecodeStrict(obj, &in); err != nil {
-		return args{}, err
-	}
-	a := args{
-		hardPodAffinityWeight:              1, // SetDefaults_InterPodAffinityArgs
-		ignorePreferredTermsOfExistingPods: in.IgnorePreferredTermsOfExistingPods,
-	}
-	if in.HardPodAffinityWeight != nil {
-		a.hardPodAffinityWeight = *in.HardPodAffinityWeight
-	}
-	if err := a.validate(); err != nil {
-		return args{}, err
-	}
-	return a, nil
-}
-
-// validate checks the args like upstream's ValidateInterPodAffinityArgs, with
-// errors naming the field, e.g.
+// decodeArgs gives our args the treatment kube-scheduler gives only the
+// in-tree plugin's args kind: strict decoding, its defaults
+// (hardPodAffinityWeight 1) and upstream's own validation, called rather
+// than restated, so the bounds and the error text are upstream's by
+// construction, e.g.
 // `hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]`.
-// The args are a pluginConfig entry of their own, so field paths start at
-// the args' root.
-func (a args) validate() error {
-	w := a.hardPodAffinityWeight
-	if w < minHardPodAffinityWeight || w > maxHardPodAffinityWeight {
-		return field.Invalid(field.NewPath("hardPodAffinityWeight"), w,
-			fmt.Sprintf("not in valid range [%d, %d]", minHardPodAffinityWeight, maxHardPodAffinityWeight))
+// The nil path is what upstream's New passes: the args are a pluginConfig
+// entry of their own, so field paths start at the args' root.
+func decodeArgs(obj runtime.Object) (args, error) {
+	var in config.InterPodAffinityArgs
+	if err := pluginargs.Decode(obj, &configv1.InterPodAffinityArgs{}, &in); err != nil {
+		return args{}, err
 	}
-	return nil
+	if err := validation.ValidateInterPodAffinityArgs(nil, &in); err != nil {
+		return args{}, err
+	}
+	return args{
+		hardPodAffinityWeight:              in.HardPodAffinityWeight,
+		ignorePreferredTermsOfExistingPods: in.IgnorePreferredTermsOfExistingPods,
+	}, nil
 }

@@ -203,7 +203,10 @@ func (pl *InterPodAffinity) ScoreExtensions() fwk.ScoreExtensions { return pl }
 // NormalizeScore stretches the raw scores of the scored nodes linearly onto
 // [0, 100]: the lowest becomes 0, the highest 100, and the rest are
 // truncated toward zero. When all raw scores are equal no node is preferred
-// and every node gets 0, not 100.
+// and every node gets 0, not 100. Not helper.DefaultNormalizeScore: that one
+// scales [0, max] in integers, while raw scores here can be negative and are
+// stretched from the lowest, in floating point, dividing before scaling
+// (docs/behavior.md, "Normalization").
 func (pl *InterPodAffinity) NormalizeScore(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	s, err := preScoreStateOf(cycleState)
 	if err != nil {

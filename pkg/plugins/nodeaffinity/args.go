@@ -6,25 +6,40 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/pluginargs"
 )
 
-// decodeArgs turns the pluginConfig args into configv1.NodeAffinityArgs.
+// decodeArgs gives our args the treatment kube-scheduler gives only the
+// in-tree plugin's args kind: strict decoding, defaulting (NodeAffinityArgs
+// has no defaults today; running kube-scheduler's keeps it that way if one
+// appears) and upstream's own ValidateNodeAffinityArgs, called rather than
+// restated. Its semantics, which compileAddedAffinity relies on:
+//   - required is parsed strictly (any term's parse error is fatal, unlike
+//     the lazy parsing applied to pods' own terms);
+//   - preferred is parsed only when non-empty, so `preferred: []` behaves
+//     like no preferred terms at all;
+//   - there is no weight range check and no "at least one term" check, so
+//     `nodeSelectorTerms: []` is valid and matches no node;
+//   - errors carry field paths rooted at addedAffinity (the nil path is what
+//     upstream's New passes) and are aggregated, e.g.
+//     `addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.
+//     nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: ...`.
 //
-// kube-scheduler only decodes args for in-tree plugin names, so ours arrive
-// as *runtime.Unknown, or nil when the profile has no pluginConfig entry,
-// which means no added affinity. Any other object, typed args included, is
-// rejected by the decoder. NodeAffinityArgs has no defaults, so there is
-// nothing to apply after decoding.
-func decodeArgs(obj runtime.Object) (*configv1.NodeAffinityArgs, error) {
-	args := &configv1.NodeAffinityArgs{}
-	// DecodeStrict already says "decoding args: ..." and the framework
-	// prefixes the plugin name, so the error is returned as is.
-	if err := pluginargs.DecodeStrict(obj, args); err != nil {
+// nil args (no pluginConfig entry) mean no added affinity. Any object other
+// than *runtime.Unknown, typed args included, is rejected by the decoder.
+// Errors are returned as they are: the framework prefixes the plugin name.
+func decodeArgs(obj runtime.Object) (*config.NodeAffinityArgs, error) {
+	var args config.NodeAffinityArgs
+	if err := pluginargs.Decode(obj, &configv1.NodeAffinityArgs{}, &args); err != nil {
 		return nil, err
 	}
-	return args, nil
+	if err := validation.ValidateNodeAffinityArgs(nil, &args); err != nil {
+		return nil, err
+	}
+	return &args, nil
 }
 
 // addedAffinity is the compiled form of args.addedAffinity.
@@ -33,21 +48,12 @@ type addedAffinity struct {
 	preferred *nodeaffinity.PreferredSchedulingTerms
 }
 
-// compileAddedAffinity validates args.addedAffinity and compiles it in one
-// pass, with upstream's ValidateNodeAffinityArgs semantics:
-//   - required is parsed strictly (any term's parse error is fatal, unlike
-//     the lazy parsing applied to pods' own terms);
-//   - preferred is parsed only when non-empty, so `preferred: []` behaves
-//     like no preferred terms at all;
-//   - there is no weight range check and no "at least one term" check, so
-//     `nodeSelectorTerms: []` is valid and matches no node;
-//   - errors carry field paths rooted at addedAffinity and are aggregated,
-//     e.g. `addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.
-//     nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: ...`.
-//
-// The returned error text equals upstream's validation error, so a profile
-// migrated from the in-tree plugin reports the same problem.
-func compileAddedAffinity(args *configv1.NodeAffinityArgs) (addedAffinity, error) {
+// compileAddedAffinity compiles validated args.addedAffinity into the
+// matchers Filter and Score use. Validation parsed the same terms and threw
+// the result away (upstream's validator returns only an error), so this
+// parses them again: once, at start-up. A parse error cannot happen after
+// validation; it is still returned rather than assumed away.
+func compileAddedAffinity(args *config.NodeAffinityArgs) (addedAffinity, error) {
 	var out addedAffinity
 	if args.AddedAffinity == nil {
 		return out, nil

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
@@ -80,20 +81,9 @@ func (pl *NodeAffinity) ScoreExtensions() fwk.ScoreExtensions { return pl }
 
 // NormalizeScore scales the raw scores to [0, MaxNodeScore] relative to the
 // highest one, with integer (truncating) division: {10, 3, 0} -> {100, 30,
-// 0}. The maximum starts at 0, so when no score is positive the list is left
-// untouched (all zeros stay zeros; negative ones stay negative and the
-// framework reports them). Same arithmetic as upstream's
-// helper.DefaultNormalizeScore(MaxNodeScore, false, ...).
+// 0}; when no score is positive the list is left untouched. That is exactly
+// upstream's helper.DefaultNormalizeScore(MaxNodeScore, false, ...), which
+// upstream's NodeAffinity calls too, so we call it rather than restate it.
 func (pl *NodeAffinity) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
-	var highest int64
-	for i := range scores {
-		highest = max(highest, scores[i].Score)
-	}
-	if highest == 0 {
-		return nil
-	}
-	for i := range scores {
-		scores[i].Score = fwk.MaxNodeScore * scores[i].Score / highest
-	}
-	return nil
+	return helper.DefaultNormalizeScore(fwk.MaxNodeScore, false, scores)
 }

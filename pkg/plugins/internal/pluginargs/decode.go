@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -50,6 +51,23 @@ func DecodeStrict(obj runtime.Object, into any) error {
 	if len(strictErrs) > 0 {
 		// e.g. `unknown field "addedAfinity"`; the framework prefixes the plugin name.
 		return fmt.Errorf("decoding args: %w", errors.Join(strictErrs...))
+	}
+	return nil
+}
+
+// Decode is what kube-scheduler does for an in-tree plugin's args, for ours:
+// DecodeStrict into versioned (a k8s.io/kube-scheduler/config/v1 args type),
+// then kube-scheduler's own defaults for that type, then conversion into
+// internal (the k8s.io/kubernetes/pkg/scheduler/apis/config type), the form
+// upstream's exported args validation takes. Start-up cost only: plugins call
+// it once, in New.
+func Decode(obj runtime.Object, versioned runtime.Object, internal any) error {
+	if err := DecodeStrict(obj, versioned); err != nil {
+		return err
+	}
+	scheme.Scheme.Default(versioned)
+	if err := scheme.Scheme.Convert(versioned, internal, nil); err != nil {
+		return fmt.Errorf("converting args: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
 
 func TestDecodeStrict(t *testing.T) {
@@ -48,5 +49,33 @@ func TestDecodeStrict(t *testing.T) {
 				t.Errorf("hardPodAffinityWeight = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// Decode applies kube-scheduler's defaults for the versioned kind and hands
+// over the internal type upstream's validation takes.
+func TestDecodeDefaultsAndConverts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		obj  runtime.Object
+		want int32
+	}{
+		"no args: default 1":    {obj: nil, want: 1},
+		"empty args: default 1": {obj: &runtime.Unknown{Raw: []byte(`{}`)}, want: 1},
+		"explicit 0 stays 0":    {obj: &runtime.Unknown{Raw: []byte(`{"hardPodAffinityWeight":0}`)}, want: 0},
+		"explicit 7":            {obj: &runtime.Unknown{Raw: []byte(`{"hardPodAffinityWeight":7}`)}, want: 7},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got config.InterPodAffinityArgs
+			if err := Decode(tc.obj, &configv1.InterPodAffinityArgs{}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.HardPodAffinityWeight != tc.want {
+				t.Errorf("hardPodAffinityWeight = %d, want %d", got.HardPodAffinityWeight, tc.want)
+			}
+		})
+	}
+	var got config.InterPodAffinityArgs
+	if err := Decode(&runtime.Unknown{Raw: []byte(`{"hardPodAffinityWieght":7}`)}, &configv1.InterPodAffinityArgs{}, &got); err == nil || !strings.Contains(err.Error(), `unknown field "hardPodAffinityWieght"`) {
+		t.Errorf("misspelt field: err = %v, want the strict decoder's", err)
 	}
 }

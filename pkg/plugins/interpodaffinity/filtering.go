@@ -141,7 +141,7 @@ type requiredTerms struct {
 	// PreFilter gathers cluster-wide.
 	affinity, antiAffinity []fwk.AffinityTerm
 	// hostAffinity and hostAntiAffinity (hostname fast path only) are
-	// evaluated against the candidate node's own pods (§3.8).
+	// evaluated against the candidate node's own pods (docs/behavior.md §7.8).
 	hostAffinity, hostAntiAffinity []fwk.AffinityTerm
 }
 

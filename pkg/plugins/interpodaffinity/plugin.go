@@ -5,7 +5,7 @@
 // pods already placed; Score weighs preferred terms of both sides plus existing
 // pods' required affinity. Statuses, Skip decisions, raw and normalized scores,
 // queueing hints and signatures must match upstream exactly; the contract is
-// docs/upstream-behavior.md §3.
+// docs/behavior.md §7.
 package interpodaffinity
 
 import (
@@ -39,7 +39,7 @@ type InterPodAffinity struct {
 	nsLister listersv1.NamespaceLister
 	// hostnameFastPath mirrors gate InterPodAffinityHostnameFastPath:
 	// kubernetes.io/hostname-scoped terms are checked against the candidate
-	// node's own pods instead of cluster-wide topology counts (§3.8).
+	// node's own pods instead of cluster-wide topology counts (docs/behavior.md §7.8).
 	hostnameFastPath bool
 	// skipDeferredResize makes PreFilter Skip and Filter pass for pods whose
 	// in-place resize is deferred

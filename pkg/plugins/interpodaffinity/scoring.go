@@ -206,7 +206,7 @@ func (pl *InterPodAffinity) ScoreExtensions() fwk.ScoreExtensions { return pl }
 // and every node gets 0, not 100. Not helper.DefaultNormalizeScore: that one
 // scales [0, max] in integers, while raw scores here can be negative and are
 // stretched from the lowest, in floating point, dividing before scaling
-// (docs/behavior.md, "Normalization").
+// (docs/behavior.md §8).
 func (pl *InterPodAffinity) NormalizeScore(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	s, err := preScoreStateOf(cycleState)
 	if err != nil {

@@ -85,7 +85,7 @@ addedAffinity:
 		{name: "malformed JSON", obj: tu.RawArgs(`{"addedAffinity":`), wantErrSub: "decoding args"},
 		{name: "wrong object type", obj: &v1.Pod{}, wantErr: "want args of type runtime.Unknown, got *v1.Pod"},
 		{
-			// The framework never hands out-of-tree plugins typed args (§7).
+			// The framework never hands out-of-tree plugins typed args (docs/behavior.md §2.2).
 			name:    "typed args are rejected like any other object",
 			obj:     &configv1.NodeAffinityArgs{AddedAffinity: requiredAdded(tu.Term(tu.Expr("zone", exists)))},
 			wantErr: "want args of type runtime.Unknown, got *v1.NodeAffinityArgs",

@@ -8,7 +8,7 @@
 // the term matching itself is delegated to
 // k8s.io/component-helpers/scheduling/corev1/nodeaffinity, which upstream also
 // uses, so parse quirks (lazy per-term errors, empty terms, Gt/Lt parsing)
-// are the same by construction.
+// are the same by construction. The contract is docs/behavior.md §6.
 package nodeaffinity
 
 import (

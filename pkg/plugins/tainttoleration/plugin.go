@@ -1,7 +1,7 @@
 // Package tainttoleration implements PlacementTaintToleration, our
 // re-implementation of kube-scheduler's in-tree TaintToleration plugin
 // (v1.37.1). It must produce the same statuses, scores, queueing hints and
-// signatures as upstream; see docs/upstream-behavior.md §4.
+// signatures as upstream; see docs/behavior.md §5.
 package tainttoleration
 
 import (

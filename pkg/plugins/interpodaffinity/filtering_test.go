@@ -18,41 +18,8 @@ import (
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
-// Fixture topology: two zones, racks across them, and one node in no zone.
-//
-//	n1 z1/r1   n2 z1/r2   n3 z2/r1   n4 -/r3
-func fixtureNodes() []*v1.Node {
-	return []*v1.Node{
-		tu.MakeNode("n1").Label(zone, "z1").Label(rack, "r1").Obj(),
-		tu.MakeNode("n2").Label(zone, "z1").Label(rack, "r2").Obj(),
-		tu.MakeNode("n3").Label(zone, "z2").Label(rack, "r1").Obj(),
-		tu.MakeNode("n4").Label(rack, "r3").Obj(),
-	}
-}
-
-func sel(kv ...string) *metav1.LabelSelector {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return tu.Selector(m)
-}
-
 // everything is the {} selector; a nil *metav1.LabelSelector selects nothing.
 var everything = tu.Selector(nil)
-
-// placed builds an existing pod bound to node.
-func placed(ns, name, node string) *tu.PodWrapper {
-	return tu.MakePod(ns, name).UID(ns + "/" + name).NodeName(node)
-}
-
-func incoming(ns string) *tu.PodWrapper {
-	return tu.MakePod(ns, "incoming").UID("incoming")
-}
-
-func statuses(n1, n2, n3, n4 string) map[string]string {
-	return map[string]string{"n1": n1, "n2": n2, "n3": n3, "n4": n4}
-}
 
 func TestPreFilterAndFilter(t *testing.T) {
 	tests := []struct {
@@ -326,8 +293,8 @@ func TestNamespaceSemantics(t *testing.T) {
 				e := newEnv(t, nil, feature.Features{}, existing, nodes, namespaces...)
 				pod := incoming("a").RequiredPodAntiAffinity(tc.term).Obj()
 				cs, st := e.preFilter(t, pod)
-				if !st.IsSuccess() {
-					t.Fatalf("PreFilter: %v", st)
+				if !tu.CheckStatus(t, "PreFilter", st, fwk.Success, "") {
+					t.FailNow()
 				}
 				want := map[string]string{"na": pass, "nb": pass, "nc": pass, "nghost": pass}
 				for _, n := range tc.rejected {
@@ -391,8 +358,8 @@ func TestMatchLabelKeysIgnored(t *testing.T) {
 	existing := []*v1.Pod{placed("default", "web", "n1").Label("app", "web").Label("version", "2").Obj()}
 	e := newEnv(t, nil, feature.Features{}, existing, fixtureNodes())
 	cs, st := e.preFilter(t, pod)
-	if !st.IsSuccess() {
-		t.Fatalf("PreFilter: %v", st)
+	if !tu.CheckStatus(t, "PreFilter", st, fwk.Success, "") {
+		t.FailNow()
 	}
 	if diff := cmp.Diff(statuses(antiReject, antiReject, pass, pass), e.filterAll(t, cs, pod)); diff != "" {
 		t.Errorf("Filter statuses (-want +got):\n%s", diff)
@@ -406,22 +373,22 @@ func TestAddRemovePod(t *testing.T) {
 		e := newEnv(t, nil, feature.Features{}, []*v1.Pod{db}, nodes)
 		pod := incoming("default").Label("app", "db").RequiredPodAffinity(tu.AffinityTerm(zone, sel("app", "db"))).Obj()
 		cs, st := e.preFilter(t, pod)
-		if !st.IsSuccess() {
-			t.Fatalf("PreFilter: %v", st)
+		if !tu.CheckStatus(t, "PreFilter", st, fwk.Success, "") {
+			t.FailNow()
 		}
 		if diff := cmp.Diff(statuses(pass, pass, affinityReject, affinityReject), e.filterAll(t, cs, pod)); diff != "" {
 			t.Errorf("before RemovePod (-want +got):\n%s", diff)
 		}
 		dbInfo := mustPodInfo(t, db)
-		if st := e.pl.RemovePod(e.ctx, cs, pod, dbInfo, e.nodeInfo(t, "n1")); !st.IsSuccess() {
-			t.Fatalf("RemovePod: %v", st)
+		if !tu.CheckStatus(t, "RemovePod", e.pl.RemovePod(e.ctx, cs, pod, dbInfo, e.nodeInfo(t, "n1")), fwk.Success, "") {
+			t.FailNow()
 		}
 		// The z1 entry dropped to 0 and is gone: no matching pod anywhere.
 		if diff := cmp.Diff(statuses(pass, pass, pass, affinityReject), e.filterAll(t, cs, pod)); diff != "" {
 			t.Errorf("after RemovePod (-want +got):\n%s", diff)
 		}
-		if st := e.pl.AddPod(e.ctx, cs, pod, dbInfo, e.nodeInfo(t, "n3")); !st.IsSuccess() {
-			t.Fatalf("AddPod: %v", st)
+		if !tu.CheckStatus(t, "AddPod", e.pl.AddPod(e.ctx, cs, pod, dbInfo, e.nodeInfo(t, "n3")), fwk.Success, "") {
+			t.FailNow()
 		}
 		if diff := cmp.Diff(statuses(affinityReject, affinityReject, pass, affinityReject), e.filterAll(t, cs, pod)); diff != "" {
 			t.Errorf("after AddPod on n3 (-want +got):\n%s", diff)
@@ -432,8 +399,8 @@ func TestAddRemovePod(t *testing.T) {
 		e := newEnv(t, nil, feature.Features{}, nil, nodes)
 		pod := incoming("default").Label("app", "web").RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "cache"))).Obj()
 		cs, st := e.preFilter(t, pod)
-		if !st.IsSuccess() {
-			t.Fatalf("PreFilter: %v", st)
+		if !tu.CheckStatus(t, "PreFilter", st, fwk.Success, "") {
+			t.FailNow()
 		}
 		cache := mustPodInfo(t, tu.MakePod("default", "cache").Label("app", "cache").Obj())
 		guard := mustPodInfo(t, tu.MakePod("default", "guard").RequiredPodAntiAffinity(tu.AffinityTerm(rack, sel("app", "web"))).Obj())
@@ -455,8 +422,8 @@ func TestAddRemovePod(t *testing.T) {
 			} else {
 				st = e.pl.RemovePod(e.ctx, cs, pod, s.pi, e.nodeInfo(t, s.node))
 			}
-			if !st.IsSuccess() {
-				t.Fatalf("step %d: %v", i, st)
+			if !tu.CheckStatus(t, fmt.Sprintf("step %d", i), st, fwk.Success, "") {
+				t.FailNow()
 			}
 			if diff := cmp.Diff(s.want, e.filterAll(t, cs, pod)); diff != "" {
 				t.Errorf("step %d (-want +got):\n%s", i, diff)
@@ -493,8 +460,8 @@ func TestCloneIsIndependent(t *testing.T) {
 		RequiredPodAffinity(tu.AffinityTerm(rack, sel("app", "web"))).
 		RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "web"))).Obj()
 	cs, st := e.preFilter(t, pod)
-	if !st.IsSuccess() {
-		t.Fatalf("PreFilter: %v", st)
+	if !tu.CheckStatus(t, "PreFilter", st, fwk.Success, "") {
+		t.FailNow()
 	}
 	before := e.filterAll(t, cs, pod)
 	snapshot := mustState(t, cs).Clone().(*preFilterState)
@@ -723,8 +690,8 @@ func TestHostnameFastPath(t *testing.T) {
 				}
 				e := newEnv(t, nil, fts, tc.existing, nodes)
 				cs, st := e.preFilter(t, tc.pod)
-				if !st.IsSuccess() {
-					t.Fatalf("gate %v: PreFilter: %v", gate, st)
+				if !tu.CheckStatus(t, fmt.Sprintf("gate %v: PreFilter", gate), st, fwk.Success, "") {
+					t.FailNow()
 				}
 				if diff := cmp.Diff(want, e.filterAll(t, cs, tc.pod)); diff != "" {
 					t.Errorf("gate %v: Filter statuses (-want +got):\n%s", gate, diff)
@@ -736,8 +703,8 @@ func TestHostnameFastPath(t *testing.T) {
 	t.Run("AddPod feeds the host-scoped self-affinity counter", func(t *testing.T) {
 		e := newEnv(t, nil, fastOn, nil, nodes)
 		cs, st := e.preFilter(t, hostAff)
-		if !st.IsSuccess() {
-			t.Fatalf("PreFilter: %v", st)
+		if !tu.CheckStatus(t, "PreFilter", st, fwk.Success, "") {
+			t.FailNow()
 		}
 		want := map[string]string{"twin-a": pass, "twin-b": pass, "loner": affinityReject}
 		if diff := cmp.Diff(want, e.filterAll(t, cs, hostAff)); diff != "" {
@@ -758,16 +725,16 @@ func TestHostnameFastPath(t *testing.T) {
 		pod := incoming("default").Label("app", "web").RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "none"))).Obj()
 		e := newEnv(t, nil, fastOn, nil, nodes)
 		cs, st := e.preFilter(t, pod)
-		if !st.IsSuccess() {
-			t.Fatalf("PreFilter: %v", st)
+		if !tu.CheckStatus(t, "PreFilter", st, fwk.Success, "") {
+			t.FailNow()
 		}
 		guard := placed("default", "guard", "twin-a").RequiredPodAntiAffinity(tu.AffinityTerm(host, sel("app", "web"))).Obj()
 		withGuard := e.nodeInfo(t, "twin-a").Snapshot()
 		withGuard.AddPodInfo(mustPodInfo(t, guard))
 
 		clone := cs.Clone()
-		if st := e.pl.AddPod(e.ctx, clone, pod, mustPodInfo(t, guard), withGuard); !st.IsSuccess() {
-			t.Fatalf("AddPod: %v", st)
+		if !tu.CheckStatus(t, "AddPod", e.pl.AddPod(e.ctx, clone, pod, mustPodInfo(t, guard), withGuard), fwk.Success, "") {
+			t.FailNow()
 		}
 		tu.CheckStatus(t, "Filter(twin-a with guard) after AddPod", e.pl.Filter(e.ctx, clone, pod, withGuard), fwk.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 		tu.CheckStatus(t, "Filter(twin-b) after AddPod", e.pl.Filter(e.ctx, clone, pod, e.nodeInfo(t, "twin-b")), fwk.Success, "")
@@ -775,8 +742,8 @@ func TestHostnameFastPath(t *testing.T) {
 			t.Errorf("AddPod on a clone changed the original state")
 		}
 		// Removing the pod again leaves a scan that finds nothing.
-		if st := e.pl.RemovePod(e.ctx, clone, pod, mustPodInfo(t, guard), e.nodeInfo(t, "twin-a")); !st.IsSuccess() {
-			t.Fatalf("RemovePod: %v", st)
+		if !tu.CheckStatus(t, "RemovePod", e.pl.RemovePod(e.ctx, clone, pod, mustPodInfo(t, guard), e.nodeInfo(t, "twin-a")), fwk.Success, "") {
+			t.FailNow()
 		}
 		tu.CheckStatus(t, "Filter(twin-a) after RemovePod", e.pl.Filter(e.ctx, clone, pod, e.nodeInfo(t, "twin-a")), fwk.Success, "")
 	})
@@ -785,26 +752,7 @@ func TestHostnameFastPath(t *testing.T) {
 		existing := []*v1.Pod{placed("default", "guard", "twin-a").
 			RequiredPodAntiAffinity(tu.AffinityTerm(host, sel("app", "db"))).Obj()}
 		e := newEnv(t, nil, fastOn, existing, nodes)
-		if _, st := e.preFilter(t, incoming("default").Obj()); !st.IsSuccess() {
-			t.Errorf("PreFilter: %v, want success", st)
-		}
+		_, st := e.preFilter(t, incoming("default").Obj())
+		tu.CheckStatus(t, "PreFilter", st, fwk.Success, "")
 	})
-}
-
-func mustPodInfo(t *testing.T, p *v1.Pod) fwk.PodInfo {
-	t.Helper()
-	pi, err := framework.NewPodInfo(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pi
-}
-
-func mustState(t *testing.T, cs fwk.CycleState) *preFilterState {
-	t.Helper()
-	s, err := preFilterStateOf(cs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

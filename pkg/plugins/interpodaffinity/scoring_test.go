@@ -1,6 +1,7 @@
 package interpodaffinity
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -13,11 +14,6 @@ import (
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
-
-// scores builds a per-node map for n1..n4 of the fixture.
-func scores(n1, n2, n3, n4 int64) map[string]int64 {
-	return map[string]int64{"n1": n1, "n2": n2, "n3": n3, "n4": n4}
-}
 
 func TestScoring(t *testing.T) {
 	namespaces := []*v1.Namespace{
@@ -245,8 +241,8 @@ func TestNormalizeScore(t *testing.T) {
 		for i, s := range tc.raw {
 			list[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}
 		}
-		if st := e.pl.NormalizeScore(e.ctx, cs, nil, list); !st.IsSuccess() {
-			t.Fatalf("%v: %v", tc.raw, st)
+		if !tu.CheckStatus(t, fmt.Sprintf("%v", tc.raw), e.pl.NormalizeScore(e.ctx, cs, nil, list), fwk.Success, "") {
+			t.FailNow()
 		}
 		got := make([]int64, len(list))
 		for i := range list {

@@ -170,7 +170,9 @@ func TestArgsEndToEnd(t *testing.T) {
 	tu.CheckStatus(t, "Filter(web)", pl.Filter(ctx, state, pod, web), fwk.UnschedulableAndUnresolvable, "node(s) didn't match scheduler-enforced node affinity")
 
 	tu.CheckStatus(t, "PreScore", pl.PreScore(ctx, state, pod, []fwk.NodeInfo{batch}), fwk.Success, "")
-	if s, st := pl.Score(ctx, state, pod, batch); s != 7 || !st.IsSuccess() {
-		t.Errorf("Score(batch) = %d, %v; want 7", s, st)
+	s, st := pl.Score(ctx, state, pod, batch)
+	tu.CheckStatus(t, "Score(batch)", st, fwk.Success, "")
+	if s != 7 {
+		t.Errorf("Score(batch) = %d, want 7", s)
 	}
 }

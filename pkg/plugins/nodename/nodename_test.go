@@ -14,11 +14,6 @@ import (
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
-func newPlugin(t *testing.T, fts feature.Features) *NodeName {
-	t.Helper()
-	return tu.NewPlugin[*NodeName](t, New, nil, fts)
-}
-
 func TestName(t *testing.T) {
 	if got := newPlugin(t, feature.Features{}).Name(); got != "PlacementNodeName" {
 		t.Errorf("Name() = %q", got)

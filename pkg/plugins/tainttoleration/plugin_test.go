@@ -14,18 +14,6 @@ import (
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
-// newPlugin builds the plugin through its public factory with the given gates.
-func newPlugin(t testing.TB, fts feature.Features) *TaintToleration {
-	t.Helper()
-	return tu.NewPlugin[*TaintToleration](t, New, nil, fts)
-}
-
-var (
-	gatesOff     = feature.Features{}
-	comparisonOn = feature.Features{EnableTaintTolerationComparisonOperators: true}
-	resizeGateOn = feature.Features{EnableInPlacePodVerticalScalingSchedulerPreemption: true}
-)
-
 func TestNewIgnoresArgs(t *testing.T) {
 	for name, args := range map[string]runtime.Object{
 		"nil":     nil,

@@ -2,6 +2,7 @@ package tainttoleration
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -105,15 +106,15 @@ func TestScore(t *testing.T) {
 				nodeInfos = append(nodeInfos, tu.NodeInfo(n.Obj()))
 			}
 			state := framework.NewCycleState()
-			if st := pl.PreScore(ctx, state, pod, nodeInfos); st != nil {
-				t.Fatalf("PreScore = %v, want success", st)
+			if !tu.CheckStatus(t, "PreScore", pl.PreScore(ctx, state, pod, nodeInfos), fwk.Success, "") {
+				t.FailNow()
 			}
 			var raw []int64
 			scores := make(fwk.NodeScoreList, 0, len(nodeInfos))
 			for _, ni := range nodeInfos {
 				s, st := pl.Score(ctx, state, pod, ni)
-				if st != nil {
-					t.Fatalf("Score(%s) = %v", ni.Node().Name, st)
+				if !tu.CheckStatus(t, "Score("+ni.Node().Name+")", st, fwk.Success, "") {
+					t.FailNow()
 				}
 				raw = append(raw, s)
 				scores = append(scores, fwk.NodeScore{Name: ni.Node().Name, Score: s})
@@ -121,8 +122,8 @@ func TestScore(t *testing.T) {
 			if diff := cmp.Diff(tc.wantRaw, raw); diff != "" {
 				t.Errorf("raw scores (-want +got):\n%s", diff)
 			}
-			if st := pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores); st != nil {
-				t.Fatalf("NormalizeScore = %v", st)
+			if !tu.CheckStatus(t, "NormalizeScore", pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores), fwk.Success, "") {
+				t.FailNow()
 			}
 			var norm []int64
 			for _, s := range scores {
@@ -153,8 +154,8 @@ func TestNormalizeScore(t *testing.T) {
 			for i, s := range tc.raw {
 				scores[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}
 			}
-			if st := newPlugin(t, gatesOff).NormalizeScore(context.Background(), framework.NewCycleState(), podWith(), scores); st != nil {
-				t.Fatalf("NormalizeScore = %v", st)
+			if !tu.CheckStatus(t, "NormalizeScore", newPlugin(t, gatesOff).NormalizeScore(context.Background(), framework.NewCycleState(), podWith(), scores), fwk.Success, "") {
+				t.FailNow()
 			}
 			got := make([]int64, len(scores))
 			for i, s := range scores {
@@ -179,9 +180,7 @@ func TestPreScoreNeverSkips(t *testing.T) {
 	for name, pod := range pods {
 		for _, nodes := range [][]fwk.NodeInfo{nil, tu.NodeInfos(tu.MakeNode("n").Obj())} {
 			state := framework.NewCycleState()
-			if st := newPlugin(t, resizeGateOn).PreScore(context.Background(), state, pod, nodes); st != nil {
-				t.Errorf("%s, %d nodes: PreScore = %v, want nil", name, len(nodes), st)
-			}
+			tu.CheckStatus(t, fmt.Sprintf("%s, %d nodes: PreScore", name, len(nodes)), newPlugin(t, resizeGateOn).PreScore(context.Background(), state, pod, nodes), fwk.Success, "")
 			if _, err := state.Read("PreScoreTaintToleration"); err != nil {
 				t.Errorf("%s: state not written: %v", name, err)
 			}
@@ -197,8 +196,8 @@ func TestPreScoreKeepsOnlyRelevantTolerations(t *testing.T) {
 		tu.Tol("d", exists, "", prefer),
 	)
 	state := framework.NewCycleState()
-	if st := newPlugin(t, gatesOff).PreScore(context.Background(), state, pod, nil); st != nil {
-		t.Fatalf("PreScore = %v", st)
+	if !tu.CheckStatus(t, "PreScore", newPlugin(t, gatesOff).PreScore(context.Background(), state, pod, nil), fwk.Success, "") {
+		t.FailNow()
 	}
 	s, err := cyclestate.Read[*preScoreState](state, preScoreStateKey)
 	if err != nil {

@@ -2,7 +2,10 @@ package interpodaffinity
 
 import (
 	"context"
+	"fmt"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -137,18 +140,74 @@ func (e *testEnv) score(t *testing.T, pod *v1.Pod, feasible ...string) scoreResu
 	list := make(fwk.NodeScoreList, 0, len(nodes))
 	for _, ni := range nodes {
 		s, st := e.pl.Score(e.ctx, cs, pod, ni)
-		if !st.IsSuccess() {
-			t.Fatalf("Score(%s): %v", ni.Node().Name, st)
+		if !tu.CheckStatus(t, fmt.Sprintf("Score(%s)", ni.Node().Name), st, fwk.Success, "") {
+			t.FailNow()
 		}
 		r.raw[ni.Node().Name] = s
 		list = append(list, fwk.NodeScore{Name: ni.Node().Name, Score: s})
 	}
-	if st := e.pl.NormalizeScore(e.ctx, cs, pod, list); !st.IsSuccess() {
-		t.Fatalf("NormalizeScore: %v", st)
+	if !tu.CheckStatus(t, "NormalizeScore", e.pl.NormalizeScore(e.ctx, cs, pod, list), fwk.Success, "") {
+		t.FailNow()
 	}
 	r.normalized = map[string]int64{}
 	for _, ns := range list {
 		r.normalized[ns.Name] = ns.Score
 	}
 	return r
+}
+
+// Fixture topology: two zones, racks across them, and one node in no zone.
+//
+//	n1 z1/r1   n2 z1/r2   n3 z2/r1   n4 -/r3
+func fixtureNodes() []*v1.Node {
+	return []*v1.Node{
+		tu.MakeNode("n1").Label(zone, "z1").Label(rack, "r1").Obj(),
+		tu.MakeNode("n2").Label(zone, "z1").Label(rack, "r2").Obj(),
+		tu.MakeNode("n3").Label(zone, "z2").Label(rack, "r1").Obj(),
+		tu.MakeNode("n4").Label(rack, "r3").Obj(),
+	}
+}
+
+func sel(kv ...string) *metav1.LabelSelector {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return tu.Selector(m)
+}
+
+// placed builds an existing pod bound to node.
+func placed(ns, name, node string) *tu.PodWrapper {
+	return tu.MakePod(ns, name).UID(ns + "/" + name).NodeName(node)
+}
+
+func incoming(ns string) *tu.PodWrapper {
+	return tu.MakePod(ns, "incoming").UID("incoming")
+}
+
+func statuses(n1, n2, n3, n4 string) map[string]string {
+	return map[string]string{"n1": n1, "n2": n2, "n3": n3, "n4": n4}
+}
+
+func mustPodInfo(t *testing.T, p *v1.Pod) fwk.PodInfo {
+	t.Helper()
+	pi, err := framework.NewPodInfo(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pi
+}
+
+func mustState(t *testing.T, cs fwk.CycleState) *preFilterState {
+	t.Helper()
+	s, err := preFilterStateOf(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// scores builds a per-node map for n1..n4 of the fixture.
+func scores(n1, n2, n3, n4 int64) map[string]int64 {
+	return map[string]int64{"n1": n1, "n2": n2, "n3": n3, "n4": n4}
 }

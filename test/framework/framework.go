@@ -185,12 +185,9 @@ func (e *Env) Stop() error {
 	return err
 }
 
-// Dir is the scratch directory.
-func (e *Env) Dir() string { return e.dir }
-
-// ToolPath is the path of a control-plane tool ("kubectl", "etcd",
+// toolPath is the path of a control-plane tool ("kubectl", "etcd",
 // "kube-apiserver") in the assets directory.
-func (e *Env) ToolPath(name string) string { return filepath.Join(e.assets, name) }
+func (e *Env) toolPath(name string) string { return filepath.Join(e.assets, name) }
 
 func (e *Env) findAssets() error {
 	if e.assets == "" {

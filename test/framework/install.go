@@ -27,7 +27,7 @@ import (
 // as admin against the control plane.
 func (e *Env) Kubectl(t testing.TB, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	bin := e.ToolPath("kubectl")
+	bin := e.toolPath("kubectl")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: run `make controlplane`", bin)
 	}
@@ -69,8 +69,8 @@ func WriteManifests(t testing.TB) string {
 	return dir
 }
 
-// RenderManifests is `kubectl kustomize dir`, decoded.
-func (e *Env) RenderManifests(t testing.TB, dir string) []*unstructured.Unstructured {
+// renderManifests is `kubectl kustomize dir`, decoded.
+func (e *Env) renderManifests(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
 	out, errOut, err := e.Kubectl(t, "kustomize", dir)
 	if err != nil {
@@ -128,7 +128,7 @@ func (e *Env) InstallManifests(t testing.TB) *Installation {
 	t.Helper()
 	ctx := context.Background()
 	dir := WriteManifests(t)
-	objs := e.RenderManifests(t, dir)
+	objs := e.renderManifests(t, dir)
 
 	before := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {

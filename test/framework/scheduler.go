@@ -253,17 +253,6 @@ func (s *Scheduler) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// WaitForLog polls the log until it contains substr.
-func (s *Scheduler) WaitForLog(t testing.TB, substr string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, s.timeout, true, func(context.Context) (bool, error) {
-		return strings.Contains(s.Log(), substr), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %q in the scheduler log: %v\nlog tail:\n%s", substr, err, s.LogTail(30))
-	}
-}
-
 // Get does GET https://127.0.0.1:<port><path> on the secure port, with a
 // bearer token if one is given, and returns the status code. The serving
 // certificate is self-signed, so it is not verified, as kubelet does not

@@ -365,6 +365,11 @@ func TestReplicasFailOverWithoutLosingOrDoublingPods(t *testing.T) {
 	for _, r := range replicas {
 		r.WaitForGet(t, "/readyz", "", 200)
 	}
+	// One holder throughout: the lease never changed hands, and the standby
+	// (only its own log can say which process it is) never led.
+	if h := env.LeaseHolder(t); h != firstHolder {
+		t.Fatalf("lease holder changed from %q to %q with both replicas up", firstHolder, h)
+	}
 	if strings.Contains(standby.Log(), "Successfully acquired lease") {
 		t.Fatal("both replicas acquired the lease")
 	}

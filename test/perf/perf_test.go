@@ -29,8 +29,11 @@ import (
 // -data-items-dir, ...) are registered by InitTests. InitTests re-creates
 // flag.CommandLine from the flags defined so far, so these survive.
 var (
-	repeats = flag.Int("placement-repeats", 3,
-		"how many times each profile runs each selected workload; runs are interleaved per test case (upstream, ours, upstream, ours, ...)")
+	repeats = flag.Int("placement-repeats", 2,
+		"how many times each profile runs each selected workload; runs are interleaved per test case in ABBA order (upstream, ours, ours, upstream, ...)")
+	processPerRun = flag.Bool("placement-process-per-run", false,
+		"set by test/perf/cmd/bench, which starts one process per workload run and selects it with -test.bench: "+
+			"the run info is written once per results directory and says so")
 	podsTimeout = flag.Duration("placement-pods-timeout", 0,
 		"if set, how long a measured createPods op may wait for its pods (scheduler_perf's default is 10m)")
 )
@@ -111,7 +114,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	for _, c := range setup.Cases {
 		b.Run(c.Name, func(b *testing.B) {
 			for rep := 1; rep <= *repeats; rep++ {
-				for _, p := range Profiles {
+				for _, p := range RunOrder(rep) {
 					name := fmt.Sprintf("r%d-%s", rep, p)
 					b.Run(name, func(b *testing.B) {
 						var registry frameworkruntime.Registry // nil: upstream runs in-tree plugins only
@@ -126,8 +129,10 @@ func BenchmarkPerfScheduling(b *testing.B) {
 						// they would overwrite each other otherwise.
 						topic := c.Topic + "_" + name
 						benchmark.RunBenchmarkPerfScheduling(b, c.Files[p], topic, registry, runOpts...)
+						// Inside the run, so that runs -test.bench filters
+						// out record nothing.
+						recordLoad(b, dataDir, c.Name+"/"+name)
 					})
-					recordLoad(b, dataDir, c.Name+"/"+name)
 				}
 			}
 		})
@@ -195,6 +200,16 @@ func ensureDataItemsDir(b *testing.B) string {
 }
 
 func writeRunInfo(b *testing.B, dir string, setup *Setup) {
+	file := filepath.Join(dir, report.RunInfoFile)
+	order := "ABBA per test case (r1 upstream then ours, r2 ours then upstream, ...), all runs in one process, " +
+		"one etcd+apiserver+scheduler per workload run"
+	if *processPerRun {
+		if _, err := os.Stat(file); err == nil {
+			return // the first run of the invocation wrote it
+		}
+		order = "ABBA per test case (r1 upstream then ours, r2 ours then upstream, ...), " +
+			"each workload run in its own process (test/perf/cmd/bench) with its own etcd+apiserver+scheduler"
+	}
 	info := report.RunInfo{
 		Started:      time.Now().UTC().Format(time.RFC3339),
 		GoVersion:    runtime.Version(),
@@ -202,7 +217,7 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 		NumCPU:       runtime.NumCPU(),
 		GOMAXPROCS:   runtime.GOMAXPROCS(0),
 		Repeats:      *repeats,
-		Order:        "interleaved per test case (r1 upstream, r1 ours, r2 upstream, r2 ours, ...), one etcd+apiserver+scheduler per workload run",
+		Order:        order,
 		BenchPattern: flagValue("test.bench"),
 		LabelFilter:  benchmark.PerfSchedulingLabelFilter,
 		UpstreamDir:  env.upstreamDir,
@@ -216,7 +231,7 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, report.RunInfoFile), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
 		b.Fatal(err)
 	}
 }

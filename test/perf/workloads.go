@@ -48,7 +48,7 @@ const (
 	Ours Profile = "ours"
 )
 
-// Profiles is the order in which each repeat runs the profiles.
+// Profiles are the profiles every test case is prepared for.
 var Profiles = []Profile{Upstream, Ours}
 
 // Source is one upstream performance-config file and the test cases taken

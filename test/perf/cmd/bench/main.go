@@ -66,7 +66,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	setup, err := perf.Prepare(perf.Options{RepoRoot: repoRoot, UpstreamDir: upstreamDir, Dir: tmp})
+	setup, err := perf.Prepare(perf.Options{UpstreamDir: upstreamDir, Dir: tmp})
 	if err != nil {
 		return err
 	}

@@ -210,6 +210,10 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 		order = "ABBA per test case (r1 upstream then ours, r2 ours then upstream, ...), " +
 			"each workload run in its own process (test/perf/cmd/bench) with its own etcd+apiserver+scheduler"
 	}
+	pattern := flagValue("test.bench")
+	if *processPerRun {
+		pattern = "one run per process, each selected by its own -test.bench (bench.log lists them); first: " + pattern
+	}
 	info := report.RunInfo{
 		Started:      time.Now().UTC().Format(time.RFC3339),
 		GoVersion:    runtime.Version(),
@@ -218,7 +222,7 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 		GOMAXPROCS:   runtime.GOMAXPROCS(0),
 		Repeats:      *repeats,
 		Order:        order,
-		BenchPattern: flagValue("test.bench"),
+		BenchPattern: pattern,
 		LabelFilter:  benchmark.PerfSchedulingLabelFilter,
 		UpstreamDir:  env.upstreamDir,
 		OurConfigBasis: "manifests/scheduler-config.yaml, profile renamed default-scheduler, leader election off, with pkg/plugins.Registry() " +

@@ -112,7 +112,8 @@ type Env struct {
 // TaintNodesByCondition admission plugin: there is no node lifecycle
 // controller to remove the not-ready taint it puts on every new node, so
 // nodes would never be schedulable; and without ServiceAccount admission,
-// which would wait for token controllers that do not run here.
+// which would reject every pod: no controller creates each namespace's
+// default ServiceAccount here.
 func Start(opts Options) (_ *Env, err error) {
 	e := &Env{Binary: opts.Binary, Timeout: opts.Timeout, dir: opts.Dir, assets: opts.AssetsDir}
 	if e.Timeout == 0 {

@@ -67,12 +67,10 @@ func pluginComparator(cand func(*kind) factory) comparator {
 	}
 }
 
-func candidates(k *kind) factory { f, _ := candidateFactory(k); return f }
-
 // defaultComparator: the four plugin pairs, plus the whole profile on every
 // profileEvery-th scenario.
 func defaultComparator(profileEvery uint64) comparator {
-	plugins := pluginComparator(candidates)
+	plugins := pluginComparator(func(k *kind) factory { return k.Ours })
 	return func(e *env, sc *Scenario) []mismatch {
 		out := plugins(e, sc)
 		if profileEvery > 0 && sc.Index%profileEvery == 0 && !sc.HasNamelessNode() {
@@ -239,7 +237,6 @@ func TestEquivalence(t *testing.T) {
 		only = &i
 		profileEvery = 1
 	}
-	logWiring(t)
 	profileCounters.built.Store(0)
 	profileCounters.filtered.Store(0)
 	profileCounters.scored.Store(0)
@@ -277,18 +274,6 @@ func TestEquivalenceHostnameFastPath(t *testing.T) {
 	if len(res.findings) > 0 {
 		t.Errorf("equivalence mismatches with InterPodAffinityHostnameFastPath on:\n%s", report(t, res, cmp))
 	}
-}
-
-func logWiring(t testing.TB) {
-	var wired, pending []string
-	for _, k := range kinds {
-		if _, ok := candidateFactory(k); ok {
-			wired = append(wired, k.Name+"->"+ours[k.Name].Name)
-		} else {
-			pending = append(pending, k.Name)
-		}
-	}
-	t.Logf("compared against ours: %v; pending (upstream vs upstream): %v", wired, pending)
 }
 
 // TestReplay runs a YAML reproducer printed by a failing run.

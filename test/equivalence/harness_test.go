@@ -38,36 +38,50 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	oursinterpodaffinity "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
+	oursnodeaffinity "github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
+	oursnodename "github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodename"
+	ourstainttoleration "github.com/placement-scheduler/placement-scheduler/pkg/plugins/tainttoleration"
 )
 
 // factory builds one side of a comparison for a scenario.
 type factory func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error)
 
-// kind is one of the four plugins under test.
+type newFunc func(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error)
+
+// kind is one of the four plugins under test: the in-tree plugin and ours.
 type kind struct {
 	Name     string // upstream (in-tree) name
 	Weight   int32  // weight in the default profile (0: not a score plugin)
 	Upstream factory
+	// OursName and OursNew are our replacement: its registered name and its
+	// package's factory. This table is the suite's only in-tree -> ours
+	// mapping (pkg/plugins will own the canonical one, issue 16).
+	OursName string
+	OursNew  newFunc
 }
 
 // Profile order of the four (see upstream-behavior.md §0).
 var kinds = []*kind{
-	{Name: nodename.Name, Upstream: plain(nodename.New)},
-	{Name: tainttoleration.Name, Weight: 3, Upstream: plain(tainttoleration.New)},
+	{Name: nodename.Name, Upstream: plain(nodename.New),
+		OursName: oursnodename.Name, OursNew: oursnodename.New},
+	{Name: tainttoleration.Name, Weight: 3, Upstream: plain(tainttoleration.New),
+		OursName: ourstainttoleration.Name, OursNew: ourstainttoleration.New},
 	{Name: nodeaffinity.Name, Weight: 2, Upstream: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
 		args, err := internalNodeAffinityArgs(sc)
 		if err != nil {
 			return nil, err
 		}
 		return nodeaffinity.New(ctx, args, h, fts)
-	}},
+	}, OursName: oursnodeaffinity.Name, OursNew: oursnodeaffinity.New},
 	{Name: interpodaffinity.Name, Weight: 2, Upstream: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
 		args, err := internalInterPodAffinityArgs(sc)
 		if err != nil {
 			return nil, err
 		}
 		return interpodaffinity.New(ctx, args, h, fts)
-	}},
+	}, OursName: oursinterpodaffinity.Name, OursNew: oursinterpodaffinity.New},
 }
 
 func kindByName(name string) *kind {
@@ -79,43 +93,16 @@ func kindByName(name string) *kind {
 	return nil
 }
 
-type newFunc func(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error)
-
 func plain(f newFunc) factory {
 	return func(ctx context.Context, _ *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
 		return f(ctx, nil, h, fts)
 	}
 }
 
-// ourPlugin is one of our plugin packages, registered by a wire_*_test.go file
-// once the package compiles.
-type ourPlugin struct {
-	Name string // our registered name, e.g. PlacementNodeAffinity
-	New  newFunc
-}
-
-// ours maps the upstream name to our implementation.
-var ours = map[string]ourPlugin{}
-
-// oursFactory returns the factory for our implementation of k, or nil while
-// that package has not landed.
-func oursFactory(k *kind) factory {
-	op, ok := ours[k.Name]
-	if !ok {
-		return nil
-	}
-	return func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
-		return op.New(ctx, oursArgs(k.Name, sc), h, fts)
-	}
-}
-
-// candidateFactory is what a kind's upstream plugin is compared against: ours
-// when wired, else a second upstream instance (which validates the harness).
-func candidateFactory(k *kind) (factory, bool) {
-	if f := oursFactory(k); f != nil {
-		return f, true
-	}
-	return k.Upstream, false
+// Ours is the factory for our implementation of k, handed the scenario's
+// args the way kube-scheduler hands args to out-of-tree plugins.
+func (k *kind) Ours(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+	return k.OursNew(ctx, oursArgs(k.Name, sc), h, fts)
 }
 
 // ---------------------------------------------------------------------------
@@ -328,8 +315,10 @@ func (s *outcomeStats) add(outcome string) {
 	s.Unlock()
 }
 
-// statusString renders what the framework acts on: the code and, for
-// non-success codes, the reasons. Success and Skip carry no observable text.
+// statusString is the suite's one status renderer: what the framework acts
+// on, i.e. the code and, for non-success codes, the reasons and the plugin
+// the framework attributed the status to. Success and Skip carry no
+// observable text.
 func statusString(s *fwk.Status) string {
 	switch {
 	case s.IsSuccess():
@@ -341,7 +330,11 @@ func statusString(s *fwk.Status) string {
 	for i, r := range s.Reasons() {
 		rs[i] = fmt.Sprintf("%q", r)
 	}
-	return s.Code().String() + " " + strings.Join(rs, ", ")
+	out := s.Code().String() + " " + strings.Join(rs, ", ")
+	if s.Plugin() != "" {
+		out += " (plugin " + s.Plugin() + ")"
+	}
+	return out
 }
 
 func resultString(r *fwk.PreFilterResult) string {
@@ -426,38 +419,85 @@ func capabilities(p fwk.Plugin) string {
 // ---------------------------------------------------------------------------
 // Plugin-level comparison.
 
-// comparePlugin runs upstream (a) and candidate (b) side by side on sc, which
-// must already be installed in e.
+// comparePlugin builds upstream (a) and candidate (b) for sc, which must
+// already be installed in e, and compares one cycle on e's snapshot.
 func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
 	r := &recorder{plugin: k.Name}
-	ctx := e.ctx
-	fts := featuresFor(sc)
-	pod := sc.Pod
-	pristine := pod.DeepCopy()
+	pa, pb, ok := newPluginPair(r, e.ctx, sc, e.handle, e.handle, a, b)
+	if !ok {
+		return r.out
+	}
+	comparePluginCycle(r, e.ctx, sc, side{pa, e.snapshot}, side{pb, e.snapshot})
+	return r.out
+}
 
-	var pa, pb fwk.Plugin
+// newPluginPair builds both plugins (each on its own handle) and compares
+// what construction exposes; ok is false when there is nothing more to run.
+func newPluginPair(r *recorder, ctx context.Context, sc *Scenario, hA, hB fwk.Handle, a, b factory) (pa, pb fwk.Plugin, ok bool) {
+	fts := featuresFor(sc)
 	var errA, errB error
-	na := protect(func() string { pa, errA = a(ctx, sc, e.handle, fts); return errString(errA) })
-	nb := protect(func() string { pb, errB = b(ctx, sc, e.handle, fts); return errString(errB) })
+	na := protect(func() string { pa, errA = a(ctx, sc, hA, fts); return errString(errA) })
+	nb := protect(func() string { pb, errB = b(ctx, sc, hB, fts); return errString(errB) })
 	if (errA == nil) != (errB == nil) || strings.HasPrefix(na, "PANIC") || strings.HasPrefix(nb, "PANIC") {
 		r.eq("New", "", na, nb)
-		return r.out
+		return nil, nil, false
 	}
 	if errA != nil {
 		// Both refuse the args; the exact text only matters for the operator.
 		r.eq("NewErrorText", "", na, nb)
-		return r.out
+		return nil, nil, false
 	}
 	if !r.eq("Interfaces", "", capabilities(pa), capabilities(pb)) {
-		return r.out
+		return nil, nil, false
 	}
+	return pa, pb, true
+}
+
+// side is one half of a comparison: a plugin and the snapshot its handle
+// serves. The one-cycle mode gives both halves the same snapshot; the
+// sequence mode gives each its own, maintained by its own cache.
+type side struct {
+	p    fwk.Plugin
+	snap *cache.Snapshot
+}
+
+// pairedNodes lists a's nodes and b's NodeInfo for each (by position, which
+// two caches fed the same events keep identical); ok is false (and a
+// mismatch recorded) if the two snapshots disagree on the node list.
+func pairedNodes(r *recorder, a, b *cache.Snapshot) (na, nb []fwk.NodeInfo, ok bool) {
+	na, err := a.NodeInfos().List()
+	if err != nil {
+		panic(err)
+	}
+	if a == b {
+		return na, na, true
+	}
+	nb, err = b.NodeInfos().List()
+	if err != nil {
+		panic(err)
+	}
+	names := func(l []fwk.NodeInfo) string {
+		s := make([]string, len(l))
+		for i, n := range l {
+			s[i] = n.Node().Name
+		}
+		return strings.Join(s, ",")
+	}
+	return na, nb, r.eq("SnapshotNodes", "", names(na), names(nb))
+}
+
+// comparePluginCycle runs one scheduling cycle for sc.Pod on both sides.
+func comparePluginCycle(r *recorder, ctx context.Context, sc *Scenario, a, b side) {
+	pa, pb := a.p, b.p
+	pod := sc.Pod
+	pristine := pod.DeepCopy()
 
 	compareSign(r, ctx, pa, pb, pod)
 	compareEvents(r, ctx, pa, pb, sc)
 
-	nodes, err := e.snapshot.NodeInfos().List()
-	if err != nil {
-		panic(err)
+	nodes, nodesB, ok := pairedNodes(r, a.snap, b.snap)
+	if !ok {
+		return
 	}
 	// A profile may enable Filter without PreFilter: then nothing was
 	// skipped or narrowed and the state is missing.
@@ -469,14 +509,17 @@ func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
 			}
 			r.eq("FilterWithoutPreFilterState", "node "+n.Node().Name,
 				protect(func() string { return statusString(fA.Filter(ctx, framework.NewCycleState(), pod, n)) }),
-				protect(func() string { return statusString(fB.Filter(ctx, framework.NewCycleState(), pod, n)) }))
+				protect(func() string { return statusString(fB.Filter(ctx, framework.NewCycleState(), pod, nodesB[i])) }))
 		}
 	}
 
 	stA, stB := framework.NewCycleState(), framework.NewCycleState()
 
-	// PreFilter.
-	candidates := nodes
+	// PreFilter. candidates are indices into nodes/nodesB.
+	candidates := make([]int, len(nodes))
+	for i := range nodes {
+		candidates[i] = i
+	}
 	proceed, skipped := true, false
 	if pfA, ok := pa.(fwk.PreFilterPlugin); ok {
 		pfB := pb.(fwk.PreFilterPlugin)
@@ -487,11 +530,11 @@ func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
 			return statusString(sA) + " " + resultString(rA)
 		})
 		outB := protect(func() string {
-			rB, sB = pfB.PreFilter(ctx, stB, pod, nodes)
+			rB, sB = pfB.PreFilter(ctx, stB, pod, nodesB)
 			return statusString(sB) + " " + resultString(rB)
 		})
 		if !r.eq("PreFilter", "", outA, outB) {
-			return r.out
+			return
 		}
 		switch {
 		case sA.IsSkip():
@@ -499,43 +542,43 @@ func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
 		case !sA.IsSuccess():
 			proceed = false
 		case !rA.AllNodes():
-			candidates = nil
-			for _, n := range nodes {
+			candidates = candidates[:0]
+			for i, n := range nodes {
 				if rA.NodeNames.Has(n.Node().Name) {
-					candidates = append(candidates, n)
+					candidates = append(candidates, i)
 				}
 			}
 		}
 		extA, extB := pfA.PreFilterExtensions(), pfB.PreFilterExtensions()
 		if !r.eq("PreFilterExtensions", "", fmt.Sprint(extA != nil), fmt.Sprint(extB != nil)) {
-			return r.out
+			return
 		}
 	}
 	if !proceed {
 		checkPodUntouched(r, pristine, pod)
-		return r.out
+		return
 	}
 
 	// Filter (not run for a plugin whose PreFilter skipped).
 	passed := map[string]bool{}
-	for _, n := range candidates {
-		passed[n.Node().Name] = true
+	for _, i := range candidates {
+		passed[nodes[i].Node().Name] = true
 	}
 	if fA, ok := pa.(fwk.FilterPlugin); ok && !skipped {
 		fB := pb.(fwk.FilterPlugin)
 		filterAll := func(sa, sb fwk.CycleState) map[string][2]string {
 			res := map[string][2]string{}
-			for _, n := range candidates {
-				res[n.Node().Name] = [2]string{
-					protect(func() string { return statusString(fA.Filter(ctx, sa, pod, n)) }),
-					protect(func() string { return statusString(fB.Filter(ctx, sb, pod, n)) }),
+			for _, i := range candidates {
+				res[nodes[i].Node().Name] = [2]string{
+					protect(func() string { return statusString(fA.Filter(ctx, sa, pod, nodes[i])) }),
+					protect(func() string { return statusString(fB.Filter(ctx, sb, pod, nodesB[i])) }),
 				}
 			}
 			return res
 		}
 		first := filterAll(stA, stB)
-		for _, n := range candidates {
-			name := n.Node().Name
+		for _, i := range candidates {
+			name := nodes[i].Node().Name
 			res := first[name]
 			r.eq("Filter", "node "+name, res[0], res[1])
 			if res[0] != "Success" {
@@ -544,63 +587,23 @@ func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
 		}
 
 		// Nominated pods and preemption: clone, add/remove, filter that node.
-		var extA, extB fwk.PreFilterExtensions
-		if pfA, ok := pa.(fwk.PreFilterPlugin); ok {
-			extA, extB = pfA.PreFilterExtensions(), pb.(fwk.PreFilterPlugin).PreFilterExtensions()
-		}
-		logger := klog.FromContext(ctx)
-		for i, op := range sc.Preemption {
-			ni, err := e.snapshot.NodeInfos().Get(op.Node)
-			if err != nil || ni.Node() == nil {
-				continue
-			}
-			niCopy := ni.Snapshot()
-			cA, cB := stA.Clone(), stB.Clone()
-			for j, step := range op.Steps {
-				where := fmt.Sprintf("preemption op %d step %d node %s", i, j, op.Node)
-				if step.Remove != "" {
-					var victim fwk.PodInfo
-					for _, pi := range niCopy.GetPods() {
-						if pi.GetPod().Namespace+"/"+pi.GetPod().Name == step.Remove {
-							victim = pi
-						}
-					}
-					if victim == nil {
-						continue
-					}
-					if err := niCopy.RemovePod(logger, victim.GetPod()); err != nil {
-						continue
-					}
-					where += " remove " + step.Remove
-					if extA != nil {
-						if !r.eq("RemovePod", where,
-							protect(func() string { return statusString(extA.RemovePod(ctx, cA, pod, victim, niCopy)) }),
-							protect(func() string { return statusString(extB.RemovePod(ctx, cB, pod, victim, niCopy)) })) {
-							break
-						}
-					}
-				} else if step.Add != nil {
-					pi, _ := framework.NewPodInfo(step.Add)
-					niCopy.AddPodInfo(pi)
-					where += " add " + step.Add.Namespace + "/" + step.Add.Name
-					if extA != nil {
-						if !r.eq("AddPod", where,
-							protect(func() string { return statusString(extA.AddPod(ctx, cA, pod, pi, niCopy)) }),
-							protect(func() string { return statusString(extB.AddPod(ctx, cB, pod, pi, niCopy)) })) {
-							break
-						}
+		if len(sc.Preemption) > 0 {
+			dry := func(s side, st fwk.CycleState, f fwk.FilterPlugin) dryRunSide {
+				d := dryRunSide{snap: s.snap, state: st, render: statusString,
+					filter: func(st fwk.CycleState, ni fwk.NodeInfo) *fwk.Status { return f.Filter(ctx, st, pod, ni) }}
+				if pf, ok := s.p.(fwk.PreFilterPlugin); ok {
+					if ext := pf.PreFilterExtensions(); ext != nil {
+						d.remove = func(st fwk.CycleState, v fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status { return ext.RemovePod(ctx, st, pod, v, ni) }
+						d.add = func(st fwk.CycleState, p fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status { return ext.AddPod(ctx, st, pod, p, ni) }
 					}
 				}
-				r.eq("FilterAfterAddRemove", where,
-					protect(func() string { return statusString(fA.Filter(ctx, cA, pod, niCopy)) }),
-					protect(func() string { return statusString(fB.Filter(ctx, cB, pod, niCopy)) }))
+				return d
 			}
-		}
-		// Clone independence: the ops above mutated clones only.
-		if len(sc.Preemption) > 0 {
+			replayPreemption(r, klog.FromContext(ctx), sc.Preemption, dry(a, stA, fA), dry(b, stB, fB), "FilterAfterAddRemove")
+			// Clone independence: the ops above mutated clones only.
 			again := filterAll(stA, stB)
-			for _, n := range candidates {
-				name := n.Node().Name
+			for _, i := range candidates {
+				name := nodes[i].Node().Name
 				if again[name][0] != first[name][0] {
 					r.eq("CloneIndependence(upstream!)", "node "+name, first[name][0], again[name][0])
 				}
@@ -612,18 +615,90 @@ func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
 	// Scoring on the nodes the scenario marks feasible and this plugin passed.
 	if sA, ok := pa.(fwk.ScorePlugin); ok {
 		sB := pb.(fwk.ScorePlugin)
-		var scoreNodes []fwk.NodeInfo
-		for _, n := range candidates {
-			if passed[n.Node().Name] && slices.Contains(sc.ScoreNodes, n.Node().Name) {
-				scoreNodes = append(scoreNodes, n)
+		var scoreA, scoreB []fwk.NodeInfo
+		for _, i := range candidates {
+			if name := nodes[i].Node().Name; passed[name] && slices.Contains(sc.ScoreNodes, name) {
+				scoreA = append(scoreA, nodes[i])
+				scoreB = append(scoreB, nodesB[i])
 			}
 		}
-		if len(scoreNodes) > 0 {
-			compareScores(r, ctx, pa, pb, sA, sB, stA, stB, pod, scoreNodes, sc.NoStateChecks)
+		if len(scoreA) > 0 {
+			compareScores(r, ctx, pa, pb, sA, sB, stA, stB, pod, scoreA, scoreB, sc.NoStateChecks)
 		}
 	}
 	checkPodUntouched(r, pristine, pod)
-	return r.out
+}
+
+// dryRunSide is what a preemption dry-run needs from one side: its snapshot,
+// the PreFilter state to clone, and the calls under test (remove/add nil when
+// there are no PreFilter extensions).
+type dryRunSide struct {
+	snap   *cache.Snapshot
+	state  fwk.CycleState
+	remove func(st fwk.CycleState, victim fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status
+	add    func(st fwk.CycleState, pi fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status
+	filter func(st fwk.CycleState, ni fwk.NodeInfo) *fwk.Status
+	render func(*fwk.Status) string
+}
+
+// replayPreemption simulates SelectVictimsOnNode and nominated-pod filtering
+// the way the scheduler does, for the plugin-level and the whole-profile
+// comparison alike: per op, clone the state, copy the node
+// (NodeInfo.Snapshot), remove/add pods on the copy, call the extensions and
+// filter the copy after each step. The states it was given are not touched.
+func replayPreemption(r *recorder, logger klog.Logger, ops []PreemptionOp, a, b dryRunSide, filterCheck string) {
+	for i, op := range ops {
+		niA, errA := a.snap.NodeInfos().Get(op.Node)
+		niB, errB := b.snap.NodeInfos().Get(op.Node)
+		if errA != nil || errB != nil || niA.Node() == nil || niB.Node() == nil {
+			continue
+		}
+		copyA, copyB := niA.Snapshot(), niB.Snapshot()
+		cA, cB := a.state.Clone(), b.state.Clone()
+		for j, step := range op.Steps {
+			where := fmt.Sprintf("preemption op %d step %d node %s", i, j, op.Node)
+			if step.Remove != "" {
+				victimA, victimB := podOn(copyA, step.Remove), podOn(copyB, step.Remove)
+				if victimA == nil || victimB == nil {
+					continue
+				}
+				if copyA.RemovePod(logger, victimA.GetPod()) != nil || copyB.RemovePod(logger, victimB.GetPod()) != nil {
+					continue
+				}
+				where += " remove " + step.Remove
+				if a.remove != nil && !r.eq("RemovePod", where,
+					protect(func() string { return a.render(a.remove(cA, victimA, copyA)) }),
+					protect(func() string { return b.render(b.remove(cB, victimB, copyB)) })) {
+					break
+				}
+			} else if step.Add != nil {
+				piA, _ := framework.NewPodInfo(step.Add)
+				piB, _ := framework.NewPodInfo(step.Add)
+				copyA.AddPodInfo(piA)
+				copyB.AddPodInfo(piB)
+				where += " add " + step.Add.Namespace + "/" + step.Add.Name
+				if a.add != nil && !r.eq("AddPod", where,
+					protect(func() string { return a.render(a.add(cA, piA, copyA)) }),
+					protect(func() string { return b.render(b.add(cB, piB, copyB)) })) {
+					break
+				}
+			}
+			r.eq(filterCheck, where,
+				protect(func() string { return a.render(a.filter(cA, copyA)) }),
+				protect(func() string { return b.render(b.filter(cB, copyB)) }))
+		}
+	}
+}
+
+// podOn returns the pod namespace/name on ni, or nil.
+func podOn(ni fwk.NodeInfo, key string) fwk.PodInfo {
+	var found fwk.PodInfo
+	for _, pi := range ni.GetPods() {
+		if pi.GetPod().Namespace+"/"+pi.GetPod().Name == key {
+			found = pi
+		}
+	}
+	return found
 }
 
 func checkPodUntouched(r *recorder, pristine, pod *v1.Pod) {
@@ -632,13 +707,13 @@ func checkPodUntouched(r *recorder, pristine, pod *v1.Pod) {
 	}
 }
 
-func compareScores(r *recorder, ctx context.Context, pa, pb fwk.Plugin, sA, sB fwk.ScorePlugin, stA, stB fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, noState bool) {
+func compareScores(r *recorder, ctx context.Context, pa, pb fwk.Plugin, sA, sB fwk.ScorePlugin, stA, stB fwk.CycleState, pod *v1.Pod, nodes, nodesB []fwk.NodeInfo, noState bool) {
 	if psA, ok := pa.(fwk.PreScorePlugin); ok {
 		psB := pb.(fwk.PreScorePlugin)
 		var stsA, stsB *fwk.Status
 		if !r.eq("PreScore", fmt.Sprintf("%d nodes", len(nodes)),
 			protect(func() string { stsA = psA.PreScore(ctx, stA, pod, nodes); return statusString(stsA) }),
-			protect(func() string { stsB = psB.PreScore(ctx, stB, pod, nodes); return statusString(stsB) })) {
+			protect(func() string { stsB = psB.PreScore(ctx, stB, pod, nodesB); return statusString(stsB) })) {
 			return
 		}
 		if !stsA.IsSuccess() {
@@ -660,7 +735,7 @@ func compareScores(r *recorder, ctx context.Context, pa, pb fwk.Plugin, sA, sB f
 			return fmt.Sprint(s)
 		})
 		outB := protect(func() string {
-			s, st := sB.Score(ctx, stB, pod, n)
+			s, st := sB.Score(ctx, stB, pod, nodesB[i])
 			rawB[i] = fwk.NodeScore{Name: name, Score: s}
 			if !st.IsSuccess() {
 				return statusString(st)
@@ -695,7 +770,7 @@ func compareScores(r *recorder, ctx context.Context, pa, pb fwk.Plugin, sA, sB f
 					return fmt.Sprint(s, " ", statusString(st))
 				}),
 				protect(func() string {
-					s, st := sB.Score(ctx, framework.NewCycleState(), pod, n)
+					s, st := sB.Score(ctx, framework.NewCycleState(), pod, nodesB[i])
 					return fmt.Sprint(s, " ", statusString(st))
 				}))
 		}

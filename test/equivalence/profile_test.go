@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -71,9 +72,8 @@ func upstreamRegistry(sc *Scenario) profileRegistry {
 
 // oursRegistry: in-tree registry merged with pkg/plugins.Registry(). When the
 // scenario's gates differ from the process-wide gates that Registry() reads,
-// our factories are called directly with the scenario's gates instead. Kinds
-// not wired yet stay upstream under the in-tree name.
-func oursRegistry(sc *Scenario) (profileRegistry, error) {
+// our factories are called directly with the scenario's gates instead.
+func oursRegistry(sc *Scenario) profileRegistry {
 	reg := intree.NewInTreeRegistry()
 	shipped := plugins.Registry()
 	globalGates := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
@@ -81,25 +81,17 @@ func oursRegistry(sc *Scenario) (profileRegistry, error) {
 	sameGates := globalGates == scenarioGates
 	pr := profileRegistry{registry: reg, renames: map[string]string{}}
 	for _, k := range kinds {
-		op, ok := ours[k.Name]
-		if !ok {
-			// Not wired yet: upstream in its slot, bound to the scenario's gates.
-			reg[k.Name] = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-				return k.Upstream(ctx, sc, h, scenarioGates)
-			}
-			continue
-		}
-		pr.renames[k.Name] = op.Name
-		if f, ok := shipped[op.Name]; ok && sameGates {
-			reg[op.Name] = f
+		pr.renames[k.Name] = k.OursName
+		if f, ok := shipped[k.OursName]; ok && sameGates {
+			reg[k.OursName] = f
 			pr.viaPluginsRegistry = append(pr.viaPluginsRegistry, k.Name)
 			continue
 		}
-		reg[op.Name] = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return op.New(ctx, obj, h, scenarioGates)
+		reg[k.OursName] = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return k.OursNew(ctx, obj, h, scenarioGates)
 		}
 	}
-	return pr, nil
+	return pr
 }
 
 // shippedProfile is the profile of manifests/scheduler-config.yaml, decoded
@@ -124,7 +116,6 @@ const shippedConfigPath = "../../manifests/scheduler-config.yaml"
 
 // buildProfile returns upstream's default profile, or (upstream=false) our
 // shipped profile, with the scenario's NodeAffinity/InterPodAffinity args.
-// In our profile, kinds not wired yet are switched back to the in-tree name.
 func buildProfile(sc *Scenario, pr profileRegistry, upstream bool) (*config.KubeSchedulerProfile, error) {
 	var prof *config.KubeSchedulerProfile
 	if upstream {
@@ -135,20 +126,6 @@ func buildProfile(sc *Scenario, pr profileRegistry, upstream bool) (*config.Kube
 			return nil, err
 		}
 		prof = shipped.DeepCopy()
-		unwire := map[string]string{}
-		for _, k := range kinds {
-			if _, ok := pr.renames[k.Name]; !ok {
-				unwire["Placement"+k.Name] = k.Name
-			}
-		}
-		for _, ps := range []*config.PluginSet{&prof.Plugins.MultiPoint, &prof.Plugins.PreFilter, &prof.Plugins.Filter,
-			&prof.Plugins.PreScore, &prof.Plugins.Score} {
-			for i := range ps.Enabled {
-				if n, ok := unwire[ps.Enabled[i].Name]; ok {
-					ps.Enabled[i].Name = n
-				}
-			}
-		}
 	}
 	argNames := map[string]bool{}
 	for _, name := range []string{"NodeAffinity", "InterPodAffinity"} {
@@ -186,24 +163,18 @@ func buildProfile(sc *Scenario, pr profileRegistry, upstream bool) (*config.Kube
 	return prof, nil
 }
 
-func newProfileFramework(ctx context.Context, e *env, inf informers.SharedInformerFactory, sc *Scenario, pr profileRegistry, upstream bool) (framework.Framework, error) {
+func newProfileFramework(ctx context.Context, sc *Scenario, pr profileRegistry, upstream bool, opts []frameworkruntime.Option) (framework.Framework, error) {
 	prof, err := buildProfile(sc, pr, upstream)
 	if err != nil {
 		return nil, err
 	}
 	// DynamicResources registers a pod-informer indexer named after the
-	// profile, so the two frameworks sharing an informer factory need
-	// distinct profile names (ours is "placement-scheduler").
+	// profile, so two frameworks sharing an informer factory need distinct
+	// profile names (ours is "placement-scheduler").
 	if !upstream && prof.SchedulerName == defaultProfile().SchedulerName {
 		prof.SchedulerName = "placement-scheduler"
 	}
-	return frameworkruntime.NewFramework(ctx, pr.registry, prof,
-		frameworkruntime.WithSnapshotSharedLister(e.lister),
-		frameworkruntime.WithInformerFactory(inf),
-		frameworkruntime.WithSharedDRAManager(e.draManager),
-		frameworkruntime.WithPodNominator(e.nominator),
-		frameworkruntime.WithMetricsRecorder(e.recorder),
-	)
+	return frameworkruntime.NewFramework(ctx, pr.registry, prof, opts...)
 }
 
 // nameNormalizer maps our plugin names back to the in-tree ones in
@@ -238,30 +209,46 @@ func (n nameNormalizer) norm(s string) string {
 	})
 }
 
-func (n nameNormalizer) status(s *fwk.Status) string {
-	out := statusString(s)
-	if s != nil && s.Plugin() != "" && !s.IsSuccess() {
-		out += " (plugin " + s.Plugin() + ")"
-	}
-	return n.norm(out)
-}
+func (n nameNormalizer) status(s *fwk.Status) string { return n.norm(statusString(s)) }
 
 // profileCounters show how far whole-profile comparisons got.
 var profileCounters struct {
 	built, filtered, scored atomic.Uint64
 }
 
+// profileSide is one framework under comparison, the snapshot it serves and
+// the normalizer for the names it embeds in text.
+type profileSide struct {
+	fw   framework.Framework
+	norm nameNormalizer
+	snap *cache.Snapshot
+}
+
+// newProfilePair builds upstream's default profile and our shipped profile
+// for sc, on the listers/informers of their own handles' options. ok is false
+// when there is nothing more to compare.
+func newProfilePair(r *recorder, ctx context.Context, sc *Scenario, optsA, optsB []frameworkruntime.Option) (a, b profileSide, ok bool) {
+	prA := upstreamRegistry(sc)
+	prB := oursRegistry(sc)
+	a.norm, b.norm = newNameNormalizer(prA.renames), newNameNormalizer(prB.renames)
+	var errA, errB error
+	outA := protect(func() string { a.fw, errA = newProfileFramework(ctx, sc, prA, true, optsA); return errString(errA) })
+	outB := protect(func() string { b.fw, errB = newProfileFramework(ctx, sc, prB, false, optsB); return errString(errB) })
+	if (errA == nil) != (errB == nil) || strings.HasPrefix(outA, "PANIC") || strings.HasPrefix(outB, "PANIC") {
+		r.eq("NewFramework", "", a.norm.norm(outA), b.norm.norm(outB))
+		return a, b, false
+	}
+	if errA != nil {
+		return a, b, false // both reject the args; plugin-level checks compare the text
+	}
+	profileCounters.built.Add(1)
+	return a, b, true
+}
+
 func compareProfile(e *env, sc *Scenario) []mismatch {
 	r := &recorder{plugin: "Profile"}
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
-	prA := upstreamRegistry(sc)
-	prB, err := oursRegistry(sc)
-	if err != nil {
-		r.eq("Registry", "", "<nil>", errString(err))
-		return r.out
-	}
-	nA, nB := newNameNormalizer(prA.renames), newNameNormalizer(prB.renames)
 	// A fresh (never started) informer factory per scenario, shared by both
 	// frameworks: plugins add indexers at construction, which an informer
 	// accepts only once per name.
@@ -272,18 +259,26 @@ func compareProfile(e *env, sc *Scenario) []mismatch {
 			panic(err)
 		}
 	}
-	var fwA, fwB framework.Framework
-	var errA, errB error
-	outA := protect(func() string { fwA, errA = newProfileFramework(ctx, e, inf, sc, prA, true); return errString(errA) })
-	outB := protect(func() string { fwB, errB = newProfileFramework(ctx, e, inf, sc, prB, false); return errString(errB) })
-	if (errA == nil) != (errB == nil) || strings.HasPrefix(outA, "PANIC") || strings.HasPrefix(outB, "PANIC") {
-		r.eq("NewFramework", "", nA.norm(outA), nB.norm(outB))
+	opts := []frameworkruntime.Option{
+		frameworkruntime.WithSnapshotSharedLister(e.lister),
+		frameworkruntime.WithInformerFactory(inf),
+		frameworkruntime.WithSharedDRAManager(e.draManager),
+		frameworkruntime.WithPodNominator(e.nominator),
+		frameworkruntime.WithMetricsRecorder(e.recorder),
+	}
+	a, b, ok := newProfilePair(r, ctx, sc, opts, opts)
+	if !ok {
 		return r.out
 	}
-	if errA != nil {
-		return r.out // both reject the args; plugin-level checks compare the text
-	}
-	profileCounters.built.Add(1)
+	a.snap, b.snap = e.snapshot, e.snapshot
+	compareProfileCycle(r, ctx, sc, a, b)
+	return r.out
+}
+
+// compareProfileCycle runs one cycle for sc.Pod through both frameworks the
+// way schedulePod does, and returns the nodes both found feasible.
+func compareProfileCycle(r *recorder, ctx context.Context, sc *Scenario, a, b profileSide) (feasible []string) {
+	fwA, fwB, nA, nB := a.fw, b.fw, a.norm, b.norm
 	pod := sc.Pod
 
 	// Batching signatures (SignPod over all plugins, JSON-encoded).
@@ -291,6 +286,10 @@ func compareProfile(e *env, sc *Scenario) []mismatch {
 		protect(func() string { return string(fwA.SignPod(ctx, pod)) }),
 		protect(func() string { return string(fwB.SignPod(ctx, pod)) }))
 
+	nodes, nodesB, ok := pairedNodes(r, a.snap, b.snap)
+	if !ok {
+		return
+	}
 	stA, stB := framework.NewCycleState(), framework.NewCycleState()
 	var resA, resB *fwk.PreFilterResult
 	var sA, sB *fwk.Status
@@ -308,77 +307,57 @@ func compareProfile(e *env, sc *Scenario) []mismatch {
 			withNodesB = sets.List(pw)
 			return nB.status(sB) + " " + resultString(resB) + " " + nB.norm(fmt.Sprint(withNodesB))
 		})) || !sA.IsSuccess() {
-		return r.out
+		return
 	}
 
 	profileCounters.filtered.Add(1)
-	nodes, _ := e.snapshot.NodeInfos().List()
-	var feasible []fwk.NodeInfo
-	for _, ni := range nodes {
+	var feasibleA, feasibleB []fwk.NodeInfo
+	for i, ni := range nodes {
 		name := ni.Node().Name
 		if !resA.AllNodes() && !resA.NodeNames.Has(name) {
 			continue // absent-node status, built by the framework from the names compared above
 		}
-		a := protect(func() string { return nA.status(fwA.RunFilterPluginsWithNominatedPods(ctx, stA, pod, ni)) })
-		b := protect(func() string { return nB.status(fwB.RunFilterPluginsWithNominatedPods(ctx, stB, pod, ni)) })
-		r.eq("Filter", "node "+name, a, b)
-		if a == "Success" && b == "Success" {
-			feasible = append(feasible, ni)
+		sa := protect(func() string { return nA.status(fwA.RunFilterPluginsWithNominatedPods(ctx, stA, pod, ni)) })
+		sb := protect(func() string { return nB.status(fwB.RunFilterPluginsWithNominatedPods(ctx, stB, pod, nodesB[i])) })
+		r.eq("Filter", "node "+name, sa, sb)
+		if sa == "Success" && sb == "Success" {
+			feasibleA = append(feasibleA, ni)
+			feasibleB = append(feasibleB, nodesB[i])
 		}
+	}
+	for _, ni := range feasibleA {
+		feasible = append(feasible, ni.Node().Name)
 	}
 
 	// Preemption dry-run: remove/add pods on a cloned state, then filter.
-	logger := klog.FromContext(ctx)
-	for i, op := range sc.Preemption {
-		ni, err := e.snapshot.NodeInfos().Get(op.Node)
-		if err != nil || ni.Node() == nil {
-			continue
+	dry := func(s profileSide, st fwk.CycleState) dryRunSide {
+		return dryRunSide{snap: s.snap, state: st, render: s.norm.status,
+			remove: func(st fwk.CycleState, v fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status {
+				return s.fw.RunPreFilterExtensionRemovePod(ctx, st, pod, v, ni)
+			},
+			add: func(st fwk.CycleState, p fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status {
+				return s.fw.RunPreFilterExtensionAddPod(ctx, st, pod, p, ni)
+			},
+			filter: func(st fwk.CycleState, ni fwk.NodeInfo) *fwk.Status { return s.fw.RunFilterPlugins(ctx, st, pod, ni) },
 		}
-		niCopy := ni.Snapshot()
-		cA, cB := stA.Clone(), stB.Clone()
-		for j, step := range op.Steps {
-			where := fmt.Sprintf("preemption op %d step %d node %s", i, j, op.Node)
-			if step.Remove != "" {
-				var victim fwk.PodInfo
-				for _, pi := range niCopy.GetPods() {
-					if pi.GetPod().Namespace+"/"+pi.GetPod().Name == step.Remove {
-						victim = pi
-					}
-				}
-				if victim == nil || niCopy.RemovePod(logger, victim.GetPod()) != nil {
-					continue
-				}
-				r.eq("RemovePod", where,
-					protect(func() string { return nA.status(fwA.RunPreFilterExtensionRemovePod(ctx, cA, pod, victim, niCopy)) }),
-					protect(func() string { return nB.status(fwB.RunPreFilterExtensionRemovePod(ctx, cB, pod, victim, niCopy)) }))
-			} else if step.Add != nil {
-				pi, _ := framework.NewPodInfo(step.Add)
-				niCopy.AddPodInfo(pi)
-				r.eq("AddPod", where,
-					protect(func() string { return nA.status(fwA.RunPreFilterExtensionAddPod(ctx, cA, pod, pi, niCopy)) }),
-					protect(func() string { return nB.status(fwB.RunPreFilterExtensionAddPod(ctx, cB, pod, pi, niCopy)) }))
-			}
-		}
-		r.eq("FilterAfterPreemption", fmt.Sprintf("preemption op %d node %s", i, op.Node),
-			protect(func() string { return nA.status(fwA.RunFilterPlugins(ctx, cA, pod, niCopy)) }),
-			protect(func() string { return nB.status(fwB.RunFilterPlugins(ctx, cB, pod, niCopy)) }))
 	}
+	replayPreemption(r, klog.FromContext(ctx), sc.Preemption, dry(a, stA), dry(b, stB), "FilterAfterPreemption")
 
 	// With exactly one feasible node the scheduler does not score.
-	if len(feasible) < 2 {
-		return r.out
+	if len(feasibleA) < 2 {
+		return
 	}
-	if !r.eq("PreScore", fmt.Sprintf("%d feasible", len(feasible)),
-		protect(func() string { return nA.status(fwA.RunPreScorePlugins(ctx, stA, pod, feasible)) }),
-		protect(func() string { return nB.status(fwB.RunPreScorePlugins(ctx, stB, pod, feasible)) })) {
-		return r.out
+	if !r.eq("PreScore", fmt.Sprintf("%d feasible", len(feasibleA)),
+		protect(func() string { return nA.status(fwA.RunPreScorePlugins(ctx, stA, pod, feasibleA)) }),
+		protect(func() string { return nB.status(fwB.RunPreScorePlugins(ctx, stB, pod, feasibleB)) })) {
+		return
 	}
 	var scA, scB []fwk.NodePluginScores
 	var ssA, ssB *fwk.Status
 	if !r.eq("Score", "",
-		protect(func() string { scA, ssA = fwA.RunScorePlugins(ctx, stA, pod, feasible); return nA.status(ssA) }),
-		protect(func() string { scB, ssB = fwB.RunScorePlugins(ctx, stB, pod, feasible); return nB.status(ssB) })) || !ssA.IsSuccess() {
-		return r.out
+		protect(func() string { scA, ssA = fwA.RunScorePlugins(ctx, stA, pod, feasibleA); return nA.status(ssA) }),
+		protect(func() string { scB, ssB = fwB.RunScorePlugins(ctx, stB, pod, feasibleB); return nB.status(ssB) })) || !ssA.IsSuccess() {
+		return
 	}
 	profileCounters.scored.Add(1)
 	for i := range scA {
@@ -386,7 +365,7 @@ func compareProfile(e *env, sc *Scenario) []mismatch {
 			fmt.Sprintf("%d %s", scA[i].TotalScore, pluginScores(nA, scA[i].Scores)),
 			fmt.Sprintf("%d %s", scB[i].TotalScore, pluginScores(nB, scB[i].Scores)))
 	}
-	return r.out
+	return feasible
 }
 
 func pluginScores(n nameNormalizer, ps []fwk.PluginScore) string {
@@ -400,8 +379,8 @@ func pluginScores(n nameNormalizer, ps []fwk.PluginScore) string {
 
 func newInf() informers.SharedInformerFactory { return informers.NewSharedInformerFactory(nil, 0) }
 
-// TestShippedWiring checks what the whole-profile comparison relies on: every
-// wired plugin is in pkg/plugins.Registry() and in the shipped profile, in
+// TestShippedWiring checks what the whole-profile comparison relies on: each
+// of ours is in pkg/plugins.Registry() and in the shipped profile, in
 // the in-tree plugin's slot with its weight.
 func TestShippedWiring(t *testing.T) {
 	shipped, err := shippedProfile()
@@ -415,22 +394,17 @@ func TestShippedWiring(t *testing.T) {
 			len(shipped.Plugins.MultiPoint.Enabled), len(def.Plugins.MultiPoint.Enabled))
 	}
 	for _, k := range kinds {
-		op, ok := ours[k.Name]
-		if !ok {
-			t.Errorf("%s: our package is not wired into the suite yet", k.Name)
-			continue
-		}
-		if _, ok := reg[op.Name]; !ok {
-			t.Errorf("%s: %s missing from pkg/plugins.Registry()", k.Name, op.Name)
+		if _, ok := reg[k.OursName]; !ok {
+			t.Errorf("%s: %s missing from pkg/plugins.Registry()", k.Name, k.OursName)
 		}
 		for i, p := range def.Plugins.MultiPoint.Enabled {
 			if p.Name != k.Name {
 				continue
 			}
 			got := shipped.Plugins.MultiPoint.Enabled[i]
-			if got.Name != op.Name || got.Weight != p.Weight {
+			if got.Name != k.OursName || got.Weight != p.Weight {
 				t.Errorf("shipped multiPoint[%d] = %s (weight %d), want %s (weight %d) in %s's slot",
-					i, got.Name, got.Weight, op.Name, p.Weight, k.Name)
+					i, got.Name, got.Weight, k.OursName, p.Weight, k.Name)
 			}
 		}
 	}

@@ -593,8 +593,12 @@ func comparePluginCycle(r *recorder, ctx context.Context, sc *Scenario, a, b sid
 					filter: func(st fwk.CycleState, ni fwk.NodeInfo) *fwk.Status { return f.Filter(ctx, st, pod, ni) }}
 				if pf, ok := s.p.(fwk.PreFilterPlugin); ok {
 					if ext := pf.PreFilterExtensions(); ext != nil {
-						d.remove = func(st fwk.CycleState, v fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status { return ext.RemovePod(ctx, st, pod, v, ni) }
-						d.add = func(st fwk.CycleState, p fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status { return ext.AddPod(ctx, st, pod, p, ni) }
+						d.remove = func(st fwk.CycleState, v fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status {
+							return ext.RemovePod(ctx, st, pod, v, ni)
+						}
+						d.add = func(st fwk.CycleState, p fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status {
+							return ext.AddPod(ctx, st, pod, p, ni)
+						}
 					}
 				}
 				return d
@@ -616,8 +620,9 @@ func comparePluginCycle(r *recorder, ctx context.Context, sc *Scenario, a, b sid
 	if sA, ok := pa.(fwk.ScorePlugin); ok {
 		sB := pb.(fwk.ScorePlugin)
 		var scoreA, scoreB []fwk.NodeInfo
+		scoreSet := sets.New(sc.ScoreNodes...)
 		for _, i := range candidates {
-			if name := nodes[i].Node().Name; passed[name] && slices.Contains(sc.ScoreNodes, name) {
+			if name := nodes[i].Node().Name; passed[name] && scoreSet.Has(name) {
 				scoreA = append(scoreA, nodes[i])
 				scoreB = append(scoreB, nodesB[i])
 			}

@@ -191,3 +191,43 @@ func field(v reflect.Value, name string) (reflect.Value, error) {
 	}
 	return reflect.Value{}, fmt.Errorf("no field %q in %s", name, t)
 }
+
+// EncodeSequence renders seq as YAML without losing empty-vs-nil
+// distinctions (the same scheme as EncodeScenario).
+func EncodeSequence(seq *Sequence) ([]byte, error) {
+	f := *seq
+	f.EmptyNonNil = nil
+	var paths []string
+	walkEmpty(reflect.ValueOf(&f).Elem(), "", func(path string) { paths = append(paths, path) })
+	f.EmptyNonNil = paths
+	return sigsyaml.Marshal(f)
+}
+
+// DecodeSequence parses what EncodeSequence wrote.
+func DecodeSequence(data []byte) (*Sequence, error) {
+	var seq Sequence
+	if err := sigsyaml.UnmarshalStrict(data, &seq); err != nil {
+		return nil, err
+	}
+	paths := seq.EmptyNonNil
+	seq.EmptyNonNil = nil
+	for _, p := range paths {
+		if err := setEmpty(reflect.ValueOf(&seq).Elem(), p); err != nil {
+			return nil, fmt.Errorf("emptyNonNil %q: %w", p, err)
+		}
+	}
+	return &seq, nil
+}
+
+// CloneSequence deep-copies seq through the lossless encoding.
+func CloneSequence(seq *Sequence) *Sequence {
+	raw, err := EncodeSequence(seq)
+	if err != nil {
+		panic(err)
+	}
+	out, err := DecodeSequence(raw)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}

@@ -43,7 +43,7 @@ import (
 //	EQUIVALENCE_SEQUENCE_REPLAY=f  TestSequenceReplay runs the YAML reproducer in f
 //	EQUIVALENCE_SEQUENCE_MUTANT=m  ... against the named sequence mutant instead of ours
 const (
-	defaultSequences = 48
+	defaultSequences = 200
 	defaultSeqSteps  = 120
 )
 
@@ -125,6 +125,9 @@ type seqRun struct {
 	events    []Event // since the last cycle, for the queueing hints
 	cycles    int
 	construct []mismatch
+	// effective counts the steps that changed something, by op (and the
+	// cache/snapshot calls they made), for the batch log.
+	effective map[string]int
 }
 
 // seqResult is what replaying a sequence found.
@@ -132,6 +135,7 @@ type seqResult struct {
 	steps, cycles int
 	step          int // index of the step with the first (matching) mismatch, -1 if none
 	mms           []mismatch
+	effective     map[string]int
 }
 
 func (s *Sequence) scenario() Scenario {
@@ -143,7 +147,7 @@ func newSeqRun(ctx context.Context, seq *Sequence, cfg seqConfig) (*seqRun, erro
 	ctx = quietContext(ctx)
 	r := &seqRun{ctx: ctx, logger: klog.FromContext(ctx), seq: seq, base: seq.scenario(), cfg: cfg,
 		nodes: map[string]*v1.Node{}, bound: map[string]*v1.Pod{}, assumed: map[string]*v1.Pod{},
-		pending: map[string]*v1.Pod{}, ns: map[string]*v1.Namespace{}}
+		pending: map[string]*v1.Pod{}, ns: map[string]*v1.Namespace{}, effective: map[string]int{}}
 	var err error
 	if r.a, err = newSeqSide(ctx); err != nil {
 		return nil, err
@@ -220,6 +224,7 @@ func runSequence(ctx context.Context, seq *Sequence, cfg seqConfig, key string) 
 		}
 	}
 	res.cycles = r.cycles
+	res.effective = r.effective
 	return res, nil
 }
 
@@ -244,6 +249,7 @@ func (r *seqRun) apply(st SeqStep) []mismatch {
 			return nil
 		}
 		r.nodes[st.Node.Name] = st.Node
+		r.effective["AddNode"]++
 		r.both(func(s *seqSide) { s.cache.AddNode(log, st.Node.DeepCopy()) })
 		r.event(Event{Kind: NodeAdd, NewNode: st.Node})
 	case OpUpdateNode:
@@ -252,6 +258,7 @@ func (r *seqRun) apply(st SeqStep) []mismatch {
 			return nil
 		}
 		r.nodes[st.Node.Name] = st.Node
+		r.effective["UpdateNode"]++
 		r.both(func(s *seqSide) { s.cache.UpdateNode(log, old.DeepCopy(), st.Node.DeepCopy()) })
 		r.event(Event{Kind: NodeUpdate, OldNode: old, NewNode: st.Node})
 	case OpRemoveNode:
@@ -312,6 +319,7 @@ func (r *seqRun) apply(st SeqStep) []mismatch {
 			return nil
 		}
 		r.ns[st.Namespace.Name] = st.Namespace
+		r.effective["SetNamespace"]++
 		// A label change bumps no NodeInfo generation: plugins must read the
 		// lister live.
 		r.both(func(s *seqSide) {
@@ -325,6 +333,7 @@ func (r *seqRun) apply(st SeqStep) []mismatch {
 			return nil
 		}
 		delete(r.ns, st.Name)
+		r.effective["DeleteNamespace"]++
 		r.both(func(s *seqSide) {
 			if err := s.nsStore.Delete(old); err != nil {
 				panic(err)
@@ -346,6 +355,7 @@ func (r *seqRun) known(key string) bool {
 // cacheErr runs f on both sides; the cache must accept what the scheduler's
 // event handlers would feed it, identically on both sides.
 func (r *seqRun) cacheErr(op string, f func(s *seqSide) error) []mismatch {
+	r.effective[op]++
 	ea, eb := errString(f(r.a)), errString(f(r.b))
 	if ea == "<nil>" && eb == "<nil>" {
 		return nil
@@ -482,6 +492,13 @@ func (r *seqRun) snapErr(op string, f func(s *seqSide) error) []mismatch {
 // whole profile.
 func (r *seqRun) compareCycle(c *SeqCycle, pod *v1.Pod, events []Event) []mismatch {
 	r.cycles++
+	r.effective["cycle"]++
+	if len(c.Group) > 0 {
+		r.effective["cycle(pod group)"]++
+	}
+	if len(r.nodes) >= 150 {
+		r.effective["cycle(>=150 nodes)"]++
+	}
 	sc := r.base
 	sc.Pod = pod
 	sc.Nominated = c.Nominated
@@ -550,6 +567,7 @@ type seqFinding struct {
 }
 
 type seqBatch struct {
+	effective                map[string]int
 	sequences, steps, cycles uint64
 	findings                 []seqFinding
 	elapsed                  time.Duration
@@ -586,6 +604,14 @@ func runSequences(t testing.TB, seed, n uint64, only *uint64, opts SequenceOptio
 				seqs.Add(1)
 				steps.Add(uint64(res.steps))
 				cycles.Add(uint64(res.cycles))
+				mu.Lock()
+				if out.effective == nil {
+					out.effective = map[string]int{}
+				}
+				for k, v := range res.effective {
+					out.effective[k] += v
+				}
+				mu.Unlock()
 				if len(res.mms) > 0 {
 					mu.Lock()
 					out.findings = append(out.findings, seqFinding{seq: seq, res: res})
@@ -777,7 +803,7 @@ func TestSequence(t *testing.T) {
 	seed := envUint("EQUIVALENCE_SEQ_SEED", defaultSeed)
 	def := uint64(defaultSequences)
 	if testing.Short() {
-		def = 6
+		def = 10
 	}
 	n := envUint("EQUIVALENCE_SEQUENCES", def)
 	opts := SequenceOptions{Steps: int(envUint("EQUIVALENCE_SEQ_STEPS", defaultSeqSteps))}
@@ -791,6 +817,7 @@ func TestSequence(t *testing.T) {
 	t.Logf("seed=%d sequences=%d steps=%d cycles=%d workers=%d wall=%v (%.0f steps/s)",
 		seed, res.sequences, res.steps, res.cycles, runtime.GOMAXPROCS(0), res.elapsed.Round(time.Millisecond),
 		float64(res.steps)/res.elapsed.Seconds())
+	t.Logf("effective steps and cache/snapshot calls: %v", res.effective)
 	if len(res.findings) > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d of %d sequences mismatched (a run stops after 5)\n", len(res.findings), res.sequences)

@@ -180,15 +180,22 @@ func newSeqRun(ctx context.Context, seq *Sequence, cfg seqConfig) (*seqRun, erro
 	}
 	if r.upstreamProfile == nil {
 		// Not compared (or both refuse the args): a profile of upstream
-		// alone, with default args if the scenario's are refused.
-		fw, err := newProfileFramework(ctx, sc, upstreamRegistry(sc), true, r.a.opts)
-		if err != nil {
-			plainSc := Scenario{Gates: sc.Gates}
-			if fw, err = newProfileFramework(ctx, &plainSc, upstreamRegistry(&plainSc), true, r.a.opts); err != nil {
-				return nil, err
+		// alone, with default args if the scenario's are refused. Distinct
+		// profile names: DynamicResources registers an informer indexer
+		// named after the profile, also when a later plugin fails.
+		for i, fsc := range []*Scenario{sc, {Gates: sc.Gates}} {
+			prof, err := buildProfile(fsc, upstreamRegistry(fsc), true)
+			if err != nil {
+				continue
+			}
+			prof.SchedulerName = fmt.Sprintf("equivalence-feasibility-%d", i)
+			if r.upstreamProfile, err = frameworkruntime.NewFramework(ctx, upstreamRegistry(fsc).registry, prof, r.a.opts...); err == nil {
+				break
 			}
 		}
-		r.upstreamProfile = fw
+		if r.upstreamProfile == nil {
+			return nil, fmt.Errorf("no upstream profile to decide feasibility with")
+		}
 	}
 	return r, nil
 }

@@ -412,6 +412,10 @@ func (s *seqGen) cycle() {
 	}
 	if s.p(10) {
 		// A pod group: members look alike (same template), names differ.
+		group := "g-" + pod.Name
+		pod = pod.DeepCopy()
+		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
+		c.Pod = pod
 		for range 1 + s.n(3) {
 			m := pod.DeepCopy()
 			m.Name = s.podName()

@@ -13,11 +13,14 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
@@ -76,9 +79,9 @@ type seqSide struct {
 
 func newSeqSide(ctx context.Context) (*seqSide, error) {
 	s := &seqSide{
-		// No pod-group state: the GenericWorkload gate is off (see README);
-		// the snapshot's pod-group AssumePod/ForgetPod is driven directly.
-		cache:     cache.New(ctx, nil, false, false),
+		// Pod-group state follows the process-wide GenericWorkload gate, as
+		// in kube-scheduler (TestSequenceGenericWorkload turns it on).
+		cache:     cache.New(ctx, nil, utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload), false),
 		snap:      cache.NewEmptySnapshot(),
 		nominator: &nominator{},
 		plugins:   map[string]fwk.Plugin{},
@@ -91,6 +94,8 @@ func newSeqSide(ctx context.Context) (*seqSide, error) {
 	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), inf.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
 	s.opts = []frameworkruntime.Option{
 		frameworkruntime.WithSnapshotSharedLister(s.snap),
+		frameworkruntime.WithMutableSnapshotLister(s.snap),
+		frameworkruntime.WithPodGroupManager(s.cache), // as kube-scheduler wires it
 		frameworkruntime.WithInformerFactory(inf),
 		frameworkruntime.WithPodNominator(s.nominator),
 		frameworkruntime.WithMetricsRecorder(rec),
@@ -449,6 +454,10 @@ func (r *seqRun) cycle(c *SeqCycle) []mismatch {
 	// kept; the placement is reverted (LIFO) and tried again, as the
 	// placement algorithm does per candidate placement.
 	members := append([]*v1.Pod{c.Pod}, c.Group...)
+	for _, m := range members {
+		// The unscheduled members' add events (a no-op with the gate off).
+		r.both(func(s *seqSide) { s.cache.AddPodGroupMember(m.DeepCopy()) })
+	}
 	var placed []*v1.Pod
 	for attempt := range 2 {
 		placed = placed[:0]
@@ -643,7 +652,9 @@ func formatSeqFinding(t testing.TB, f seqFinding, cfg seqConfig, mutantName stri
 	m := f.res.mms[0]
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n=== SEQUENCE MISMATCH %s  (seed=%d sequence=%d step=%d)\n", m.key(), f.seq.Seed, f.seq.Index, f.res.step)
-	fmt.Fprintf(&b, "  rerun: EQUIVALENCE_SEQ_SEED=%d EQUIVALENCE_SEQ_INDEX=%d go test ./test/equivalence -run 'TestSequence$' -v\n", f.seq.Seed, f.seq.Index)
+	if mutantName == "" {
+		fmt.Fprintf(&b, "  rerun: EQUIVALENCE_SEQ_SEED=%d EQUIVALENCE_SEQ_INDEX=%d go test ./test/equivalence -run 'TestSequence$' -v\n", f.seq.Seed, f.seq.Index)
+	}
 	steps, cycles := f.seq.Stats()
 	fmt.Fprintf(&b, "  original: %d steps (%d cycles), first mismatch at step %d\n  %s\n", steps, cycles, f.res.step, indent(m.String(), "  "))
 	small, attempts := shrinkSequence(t, f.seq, m.key(), cfg)
@@ -748,7 +759,7 @@ func trimYAMLNoise(y string) string {
 // size, then single steps, then preemption ops, nominated pods and group
 // members of the remaining cycles.
 func shrinkSequence(t testing.TB, seq *Sequence, key string, cfg seqConfig) (*Sequence, int) {
-	const budget = 600
+	const budget = 1500
 	attempts := 0
 	still := func(c *Sequence) (seqResult, bool) {
 		attempts++
@@ -801,8 +812,75 @@ func shrinkSequence(t testing.TB, seq *Sequence, key string, cfg seqConfig) (*Se
 		try(func(cc *SeqCycle) bool { r := cc.NoStateChecks; cc.NoStateChecks = false; return r })
 		c = cur.Steps[i].Cycle
 	}
-	out := cur
-	return &out, attempts
+	// Objects' details: labels, terms, taints, tolerations.
+	out := &cur
+	for progress := true; progress && attempts < budget; {
+		progress = false
+		for _, mut := range sequenceReductions(out) {
+			if attempts >= budget {
+				break
+			}
+			cand := CloneSequence(out)
+			if !mut(cand) {
+				continue
+			}
+			if _, ok := still(cand); ok {
+				out, progress = cand, true
+				break
+			}
+		}
+	}
+	return out, attempts
+}
+
+// sequenceReductions lists one-step simplifications of the objects in seq's
+// steps, reusing the one-cycle shrinker's pod and node reductions.
+func sequenceReductions(seq *Sequence) []func(*Sequence) bool {
+	var rs []func(*Sequence) bool
+	add := func(r func(*Sequence) bool) { rs = append(rs, r) }
+	for i, st := range seq.Steps {
+		step := func(c *Sequence) *SeqStep { return &c.Steps[i] }
+		if st.Node != nil {
+			nodeReductions(add, func(c *Sequence) *v1.Node { return step(c).Node }, st.Node)
+		}
+		if st.Namespace != nil {
+			for k := range st.Namespace.Labels {
+				add(func(c *Sequence) bool { return dropKey(step(c).Namespace.Labels, k) })
+			}
+		}
+		for k := range st.Labels {
+			add(func(c *Sequence) bool { return dropKey(step(c).Labels, k) })
+		}
+		if st.Pod != nil {
+			podReductions(add, func(c *Sequence) *v1.Pod { return step(c).Pod }, st.Pod)
+		}
+		cy := st.Cycle
+		if cy == nil {
+			continue
+		}
+		for j := range cy.Preemption {
+			add(func(c *Sequence) bool { return dropAt(&step(c).Cycle.Preemption, j) })
+			for k := range cy.Preemption[j].Steps {
+				add(func(c *Sequence) bool { return dropAt(&step(c).Cycle.Preemption[j].Steps, k) })
+			}
+		}
+		for j := range cy.Nominated {
+			add(func(c *Sequence) bool { return dropAt(&step(c).Cycle.Nominated, j) })
+		}
+		for j := range cy.Group {
+			add(func(c *Sequence) bool { return dropAt(&step(c).Cycle.Group, j) })
+		}
+		podReductions(add, func(c *Sequence) *v1.Pod { return step(c).Cycle.Pod }, cy.Pod)
+		for j, m := range cy.Group {
+			podReductions(add, func(c *Sequence) *v1.Pod {
+				if g := step(c).Cycle.Group; j < len(g) {
+					return g[j]
+				}
+				return nil
+			}, m)
+		}
+	}
+	return rs
 }
 
 // TestSequence is the CI batch of the sequence mode.
@@ -837,6 +915,35 @@ func TestSequence(t *testing.T) {
 			}
 		}
 		t.Errorf("sequence-mode mismatches:\n%s", b.String())
+	}
+}
+
+// TestSequenceGenericWorkload runs a batch with the GenericWorkload gate on
+// (beta, off by default in v1.37.1): the caches keep pod-group state, the
+// group members carry spec.schedulingGroup, and the snapshot's pod-group
+// AssumePod/ForgetPod also track them. Both profiles are the ones compared
+// elsewhere (the default profile is derived before the gate is turned on, so
+// neither carries the gang plugins the gate would add to upstream's
+// default): only the four plugins differ.
+func TestSequenceGenericWorkload(t *testing.T) {
+	defaultProfile()
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
+	seed := envUint("EQUIVALENCE_SEQ_SEED", defaultSeed) + 7
+	n := envUint("EQUIVALENCE_SEQUENCES", defaultSequences) / 4
+	if testing.Short() {
+		n = 4
+	}
+	opts := SequenceOptions{Steps: int(envUint("EQUIVALENCE_SEQ_STEPS", defaultSeqSteps))}
+	res := runSequences(t, seed, n, nil, opts, defaultSeqConfig(), 5)
+	t.Logf("GenericWorkload on: seed=%d sequences=%d steps=%d cycles=%d wall=%v; %v",
+		seed, res.sequences, res.steps, res.cycles, res.elapsed.Round(time.Millisecond), res.effective)
+	if res.effective["cycle(pod group)"] == 0 {
+		t.Errorf("no pod-group cycle ran")
+	}
+	for _, f := range res.findings {
+		rep, _ := formatSeqFinding(t, f, defaultSeqConfig(), "")
+		t.Errorf("sequence-mode mismatch with GenericWorkload on:\n%s", rep)
+		break
 	}
 }
 

@@ -65,7 +65,7 @@ func dropKey(m map[string]string, k string) bool {
 // reductions lists every one-step simplification of sc, coarse ones first.
 func reductions(sc *Scenario) []reduction {
 	var rs []reduction
-	add := func(r reduction) { rs = append(rs, r) }
+	add := func(r func(*Scenario) bool) { rs = append(rs, r) }
 
 	// Whole nodes (with their pods), then pods, namespaces, ops, events.
 	for i := range sc.Nodes {
@@ -128,55 +128,12 @@ func reductions(sc *Scenario) []reduction {
 	}
 
 	// The incoming pod.
-	podReductions(&rs, func(c *Scenario) *v1.Pod { return c.Pod }, sc.Pod)
+	podReductions(add, func(c *Scenario) *v1.Pod { return c.Pod }, sc.Pod)
 	add(func(c *Scenario) bool { r := c.Pod.Spec.NodeName != ""; c.Pod.Spec.NodeName = ""; return r })
-	add(func(c *Scenario) bool { r := c.Pod.Spec.NodeSelector != nil; c.Pod.Spec.NodeSelector = nil; return r })
-	for k := range sc.Pod.Spec.NodeSelector {
-		add(func(c *Scenario) bool { return dropKey(c.Pod.Spec.NodeSelector, k) })
-	}
-	for i := range sc.Pod.Spec.Tolerations {
-		add(func(c *Scenario) bool { return dropAt(&c.Pod.Spec.Tolerations, i) })
-	}
-	add(func(c *Scenario) bool { r := c.Pod.Status.Conditions != nil; c.Pod.Status.Conditions = nil; return r })
-	if a := sc.Pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
-		add(func(c *Scenario) bool { c.Pod.Spec.Affinity.NodeAffinity = nil; return true })
-		if req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
-			add(func(c *Scenario) bool {
-				c.Pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = nil
-				return true
-			})
-			for i, term := range req.NodeSelectorTerms {
-				add(func(c *Scenario) bool {
-					return dropAt(&c.Pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms, i)
-				})
-				for j := range term.MatchExpressions {
-					add(func(c *Scenario) bool {
-						return dropAt(&c.Pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i].MatchExpressions, j)
-					})
-				}
-				for j := range term.MatchFields {
-					add(func(c *Scenario) bool {
-						return dropAt(&c.Pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i].MatchFields, j)
-					})
-				}
-			}
-		}
-		if a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution != nil {
-			add(func(c *Scenario) bool {
-				c.Pod.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
-				return true
-			})
-			for i := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-				add(func(c *Scenario) bool {
-					return dropAt(&c.Pod.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution, i)
-				})
-			}
-		}
-	}
 
 	// Existing pods' details.
 	for i := range sc.Pods {
-		podReductions(&rs, func(c *Scenario) *v1.Pod {
+		podReductions(add, func(c *Scenario) *v1.Pod {
 			if i < len(c.Pods) {
 				return c.Pods[i]
 			}
@@ -186,12 +143,7 @@ func reductions(sc *Scenario) []reduction {
 
 	// Nodes' details.
 	for i, n := range sc.Nodes {
-		for k := range n.Labels {
-			add(func(c *Scenario) bool { return dropKey(c.Nodes[i].Labels, k) })
-		}
-		for j := range n.Spec.Taints {
-			add(func(c *Scenario) bool { return dropAt(&c.Nodes[i].Spec.Taints, j) })
-		}
+		nodeReductions(add, func(c *Scenario) *v1.Node { return c.Nodes[i] }, n)
 	}
 	for i, ns := range sc.Namespaces {
 		for k := range ns.Labels {
@@ -201,38 +153,92 @@ func reductions(sc *Scenario) []reduction {
 	return rs
 }
 
-// podReductions simplifies a pod's inter-pod affinity and labels.
-func podReductions(rs *[]reduction, get func(*Scenario) *v1.Pod, p *v1.Pod) {
-	add := func(r reduction) { *rs = append(*rs, r) }
-	for k := range p.Labels {
-		add(func(c *Scenario) bool { q := get(c); return q != nil && dropKey(q.Labels, k) })
+// nodeReductions drops a node's labels and taints one at a time.
+func nodeReductions[S any](add func(func(*S) bool), get func(*S) *v1.Node, n *v1.Node) {
+	for k := range n.Labels {
+		add(func(c *S) bool { return dropKey(get(c).Labels, k) })
 	}
+	for j := range n.Spec.Taints {
+		add(func(c *S) bool { return dropAt(&get(c).Spec.Taints, j) })
+	}
+}
+
+// podReductions simplifies a pod: labels, inter-pod and node affinity terms,
+// node selector, tolerations, nodeName, conditions. get returns the pod in
+// the candidate (nil if it is gone).
+func podReductions[S any](add func(func(*S) bool), get func(*S) *v1.Pod, p *v1.Pod) {
+	for k := range p.Labels {
+		add(func(c *S) bool { q := get(c); return q != nil && dropKey(q.Labels, k) })
+	}
+	add(func(c *S) bool { q := get(c); r := q != nil && q.Spec.NodeSelector != nil; q.Spec.NodeSelector = nil; return r })
+	for k := range p.Spec.NodeSelector {
+		add(func(c *S) bool { q := get(c); return q != nil && dropKey(q.Spec.NodeSelector, k) })
+	}
+	for i := range p.Spec.Tolerations {
+		add(func(c *S) bool { q := get(c); return q != nil && dropAt(&q.Spec.Tolerations, i) })
+	}
+	add(func(c *S) bool {
+		q := get(c)
+		r := q != nil && q.Status.Conditions != nil
+		if r {
+			q.Status.Conditions = nil
+		}
+		return r
+	})
 	a := p.Spec.Affinity
 	if a == nil {
 		return
 	}
+	if a.NodeAffinity != nil {
+		na := func(c *S) *v1.NodeAffinity { return get(c).Spec.Affinity.NodeAffinity }
+		add(func(c *S) bool { get(c).Spec.Affinity.NodeAffinity = nil; return true })
+		if req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
+			add(func(c *S) bool { na(c).RequiredDuringSchedulingIgnoredDuringExecution = nil; return true })
+			for i, term := range req.NodeSelectorTerms {
+				add(func(c *S) bool {
+					return dropAt(&na(c).RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms, i)
+				})
+				for j := range term.MatchExpressions {
+					add(func(c *S) bool {
+						return dropAt(&na(c).RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i].MatchExpressions, j)
+					})
+				}
+				for j := range term.MatchFields {
+					add(func(c *S) bool {
+						return dropAt(&na(c).RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i].MatchFields, j)
+					})
+				}
+			}
+		}
+		if a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution != nil {
+			add(func(c *S) bool { na(c).PreferredDuringSchedulingIgnoredDuringExecution = nil; return true })
+			for i := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				add(func(c *S) bool { return dropAt(&na(c).PreferredDuringSchedulingIgnoredDuringExecution, i) })
+			}
+		}
+	}
 	if a.PodAffinity != nil {
-		add(func(c *Scenario) bool { q := get(c); q.Spec.Affinity.PodAffinity = nil; return true })
+		add(func(c *S) bool { q := get(c); q.Spec.Affinity.PodAffinity = nil; return true })
 		for i := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			add(func(c *Scenario) bool {
+			add(func(c *S) bool {
 				return dropAt(&get(c).Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, i)
 			})
 		}
 		for i := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			add(func(c *Scenario) bool {
+			add(func(c *S) bool {
 				return dropAt(&get(c).Spec.Affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution, i)
 			})
 		}
 	}
 	if a.PodAntiAffinity != nil {
-		add(func(c *Scenario) bool { q := get(c); q.Spec.Affinity.PodAntiAffinity = nil; return true })
+		add(func(c *S) bool { q := get(c); q.Spec.Affinity.PodAntiAffinity = nil; return true })
 		for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			add(func(c *Scenario) bool {
+			add(func(c *S) bool {
 				return dropAt(&get(c).Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, i)
 			})
 		}
 		for i := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			add(func(c *Scenario) bool {
+			add(func(c *S) bool {
 				return dropAt(&get(c).Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, i)
 			})
 		}

@@ -170,7 +170,12 @@ func podReductions[S any](add func(func(*S) bool), get func(*S) *v1.Pod, p *v1.P
 	for k := range p.Labels {
 		add(func(c *S) bool { q := get(c); return q != nil && dropKey(q.Labels, k) })
 	}
-	add(func(c *S) bool { q := get(c); r := q != nil && q.Spec.NodeSelector != nil; q.Spec.NodeSelector = nil; return r })
+	add(func(c *S) bool {
+		q := get(c)
+		r := q != nil && q.Spec.NodeSelector != nil
+		q.Spec.NodeSelector = nil
+		return r
+	})
 	for k := range p.Spec.NodeSelector {
 		add(func(c *S) bool { q := get(c); return q != nil && dropKey(q.Spec.NodeSelector, k) })
 	}

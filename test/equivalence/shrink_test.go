@@ -172,9 +172,11 @@ func podReductions[S any](add func(func(*S) bool), get func(*S) *v1.Pod, p *v1.P
 	}
 	add(func(c *S) bool {
 		q := get(c)
-		r := q != nil && q.Spec.NodeSelector != nil
+		if q == nil || q.Spec.NodeSelector == nil {
+			return false
+		}
 		q.Spec.NodeSelector = nil
-		return r
+		return true
 	})
 	for k := range p.Spec.NodeSelector {
 		add(func(c *S) bool { q := get(c); return q != nil && dropKey(q.Spec.NodeSelector, k) })

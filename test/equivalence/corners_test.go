@@ -11,15 +11,15 @@ func lit(s string) string { return regexp.QuoteMeta(s) }
 
 // contractCorners are outcomes (regexps anchored at the start of
 // "Plugin/Check: upstream result", positive numbers written #) that the generator must reach: each is a row or trap
-// of docs/upstream-behavior.md. If one is missing the suite would be blind
+// of docs/behavior.md. If one is missing the suite would be blind
 // to it, however many scenarios pass.
 var contractCorners = []string{
-	// NodeName (§5)
+	// NodeName (§4)
 	lit(`NodeName/PreFilter: Success NodeNames[`),
 	lit(`NodeName/FilterWithoutPreFilterState: UnschedulableAndUnresolvable "node(s) didn't match the requested node name"`),
 	lit(`NodeName/QueueingHint: Queue (no hint fn)`),
 	lit(`NodeName/SignPod: Success v1.Pod.Spec.NodeName="n`),
-	// TaintToleration (§4)
+	// TaintToleration (§5)
 	lit(`TaintToleration/PreFilter: Skip`),
 	lit(`TaintToleration/Filter: UnschedulableAndUnresolvable "node(s) had untolerated taint(s)"`),
 	lit(`TaintToleration/Filter: Success`),
@@ -28,7 +28,7 @@ var contractCorners = []string{
 	lit(`TaintToleration/QueueingHint: Queue <nil>`),
 	lit(`TaintToleration/QueueingHint: QueueSkip <nil>`),
 	lit(`TaintToleration/FilterAfterAddRemove: UnschedulableAndUnresolvable`),
-	// NodeAffinity (§2)
+	// NodeAffinity (§6)
 	lit(`NodeAffinity/PreFilter: Skip`),
 	lit(`NodeAffinity/PreFilter: Success <nil>`),
 	lit(`NodeAffinity/PreFilter: Success NodeNames[`),
@@ -47,7 +47,7 @@ var contractCorners = []string{
 	lit(`NodeAffinity/QueueingHint: Queue <nil>`),
 	lit(`NodeAffinity/QueueingHint: QueueSkip <nil>`),
 	lit(`NodeAffinity/SignPod: Success v1.Pod.Spec.Affinity.NodeAffinity=`),
-	// InterPodAffinity (§3)
+	// InterPodAffinity (§7)
 	lit(`InterPodAffinity/PreFilter: Skip`),
 	lit(`InterPodAffinity/PreFilter: Success <nil>`),
 	lit(`InterPodAffinity/PreFilter: UnschedulableAndUnresolvable "parsing pod: `),
@@ -75,7 +75,7 @@ var contractCorners = []string{
 	lit(`InterPodAffinity/QueueingHint: Queue <nil>`),
 	lit(`InterPodAffinity/QueueingHint: QueueSkip <nil>`),
 	lit(`InterPodAffinity/QueueingHint(direct): QueueSkip <nil>`),
-	// Whole profile (§1)
+	// Whole profile (§2, §3)
 	lit(`Profile/PreFilter: UnschedulableAndUnresolvable "node(s) didn't satisfy plugin(s) [NodeAffinity NodeName] simultaneously"`),
 	lit(`Profile/PreFilter: UnschedulableAndUnresolvable "pod affinity terms conflict" (plugin NodeAffinity)`),
 	lit(`Profile/PreFilter: Success NodeNames[`),

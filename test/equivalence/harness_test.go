@@ -39,10 +39,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	oursinterpodaffinity "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
-	oursnodeaffinity "github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
-	oursnodename "github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodename"
-	ourstainttoleration "github.com/placement-scheduler/placement-scheduler/pkg/plugins/tainttoleration"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
 // factory builds one side of a comparison for a scenario.
@@ -50,39 +47,51 @@ type factory func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.F
 
 type newFunc func(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error)
 
-// kind is one of the four plugins under test: the in-tree plugin and ours.
+// kind is one of the plugins under test: the in-tree plugin and ours.
 type kind struct {
 	Name     string // upstream (in-tree) name
 	Weight   int32  // weight in the default profile (0: not a score plugin)
 	Upstream factory
-	// OursName and OursNew are our replacement: its registered name and its
-	// package's factory. This table is the suite's only in-tree -> ours
-	// mapping (pkg/plugins will own the canonical one, issue 16).
+	// OursName and OursNew are our replacement, from pkg/plugins.Set().
 	OursName string
 	OursNew  newFunc
 }
 
-// Profile order of the four (see upstream-behavior.md §0).
-var kinds = []*kind{
-	{Name: nodename.Name, Upstream: plain(nodename.New),
-		OursName: oursnodename.Name, OursNew: oursnodename.New},
-	{Name: tainttoleration.Name, Weight: 3, Upstream: plain(tainttoleration.New),
-		OursName: ourstainttoleration.Name, OursNew: ourstainttoleration.New},
-	{Name: nodeaffinity.Name, Weight: 2, Upstream: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+// upstreamFactories builds the in-tree plugin each of ours replaces, with the
+// scenario's args converted as the config loader would.
+var upstreamFactories = map[string]factory{
+	nodename.Name:        plain(nodename.New),
+	tainttoleration.Name: plain(tainttoleration.New),
+	nodeaffinity.Name: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
 		args, err := internalNodeAffinityArgs(sc)
 		if err != nil {
 			return nil, err
 		}
 		return nodeaffinity.New(ctx, args, h, fts)
-	}, OursName: oursnodeaffinity.Name, OursNew: oursnodeaffinity.New},
-	{Name: interpodaffinity.Name, Weight: 2, Upstream: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+	},
+	interpodaffinity.Name: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
 		args, err := internalInterPodAffinityArgs(sc)
 		if err != nil {
 			return nil, err
 		}
 		return interpodaffinity.New(ctx, args, h, fts)
-	}, OursName: oursinterpodaffinity.Name, OursNew: oursinterpodaffinity.New},
+	},
 }
+
+// kinds is pkg/plugins.Set() paired with the in-tree plugins, in profile
+// order (docs/behavior.md §2.1). A plugin added to Set without an upstream
+// factory here fails every test of the suite.
+var kinds = func() []*kind {
+	var out []*kind
+	for _, p := range plugins.Set() {
+		up, ok := upstreamFactories[p.Replaces]
+		if !ok {
+			panic(fmt.Sprintf("equivalence: no upstream factory for %s (replaced by %s): add one to upstreamFactories", p.Replaces, p.Name))
+		}
+		out = append(out, &kind{Name: p.Replaces, Weight: p.Weight, Upstream: up, OursName: p.Name, OursNew: p.New})
+	}
+	return out
+}()
 
 func kindByName(name string) *kind {
 	for _, k := range kinds {

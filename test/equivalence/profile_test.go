@@ -3,7 +3,6 @@ package equivalence
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
@@ -97,22 +97,17 @@ func oursRegistry(sc *Scenario) profileRegistry {
 // shippedProfile is the profile of manifests/scheduler-config.yaml, decoded
 // (and defaulted) the way kube-scheduler loads --config.
 var shippedProfile = sync.OnceValues(func() (*config.KubeSchedulerProfile, error) {
-	data, err := os.ReadFile(shippedConfigPath)
-	if err != nil {
-		return nil, err
-	}
+	data := manifests.SchedulerConfig()
 	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", shippedConfigPath, err)
+		return nil, fmt.Errorf("decoding %s: %w", "manifests/scheduler-config.yaml", err)
 	}
 	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
 	if !ok || len(cfg.Profiles) != 1 {
-		return nil, fmt.Errorf("%s: want one KubeSchedulerConfiguration profile, got %T", shippedConfigPath, obj)
+		return nil, fmt.Errorf("%s: want one KubeSchedulerConfiguration profile, got %T", "manifests/scheduler-config.yaml", obj)
 	}
 	return &cfg.Profiles[0], nil
 })
-
-const shippedConfigPath = "../../manifests/scheduler-config.yaml"
 
 // buildProfile returns upstream's default profile, or (upstream=false) our
 // shipped profile, with the scenario's NodeAffinity/InterPodAffinity args.

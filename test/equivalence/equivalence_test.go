@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,18 +102,57 @@ func runBatchWith(t testing.TB, seed, n uint64, only *uint64, generate func(seed
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var next, ran atomic.Uint64
+	var ran atomic.Uint64
 	var mu sync.Mutex
 	var res batchResult
-	stop := atomic.Bool{}
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	for range workers {
+	err := parallelIndexes(n, only, func() (func(i uint64) bool, error) {
 		e, err := newEnv(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
+		}
+		return func(i uint64) bool {
+			sc := generate(seed, i)
+			e.install(sc)
+			mms := cmp(e, sc)
+			ran.Add(1)
+			if len(mms) == 0 {
+				return false
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.findings = append(res.findings, finding{sc: sc, mms: mms})
+			return len(res.findings) >= maxFindings
+		}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(res.findings, func(i, j int) bool { return res.findings[i].sc.Index < res.findings[j].sc.Index })
+	res.ran = ran.Load()
+	res.elapsed = time.Since(start)
+	return res
+}
+
+// parallelIndexes runs the work of indexes [0, n) (or only *only) on
+// GOMAXPROCS workers, each with the work function newWorker built for it,
+// until the indexes run out, a work call returns true (stop) or fails.
+func parallelIndexes(n uint64, only *uint64, newWorker func() (func(i uint64) (stop bool), error)) error {
+	var next atomic.Uint64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, runtime.GOMAXPROCS(0))
+	for range runtime.GOMAXPROCS(0) {
+		work, err := newWorker()
+		if err != nil {
+			return err
 		}
 		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					stop.Store(true)
+					errs <- fmt.Errorf("worker panicked: %v\n%s", p, debug.Stack())
+				}
+			}()
 			for !stop.Load() {
 				i := next.Add(1) - 1
 				if only != nil {
@@ -123,26 +163,15 @@ func runBatchWith(t testing.TB, seed, n uint64, only *uint64, generate func(seed
 				} else if i >= n {
 					return
 				}
-				sc := generate(seed, i)
-				e.install(sc)
-				mms := cmp(e, sc)
-				ran.Add(1)
-				if len(mms) > 0 {
-					mu.Lock()
-					res.findings = append(res.findings, finding{sc: sc, mms: mms})
-					if len(res.findings) >= maxFindings {
-						stop.Store(true)
-					}
-					mu.Unlock()
+				if work(i) {
+					stop.Store(true)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	sort.Slice(res.findings, func(i, j int) bool { return res.findings[i].sc.Index < res.findings[j].sc.Index })
-	res.ran = ran.Load()
-	res.elapsed = time.Since(start)
-	return res
+	close(errs)
+	return <-errs
 }
 
 // report shrinks the first scenario of each distinct mismatch kind and

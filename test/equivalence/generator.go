@@ -27,17 +27,7 @@ import (
 // does is derived from it (no further randomness), so a Scenario can be
 // shrunk, serialised to YAML and replayed.
 type Scenario struct {
-	// Seed and Index identify the generator run that produced the scenario.
-	Seed  uint64 `json:"seed"`
-	Index uint64 `json:"index"`
-
-	Gates Gates `json:"gates"`
-	// Profile args as a user would write them in pluginConfig (versioned
-	// types, no defaults applied). nil means "no pluginConfig entry".
-	NodeAffinityArgs     *configv1.NodeAffinityArgs     `json:"nodeAffinityArgs,omitempty"`
-	InterPodAffinityArgs *configv1.InterPodAffinityArgs `json:"interPodAffinityArgs,omitempty"`
-	// ArgsAsYAML hands our plugins YAML instead of JSON raw args.
-	ArgsAsYAML bool `json:"argsAsYAML,omitempty"`
+	Setup `json:",inline"`
 
 	// Namespaces known to the namespace lister. Pods may live in namespaces
 	// missing from this list.
@@ -62,6 +52,22 @@ type Scenario struct {
 	// NoStateChecks also calls Filter and Score with an empty CycleState
 	// (a profile that enables Filter/Score without PreFilter/PreScore).
 	NoStateChecks bool `json:"noStateChecks,omitempty"`
+}
+
+// Setup is what a scenario or sequence is run with: where it came from, the
+// gates and the profile args.
+type Setup struct {
+	// Seed and Index identify the generator run that produced it.
+	Seed  uint64 `json:"seed"`
+	Index uint64 `json:"index"`
+
+	Gates Gates `json:"gates"`
+	// Profile args as a user would write them in pluginConfig (versioned
+	// types, no defaults applied). nil means "no pluginConfig entry".
+	NodeAffinityArgs     *configv1.NodeAffinityArgs     `json:"nodeAffinityArgs,omitempty"`
+	InterPodAffinityArgs *configv1.InterPodAffinityArgs `json:"interPodAffinityArgs,omitempty"`
+	// ArgsAsYAML hands our plugins YAML instead of JSON raw args.
+	ArgsAsYAML bool `json:"argsAsYAML,omitempty"`
 }
 
 // Gates are the feature gates our plugins read through feature.Features.
@@ -195,7 +201,7 @@ func Generate(seed, index uint64) *Scenario {
 // GenerateFrom builds a scenario from an arbitrary random source (the fuzz
 // target feeds one that is steered by the fuzzer's bytes).
 func GenerateFrom(r *rand.Rand, seed, index uint64) *Scenario {
-	g := &gen{r: r, sc: &Scenario{Seed: seed, Index: index}}
+	g := &gen{r: r, sc: &Scenario{Setup: Setup{Seed: seed, Index: index}}}
 	g.scenario()
 	return g.sc
 }

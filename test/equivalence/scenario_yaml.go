@@ -1,6 +1,8 @@
 package equivalence
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -16,31 +18,73 @@ import (
 // map or slice in `emptyNonNil`, and the decoder restores them, so a
 // reproducer replays exactly what the generator produced.
 
-type scenarioFile struct {
-	Scenario    `json:",inline"`
-	EmptyNonNil []string `json:"emptyNonNil,omitempty"`
-}
-
 // EncodeScenario renders sc as YAML without losing empty-vs-nil distinctions.
-func EncodeScenario(sc *Scenario) ([]byte, error) {
-	f := scenarioFile{Scenario: *sc}
-	walkEmpty(reflect.ValueOf(sc).Elem(), "", func(path string) { f.EmptyNonNil = append(f.EmptyNonNil, path) })
-	return sigsyaml.Marshal(f)
-}
+func EncodeScenario(sc *Scenario) ([]byte, error) { return encodeLossless(sc) }
 
 // DecodeScenario parses what EncodeScenario wrote.
-func DecodeScenario(data []byte) (*Scenario, error) {
-	var f scenarioFile
-	if err := sigsyaml.UnmarshalStrict(data, &f); err != nil {
+func DecodeScenario(data []byte) (*Scenario, error) { return decodeLossless[Scenario](data) }
+
+// encodeLossless renders v (a pointer to a struct) as YAML plus the
+// emptyNonNil list.
+func encodeLossless(v any) ([]byte, error) {
+	var paths []string
+	walkEmpty(reflect.ValueOf(v).Elem(), "", func(path string) { paths = append(paths, path) })
+	raw, err := json.Marshal(v)
+	if err != nil {
 		return nil, err
 	}
-	sc := f.Scenario
-	for _, p := range f.EmptyNonNil {
-		if err := setEmpty(reflect.ValueOf(&sc).Elem(), p); err != nil {
-			return nil, fmt.Errorf("emptyNonNil %q: %w", p, err)
+	m, err := jsonObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) > 0 {
+		m[emptyNonNilKey] = paths
+	}
+	return sigsyaml.Marshal(m)
+}
+
+const emptyNonNilKey = "emptyNonNil"
+
+// jsonObject decodes a JSON object keeping numbers exact (seeds are uint64).
+func jsonObject(raw []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	return m, d.Decode(&m)
+}
+
+// decodeLossless parses what encodeLossless wrote (strictly: unknown fields
+// are errors).
+func decodeLossless[T any](data []byte) (*T, error) {
+	raw, err := sigsyaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	m, err := jsonObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	if p, ok := m[emptyNonNilKey].([]any); ok {
+		for _, x := range p {
+			paths = append(paths, fmt.Sprint(x))
 		}
 	}
-	return &sc, nil
+	delete(m, emptyNonNilKey)
+	raw, err = json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := sigsyaml.UnmarshalStrict(raw, &v); err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		if err := setEmpty(reflect.ValueOf(&v).Elem(), p); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", emptyNonNilKey, p, err)
+		}
+	}
+	return &v, nil
 }
 
 // CloneScenario deep-copies sc through the lossless encoding.
@@ -194,30 +238,10 @@ func field(v reflect.Value, name string) (reflect.Value, error) {
 
 // EncodeSequence renders seq as YAML without losing empty-vs-nil
 // distinctions (the same scheme as EncodeScenario).
-func EncodeSequence(seq *Sequence) ([]byte, error) {
-	f := *seq
-	f.EmptyNonNil = nil
-	var paths []string
-	walkEmpty(reflect.ValueOf(&f).Elem(), "", func(path string) { paths = append(paths, path) })
-	f.EmptyNonNil = paths
-	return sigsyaml.Marshal(f)
-}
+func EncodeSequence(seq *Sequence) ([]byte, error) { return encodeLossless(seq) }
 
 // DecodeSequence parses what EncodeSequence wrote.
-func DecodeSequence(data []byte) (*Sequence, error) {
-	var seq Sequence
-	if err := sigsyaml.UnmarshalStrict(data, &seq); err != nil {
-		return nil, err
-	}
-	paths := seq.EmptyNonNil
-	seq.EmptyNonNil = nil
-	for _, p := range paths {
-		if err := setEmpty(reflect.ValueOf(&seq).Elem(), p); err != nil {
-			return nil, fmt.Errorf("emptyNonNil %q: %w", p, err)
-		}
-	}
-	return &seq, nil
-}
+func DecodeSequence(data []byte) (*Sequence, error) { return decodeLossless[Sequence](data) }
 
 // CloneSequence deep-copies seq through the lossless encoding.
 func CloneSequence(seq *Sequence) *Sequence {

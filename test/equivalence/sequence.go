@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -20,18 +19,9 @@ import (
 // and replayed. Steps name the objects they touch; a step whose object is
 // gone (e.g. after the shrinker dropped the step that created it) is a no-op.
 type Sequence struct {
-	Seed  uint64 `json:"seed"`
-	Index uint64 `json:"index"`
-
-	Gates                Gates                          `json:"gates"`
-	NodeAffinityArgs     *configv1.NodeAffinityArgs     `json:"nodeAffinityArgs,omitempty"`
-	InterPodAffinityArgs *configv1.InterPodAffinityArgs `json:"interPodAffinityArgs,omitempty"`
-	ArgsAsYAML           bool                           `json:"argsAsYAML,omitempty"`
+	Setup `json:",inline"`
 
 	Steps []SeqStep `json:"steps"`
-
-	// EmptyNonNil is filled by EncodeSequence only (see scenario_yaml.go).
-	EmptyNonNil []string `json:"emptyNonNil,omitempty"`
 }
 
 // Step operations. Each is what kube-scheduler's event handlers or its
@@ -95,8 +85,8 @@ type SequenceOptions struct {
 
 // GenerateSequence builds sequence index of the run seeded with seed.
 func GenerateSequence(seed, index uint64, opts SequenceOptions) *Sequence {
-	g := &gen{r: NewRand(seed^0x5e9e9ce, index), sc: &Scenario{Seed: seed, Index: index}}
-	sg := &seqGen{gen: g, seq: &Sequence{Seed: seed, Index: index}, nodes: map[string]*v1.Node{},
+	g := &gen{r: NewRand(seed^0x5e9e9ce, index), sc: &Scenario{Setup: Setup{Seed: seed, Index: index}}}
+	sg := &seqGen{gen: g, seq: &Sequence{Setup: g.sc.Setup}, nodes: map[string]*v1.Node{},
 		bound: map[string]*v1.Pod{}, namespaces: map[string]bool{}}
 	sg.build(opts)
 	return sg.seq
@@ -463,20 +453,22 @@ func mergeMatchLabelKeys(p *v1.Pod) {
 		add(t.MatchLabelKeys, metav1.LabelSelectorOpIn)
 		add(t.MismatchLabelKeys, metav1.LabelSelectorOpNotIn)
 	}
+	var req [][]v1.PodAffinityTerm
+	var pref [][]v1.WeightedPodAffinityTerm
 	if pa := a.PodAffinity; pa != nil {
-		for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			merge(&pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
-		}
-		for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			merge(&pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
-		}
+		req, pref = append(req, pa.RequiredDuringSchedulingIgnoredDuringExecution), append(pref, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	if pa := a.PodAntiAffinity; pa != nil {
-		for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			merge(&pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
+		req, pref = append(req, pa.RequiredDuringSchedulingIgnoredDuringExecution), append(pref, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	for _, terms := range req {
+		for i := range terms {
+			merge(&terms[i])
 		}
-		for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			merge(&pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+	}
+	for _, terms := range pref {
+		for i := range terms {
+			merge(&terms[i].PodAffinityTerm)
 		}
 	}
 }

@@ -144,8 +144,7 @@ type seqResult struct {
 }
 
 func (s *Sequence) scenario() Scenario {
-	return Scenario{Seed: s.Seed, Index: s.Index, Gates: s.Gates, NodeAffinityArgs: s.NodeAffinityArgs,
-		InterPodAffinityArgs: s.InterPodAffinityArgs, ArgsAsYAML: s.ArgsAsYAML}
+	return Scenario{Setup: s.Setup}
 }
 
 func newSeqRun(ctx context.Context, seq *Sequence, cfg seqConfig) (*seqRun, error) {
@@ -188,7 +187,7 @@ func newSeqRun(ctx context.Context, seq *Sequence, cfg seqConfig) (*seqRun, erro
 		// alone, with default args if the scenario's are refused. Distinct
 		// profile names: DynamicResources registers an informer indexer
 		// named after the profile, also when a later plugin fails.
-		for i, fsc := range []*Scenario{sc, {Gates: sc.Gates}} {
+		for i, fsc := range []*Scenario{sc, {Setup: Setup{Gates: sc.Gates}}} {
 			prof, err := buildProfile(fsc, upstreamRegistry(fsc), true)
 			if err != nil {
 				continue
@@ -593,53 +592,34 @@ type seqBatch struct {
 // GOMAXPROCS workers, stopping once maxFindings sequences mismatched.
 func runSequences(t testing.TB, seed, n uint64, only *uint64, opts SequenceOptions, cfg seqConfig, maxFindings int) seqBatch {
 	start := time.Now()
-	var next, seqs, steps, cycles atomic.Uint64
+	var seqs, steps, cycles atomic.Uint64
 	var mu sync.Mutex
-	var out seqBatch
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for !stop.Load() {
-				i := next.Add(1) - 1
-				if only != nil {
-					if i > 0 {
-						return
-					}
-					i = *only
-				} else if i >= n {
-					return
-				}
-				seq := GenerateSequence(seed, i, opts)
-				res, err := runSequence(context.Background(), seq, cfg, "")
-				if err != nil {
-					t.Errorf("sequence %d: %v", i, err)
-					stop.Store(true)
-					return
-				}
-				seqs.Add(1)
-				steps.Add(uint64(res.steps))
-				cycles.Add(uint64(res.cycles))
-				mu.Lock()
-				if out.effective == nil {
-					out.effective = map[string]int{}
-				}
-				for k, v := range res.effective {
-					out.effective[k] += v
-				}
-				mu.Unlock()
-				if len(res.mms) > 0 {
-					mu.Lock()
-					out.findings = append(out.findings, seqFinding{seq: seq, res: res})
-					if len(out.findings) >= maxFindings {
-						stop.Store(true)
-					}
-					mu.Unlock()
-				}
+	out := seqBatch{effective: map[string]int{}}
+	err := parallelIndexes(n, only, func() (func(i uint64) bool, error) {
+		return func(i uint64) bool {
+			seq := GenerateSequence(seed, i, opts)
+			res, err := runSequence(context.Background(), seq, cfg, "")
+			if err != nil {
+				panic(fmt.Sprintf("sequence %d: %v", i, err))
 			}
-		})
+			seqs.Add(1)
+			steps.Add(uint64(res.steps))
+			cycles.Add(uint64(res.cycles))
+			mu.Lock()
+			defer mu.Unlock()
+			for k, v := range res.effective {
+				out.effective[k] += v
+			}
+			if len(res.mms) == 0 {
+				return false
+			}
+			out.findings = append(out.findings, seqFinding{seq: seq, res: res})
+			return len(out.findings) >= maxFindings
+		}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
 	sort.Slice(out.findings, func(i, j int) bool { return out.findings[i].seq.Index < out.findings[j].seq.Index })
 	out.sequences, out.steps, out.cycles = seqs.Load(), steps.Load(), cycles.Load()
 	out.elapsed = time.Since(start)

@@ -125,7 +125,6 @@ type seqRun struct {
 	nodes     map[string]*v1.Node
 	bound     map[string]*v1.Pod // in the cache as added pods
 	assumed   map[string]*v1.Pod // in the cache as assumed pods
-	pending   map[string]*v1.Pod // exist in the API, unbound
 	ns        map[string]*v1.Namespace
 	events    []Event // since the last cycle, for the queueing hints
 	cycles    int
@@ -151,7 +150,7 @@ func newSeqRun(ctx context.Context, seq *Sequence, cfg seqConfig) (*seqRun, erro
 	ctx = quietContext(ctx)
 	r := &seqRun{ctx: ctx, logger: klog.FromContext(ctx), seq: seq, base: seq.scenario(), cfg: cfg,
 		nodes: map[string]*v1.Node{}, bound: map[string]*v1.Pod{}, assumed: map[string]*v1.Pod{},
-		pending: map[string]*v1.Pod{}, ns: map[string]*v1.Namespace{}, effective: map[string]int{}}
+		ns: map[string]*v1.Namespace{}, effective: map[string]int{}}
 	var err error
 	if r.a, err = newSeqSide(ctx); err != nil {
 		return nil, err
@@ -311,7 +310,6 @@ func (r *seqRun) apply(st SeqStep) []mismatch {
 			return nil
 		}
 		delete(r.assumed, st.Name)
-		delete(r.pending, st.Name)
 		r.bound[st.Name] = p
 		r.event(Event{Kind: AssignedPodAdd, NewPod: p})
 		return r.cacheErr("AddPod(confirm)", func(s *seqSide) error {
@@ -376,7 +374,6 @@ func (r *seqRun) cacheErr(op string, f func(s *seqSide) error) []mismatch {
 
 func (r *seqRun) addBound(p *v1.Pod) []mismatch {
 	r.bound[PodKey(p)] = p
-	delete(r.pending, PodKey(p))
 	r.event(Event{Kind: AssignedPodAdd, NewPod: p})
 	return r.cacheErr("AddPod", func(s *seqSide) error {
 		s.podStore.Update(p)
@@ -398,7 +395,6 @@ func (r *seqRun) deletePod(key string) []mismatch {
 		// expiry: this and ForgetPod are the ways an assumption ends
 		// without a bind).
 		delete(r.assumed, key)
-		delete(r.pending, key)
 		return r.cacheErr("RemoveAssumedPod", func(s *seqSide) error {
 			s.podStore.Delete(p)
 			return s.cache.RemoveAssumedPod(r.logger, p.DeepCopy())
@@ -432,7 +428,6 @@ func (r *seqRun) cycle(c *SeqCycle) []mismatch {
 	events := r.events
 	r.events = nil
 	// The pod exists (unbound) in the API while it is being scheduled.
-	r.pending[key] = c.Pod
 	r.both(func(s *seqSide) { s.podStore.Update(c.Pod) })
 
 	if len(c.Group) == 0 {
@@ -454,8 +449,12 @@ func (r *seqRun) cycle(c *SeqCycle) []mismatch {
 	// placement algorithm does per candidate placement.
 	members := append([]*v1.Pod{c.Pod}, c.Group...)
 	for _, m := range members {
-		// The unscheduled members' add events (a no-op with the gate off).
-		r.both(func(s *seqSide) { s.cache.AddPodGroupMember(m.DeepCopy()) })
+		// The unscheduled members' add events (the pod-group part is a no-op
+		// with the gate off).
+		r.both(func(s *seqSide) {
+			s.podStore.Update(m)
+			s.cache.AddPodGroupMember(m.DeepCopy())
+		})
 	}
 	var placed []*v1.Pod
 	for attempt := range 2 {
@@ -476,14 +475,14 @@ func (r *seqRun) cycle(c *SeqCycle) []mismatch {
 			p := m.DeepCopy()
 			p.Spec.NodeName = node
 			placed = append(placed, p)
-			out = append(out, r.snapErr("Snapshot.AssumePod", func(s *seqSide) error {
+			out = append(out, r.cacheErr("Snapshot.AssumePod", func(s *seqSide) error {
 				pi, _ := framework.NewPodInfo(p.DeepCopy())
 				return s.snap.AssumePod(pi)
 			})...)
 		}
 		for i := len(placed) - 1; i >= 0; i-- {
 			p := placed[i]
-			out = append(out, r.snapErr("Snapshot.ForgetPod", func(s *seqSide) error { return s.snap.ForgetPod(r.logger, p) })...)
+			out = append(out, r.cacheErr("Snapshot.ForgetPod", func(s *seqSide) error { return s.snap.ForgetPod(r.logger, p) })...)
 		}
 		if len(out) > 0 {
 			return out
@@ -492,15 +491,10 @@ func (r *seqRun) cycle(c *SeqCycle) []mismatch {
 	if c.BindGroup {
 		for _, p := range placed {
 			r.assumed[PodKey(p)] = p
-			r.pending[PodKey(p)] = p
 			out = append(out, r.cacheErr("AssumePod", func(s *seqSide) error { return s.cache.AssumePod(r.logger, p.DeepCopy()) })...)
 		}
 	}
 	return out
-}
-
-func (r *seqRun) snapErr(op string, f func(s *seqSide) error) []mismatch {
-	return r.cacheErr(op, f)
 }
 
 // compareCycle compares one cycle for pod, plugin by plugin and for the

@@ -235,13 +235,39 @@ func scenarioYAML(sc *Scenario) string {
 	if err != nil {
 		return "marshal error: " + err.Error()
 	}
+	return trimYAMLNoise(string(y))
+}
+
+// trimYAMLNoise drops the zero-value noise of API objects from a reproducer:
+// lines like `status: {}` and a node status' nodeInfo/daemonEndpoints blocks
+// when they hold nothing but zero values (struct fields, always rendered).
+// Decoding restores the same zero values. Other blocks are kept: there an
+// empty string can be meaningful (a label `gpu: ""`).
+func trimYAMLNoise(y string) string {
+	lines := strings.Split(y, "\n")
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " -")) }
+	zero := func(l string) bool {
+		t := strings.TrimSpace(l)
+		return strings.HasSuffix(t, ":") || strings.HasSuffix(t, `: ""`) || strings.HasSuffix(t, ": 0")
+	}
 	var out []string
-	for _, line := range strings.Split(string(y), "\n") {
-		switch strings.TrimSpace(line) {
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		switch strings.TrimSpace(l) {
 		case "creationTimestamp: null", "resources: {}", "status: {}", "spec: {}", "metadata: {}":
 			continue
 		}
-		out = append(out, line)
+		if t := strings.TrimSpace(l); t == "nodeInfo:" || t == "daemonEndpoints:" {
+			j := i + 1
+			for j < len(lines) && indent(lines[j]) > indent(l) && zero(lines[j]) {
+				j++
+			}
+			if j > i+1 && (j == len(lines) || indent(lines[j]) <= indent(l)) {
+				i = j - 1 // an all-zero block
+				continue
+			}
+		}
+		out = append(out, l)
 	}
 	return strings.Join(out, "\n")
 }

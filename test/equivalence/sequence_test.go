@@ -715,19 +715,6 @@ func affinitySummary(p *v1.Pod) string {
 	return " " + strings.Join(parts, " ")
 }
 
-// trimYAMLNoise drops the zero-value noise of API objects.
-func trimYAMLNoise(y string) string {
-	var out []string
-	for _, line := range strings.Split(y, "\n") {
-		switch strings.TrimSpace(line) {
-		case "creationTimestamp: null", "resources: {}", "status: {}", "spec: {}", "metadata: {}":
-			continue
-		}
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n")
-}
-
 // shrinkSequence drops steps (and cycle details) while the mismatch with key
 // persists: first everything after the failing step, then chunks of halving
 // size, then single steps, then preemption ops, nominated pods and group

@@ -346,26 +346,29 @@ func (s *seqGen) movePod() {
 	s.step(SeqStep{Op: OpMovePod, Name: key, Pod: q})
 }
 
-func (s *seqGen) confirm() {
+// takePending removes and returns a random pending key.
+func (s *seqGen) takePending() (string, bool) {
 	if len(s.pending) == 0 {
-		return
+		return "", false
 	}
 	i := s.n(len(s.pending))
 	key := s.pending[i]
 	s.pending = slices.Delete(s.pending, i, i+1)
-	s.confirmed = append(s.confirmed, key)
-	s.step(SeqStep{Op: OpConfirm, Name: key})
+	return key, true
+}
+
+func (s *seqGen) confirm() {
+	if key, ok := s.takePending(); ok {
+		s.confirmed = append(s.confirmed, key)
+		s.step(SeqStep{Op: OpConfirm, Name: key})
+	}
 }
 
 func (s *seqGen) forget() {
-	if len(s.pending) == 0 {
-		return
+	if key, ok := s.takePending(); ok {
+		s.forgotten = append(s.forgotten, s.cycled[key])
+		s.step(SeqStep{Op: OpForget, Name: key})
 	}
-	i := s.n(len(s.pending))
-	key := s.pending[i]
-	s.pending = slices.Delete(s.pending, i, i+1)
-	s.forgotten = append(s.forgotten, s.cycled[key])
-	s.step(SeqStep{Op: OpForget, Name: key})
 }
 
 func (s *seqGen) cycle() {

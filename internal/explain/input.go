@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -117,4 +118,48 @@ func PodOf(obj runtime.Object) (*v1.Pod, error) {
 	pod.Name = meta.Name
 	pod.Namespace = meta.Namespace
 	return pod, nil
+}
+
+// MergeMatchLabelKeys does for a pod that is not created what the apiserver
+// does when it is (MatchLabelKeysInPodAffinity): each pod (anti-)affinity
+// term's matchLabelKeys and mismatchLabelKeys become In / NotIn requirements
+// on the pod's own label values, so the scheduler sees the same terms.
+func MergeMatchLabelKeys(pod *v1.Pod) {
+	a := pod.Spec.Affinity
+	if a == nil {
+		return
+	}
+	merge := func(t *v1.PodAffinityTerm) {
+		if t.LabelSelector == nil || (len(t.MatchLabelKeys) == 0 && len(t.MismatchLabelKeys) == 0) {
+			return
+		}
+		for _, k := range t.MatchLabelKeys {
+			if v, ok := pod.Labels[k]; ok {
+				t.LabelSelector.MatchExpressions = append(t.LabelSelector.MatchExpressions,
+					metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+			}
+		}
+		for _, k := range t.MismatchLabelKeys {
+			if v, ok := pod.Labels[k]; ok {
+				t.LabelSelector.MatchExpressions = append(t.LabelSelector.MatchExpressions,
+					metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpNotIn, Values: []string{v}})
+			}
+		}
+	}
+	if pa := a.PodAffinity; pa != nil {
+		for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+			merge(&pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
+		}
+		for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+			merge(&pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+		}
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+			merge(&pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
+		}
+		for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+			merge(&pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+		}
+	}
 }

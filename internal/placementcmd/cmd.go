@@ -220,6 +220,7 @@ func (o *explainOptions) podFromFile(namespace string) (*v1.Pod, error) {
 	if pod.Name == "" {
 		pod.Name = "what-if"
 	}
+	explain.MergeMatchLabelKeys(pod)
 	return pod, nil
 }
 

@@ -150,6 +150,13 @@ func (pl *InterPodAffinity) explainIndex(cycleState fwk.CycleState, s *preFilter
 			}
 		}
 	}
+	// The snapshot lists nodes in no fixed order; messages must be stable.
+	for _, byDomain := range es.antiAffinity {
+		for _, pods := range byDomain {
+			sort.Strings(pods)
+		}
+	}
+	sort.SliceStable(es.rejecting, func(i, j int) bool { return es.rejecting[i].pod < es.rejecting[j].pod })
 	cycleState.Write(explainStateKey, es)
 	return es
 }

@@ -74,8 +74,12 @@ type NodeResult struct {
 	Feasible bool   `json:"feasible"`
 	// ExcludedByPreFilter is set when PreFilter narrowed the candidates and
 	// left this node out; the scheduler does not run Filter on it.
-	ExcludedByPreFilter string          `json:"excludedByPreFilter,omitempty"`
-	Filters             []PluginVerdict `json:"filters"`
+	ExcludedByPreFilter string `json:"excludedByPreFilter,omitempty"`
+	// NominatedPods is set when every filter passes on its own but the
+	// node fails once the pods nominated to it (by an earlier preemption)
+	// are counted, as the scheduler does: the status it then gets.
+	NominatedPods string          `json:"nominatedPods,omitempty"`
+	Filters       []PluginVerdict `json:"filters"`
 }
 
 // NodeScore is a feasible node's scores.
@@ -183,13 +187,21 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 	var feasible []fwk.NodeInfo
 	for _, ni := range nodes {
 		name := ni.Node().Name
-		nr := NodeResult{Node: name, Feasible: true}
-		var first *fwk.Status
+		nr := NodeResult{Node: name}
+		// The scheduler's own verdict (first failure, nominated pods
+		// counted) decides feasibility and its FailedScheduling message.
+		var sched *fwk.Status
 		if !preRes.AllNodes() && !preRes.NodeNames.Has(name) {
-			first = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(prePlugins)))
-			nr.ExcludedByPreFilter = first.Message()
-			nr.Feasible = false
+			sched = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(prePlugins)))
+			nr.ExcludedByPreFilter = sched.Message()
+		} else {
+			sched = fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+			if sched.Code() == fwk.Error {
+				return nil, fmt.Errorf("filtering node %s: %w", name, sched.AsError())
+			}
 		}
+		nr.Feasible = sched.IsSuccess()
+		ownFailure := false
 		for _, pl := range filters {
 			if skip.Has(pl.Name()) {
 				nr.Filters = append(nr.Filters, PluginVerdict{Plugin: pl.Name(), Code: fwk.Skip.String()})
@@ -201,11 +213,7 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 			}
 			v := verdict(pl.Name(), st)
 			if !st.IsSuccess() {
-				nr.Feasible = false
-				st.SetPlugin(pl.Name())
-				if first == nil {
-					first = st
-				}
+				ownFailure = true
 				if ex, ok := pl.(plugins.FilterExplainer); ok {
 					v.Causes = ex.ExplainFilter(ctx, state, pod, ni)
 				}
@@ -215,10 +223,13 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 			}
 			nr.Filters = append(nr.Filters, v)
 		}
-		if first != nil {
-			diag.NodeToStatus.Set(name, first)
-		} else {
+		if nr.Feasible {
 			feasible = append(feasible, ni)
+		} else {
+			diag.NodeToStatus.Set(name, sched)
+			if !ownFailure && nr.ExcludedByPreFilter == "" {
+				nr.NominatedPods = strings.Join(sched.Reasons(), "; ")
+			}
 		}
 		res.NodeResults = append(res.NodeResults, nr)
 	}

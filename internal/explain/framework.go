@@ -82,6 +82,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 	// (when it is bound, we answer "why there" as if it were not yet).
 	// Terminal pods hold no resources: the scheduler's informer drops them.
 	pods := make([]*v1.Pod, 0, len(c.Pods))
+	nom := &nominator{byNode: map[string][]fwk.PodInfo{}}
 	objs := make([]runtime.Object, 0, len(c.Pods)+len(c.Nodes)+len(c.Namespaces)+len(c.Others))
 	for _, p := range c.Pods {
 		if p.UID == self.UID && p.Namespace == self.Namespace && p.Name == self.Name {
@@ -93,6 +94,12 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 		objs = append(objs, p)
 		if p.Spec.NodeName != "" {
 			pods = append(pods, p)
+		} else if n := p.Status.NominatedNodeName; n != "" {
+			pi, err := framework.NewPodInfo(p)
+			if err != nil {
+				continue // the scheduler's queue drops it too
+			}
+			nom.byNode[n] = append(nom.byNode[n], pi)
 		}
 	}
 	for _, n := range c.Nodes {
@@ -122,6 +129,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(inf),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithPodNominator(nom),
 		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, inf)),
 		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(inf.Storage().V1().CSINodes().Lister())),
 		frameworkruntime.WithMetricsRecorder(metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done())),
@@ -138,3 +146,13 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 	}
 	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances}, nil
 }
+
+// nominator serves the snapshot's nominated pods (status.nominatedNodeName
+// set by an earlier preemption, not bound yet): the scheduler filters as if
+// those of equal or higher priority already ran on their node.
+type nominator struct{ byNode map[string][]fwk.PodInfo }
+
+func (n *nominator) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
+func (n *nominator) DeleteNominatedPodIfExists(*v1.Pod)                            {}
+func (n *nominator) UpdateNominatedPod(klog.Logger, *v1.Pod, fwk.PodInfo)          {}
+func (n *nominator) NominatedPodsForNode(name string) []fwk.PodInfo                { return n.byNode[name] }

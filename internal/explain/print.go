@@ -99,6 +99,9 @@ func filterRows(nr NodeResult, wide bool) [][2]string {
 	if nr.ExcludedByPreFilter != "" {
 		rows = append(rows, [2]string{"(PreFilter)", nr.ExcludedByPreFilter})
 	}
+	if nr.NominatedPods != "" {
+		rows = append(rows, [2]string{"(nominated pods)", "every filter passes alone, but with the pods nominated to this node: " + nr.NominatedPods})
+	}
 	for _, f := range nr.Filters {
 		passed := f.Code == fwk.Success.String() || f.Code == fwk.Skip.String()
 		if passed && !wide {

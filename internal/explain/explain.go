@@ -8,11 +8,14 @@ package explain
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -21,8 +24,12 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
-// Result is the whole explanation; its JSON form is the -o json output.
+// Result is the whole explanation; its JSON form is the -o json output,
+// versioned by its apiVersion (a schema, not a served API) so scripts can
+// rely on it.
 type Result struct {
+	metav1.TypeMeta `json:",inline"`
+
 	Pod     string `json:"pod"`
 	Profile string `json:"profile"`
 	// Nodes and Feasible count all nodes and those passing every filter.
@@ -49,6 +56,29 @@ type Result struct {
 	// Hints are cheap what-ifs: one change to the pod and how many more
 	// nodes it would make feasible.
 	Hints []Hint `json:"hints,omitempty"`
+}
+
+// The type of the -o json/yaml output.
+const (
+	APIVersion = "explain.placement-scheduler.io/v1alpha1"
+	Kind       = "PlacementExplanation"
+)
+
+var _ runtime.Object = &Result{}
+
+// DeepCopyObject makes Result a runtime.Object for cli-runtime's printers.
+// A JSON round trip is exact for this plain data type and keeps the copy
+// from drifting when fields are added.
+func (r *Result) DeepCopyObject() runtime.Object {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("explain.Result is plain data and always marshals: %v", err))
+	}
+	out := &Result{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		panic(fmt.Sprintf("explain.Result round trip: %v", err))
+	}
+	return out
 }
 
 // ReasonCount is a filter reason and how many nodes report it.
@@ -122,9 +152,10 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
 	res := &Result{
-		Pod:     pod.Namespace + "/" + pod.Name,
-		Profile: profile.SchedulerName,
-		Nodes:   len(nodes),
+		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+		Pod:      pod.Namespace + "/" + pod.Name,
+		Profile:  profile.SchedulerName,
+		Nodes:    len(nodes),
 	}
 	state := framework.NewCycleState()
 	preRes, st, prePlugins := fw.RunPreFilterPlugins(ctx, state, pod)

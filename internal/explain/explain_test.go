@@ -110,5 +110,3 @@ func TestAgreesWithTheFramework(t *testing.T) {
 		})
 	}
 }
-
-

@@ -4,7 +4,6 @@ package placementcmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
@@ -153,16 +152,9 @@ func (o *explainOptions) run(ctx context.Context, args []string) error {
 func write(w io.Writer, res *explain.Result, format string) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return (&printers.JSONPrinter{}).PrintObj(res, w)
 	case "yaml":
-		b, err := yaml.Marshal(res)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return (&printers.YAMLPrinter{}).PrintObj(res, w)
 	default:
 		return explain.PrintTable(w, res, format == "wide")
 	}

@@ -7,6 +7,10 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodename"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/tainttoleration"
 )
 
 // Cause is one concrete reason a plugin rejected a node (see package
@@ -26,3 +30,11 @@ type FilterExplainer interface {
 	// Filter status.
 	ExplainFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) []Cause
 }
+
+// Each of our filter plugins explains its rejections.
+var (
+	_ FilterExplainer = &nodename.NodeName{}
+	_ FilterExplainer = &tainttoleration.TaintToleration{}
+	_ FilterExplainer = &nodeaffinity.NodeAffinity{}
+	_ FilterExplainer = &interpodaffinity.InterPodAffinity{}
+)

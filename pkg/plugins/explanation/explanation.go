@@ -5,7 +5,6 @@ package explanation
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -47,14 +46,4 @@ func Selector(s labels.Selector) string {
 		return "<everything>"
 	}
 	return s.String()
-}
-
-// SortedKeys returns m's keys in order, for deterministic messages.
-func SortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
@@ -96,7 +97,6 @@ func (pl *InterPodAffinity) ExplainFilter(_ context.Context, cycleState fwk.Cycl
 func affinityCauses(s *preFilterState, nl map[string]string) []explanation.Cause {
 	var out []explanation.Cause
 	terms := s.terms.affinity
-	scope := "in %s=%s"
 	if len(s.terms.hostAffinity) > 0 {
 		terms = s.terms.hostAffinity
 	}
@@ -108,7 +108,7 @@ func affinityCauses(s *preFilterState, nl map[string]string) []explanation.Cause
 		case len(s.terms.hostAffinity) == 0 && s.affinity[topologyPair{key: t.TopologyKey, value: v}] > 0:
 			// This term's domain is satisfied; another one is not.
 		default:
-			msg := fmt.Sprintf("required affinity %s: no pod matching all required affinity terms "+scope, term(t), t.TopologyKey, v)
+			msg := fmt.Sprintf("required affinity %s: no pod matching all required affinity terms in %s=%s", term(t), t.TopologyKey, v)
 			if !s.selfMatch {
 				msg += " (the pod does not match its own terms, so it cannot be the first of its group)"
 			}
@@ -163,9 +163,7 @@ func (pl *InterPodAffinity) explainIndex(cycleState fwk.CycleState, s *preFilter
 
 // term renders an affinity term: its topology key, selector and namespaces.
 func term(t fwk.AffinityTerm) string {
-	ns := sort.StringSlice(t.Namespaces.UnsortedList())
-	ns.Sort()
-	where := "namespaces [" + strings.Join(ns, " ") + "]"
+	where := "namespaces [" + strings.Join(sets.List(t.Namespaces), " ") + "]"
 	if t.NamespaceSelector != nil && !t.NamespaceSelector.Empty() {
 		if _, some := t.NamespaceSelector.Requirements(); some {
 			where += " + namespaceSelector " + t.NamespaceSelector.String()

@@ -3,6 +3,8 @@ package nodeaffinity
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +28,7 @@ func (pl *NodeAffinity) ExplainFilter(_ context.Context, _ fwk.CycleState, pod *
 			out = append(out, explanation.Cause{Message: "scheduler-enforced addedAffinity (profile args): " + f.String()})
 		}
 	}
-	for _, k := range explanation.SortedKeys(pod.Spec.NodeSelector) {
+	for _, k := range slices.Sorted(maps.Keys(pod.Spec.NodeSelector)) {
 		want := pod.Spec.NodeSelector[k]
 		if got, ok := node.Labels[k]; !ok || got != want {
 			out = append(out, explanation.Cause{

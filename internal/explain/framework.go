@@ -49,8 +49,8 @@ type profileFramework struct {
 // placement-scheduler's binary is built with.
 func registry() (frameworkruntime.Registry, error) {
 	reg := intree.NewInTreeRegistry()
-	if err := reg.Merge(plugins.Registry()); err != nil {
-		return nil, fmt.Errorf("merging pkg/plugins.Registry(): %w", err)
+	if err := reg.Merge(plugins.All()); err != nil {
+		return nil, fmt.Errorf("merging pkg/plugins.All(): %w", err)
 	}
 	return reg, nil
 }

@@ -4,12 +4,28 @@
 package explanation
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	fwk "k8s.io/kube-scheduler/framework"
 )
+
+// FilterExplainer is optionally implemented by our filter plugins. Tooling
+// (kubectl placement explain, the PlacementDiagnosis plugin) calls it after
+// Filter rejected a node, with the same cycle state, to learn exactly which
+// term, taint or existing pod decided. Filter does not compute or keep
+// anything for it, so scheduling a pod that fits pays nothing.
+type FilterExplainer interface {
+	fwk.FilterPlugin
+	// ExplainFilter returns the causes of the rejection of nodeInfo, every
+	// one of them, not only the first Filter stopped at. It may return nil
+	// when the node is not rejected or the plugin cannot say more than its
+	// Filter status.
+	ExplainFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) []Cause
+}
 
 // Cause is one concrete reason a plugin rejected a node.
 type Cause struct {

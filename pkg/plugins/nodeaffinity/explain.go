@@ -111,3 +111,8 @@ func matchOne(t v1.NodeSelectorTerm, node *v1.Node) bool {
 	sel, err := nodeaffinity.NewNodeSelector(&v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{t}})
 	return err == nil && sel.Match(node)
 }
+
+// ErrReasonEnforced is the Filter reason for the profile's addedAffinity:
+// tools that explain with an instance built without the profile's args
+// recognise it and keep the reason rather than guess the term.
+const ErrReasonEnforced = errReasonEnforced

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/manifests"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 // diagnosisConfig is the shipped config as its own profile and lease, with
@@ -16,7 +18,7 @@ import (
 func diagnosisConfig(t *testing.T) (config []byte, profile string) {
 	t.Helper()
 	profile = "placement-scheduler-diagnosis"
-	s := string(shippedConfig(t))
+	s := string(manifests.SchedulerConfig())
 	for _, r := range [][2]string{
 		{"  - schedulerName: placement-scheduler\n", "  - schedulerName: " + profile + "\n"},
 		{"  resourceName: placement-scheduler\n", "  resourceName: " + profile + "\n"},
@@ -38,18 +40,18 @@ func diagnosisConfig(t *testing.T) (config []byte, profile string) {
 // schedules gets no diagnosis.
 func TestPlacementDiagnosisEvent(t *testing.T) {
 	cfg, profile := diagnosisConfig(t)
-	startScheduler(t, cfg)
-	ns := newNamespace(t, nil)
-	gpu1 := schedulableNode(ns, "gpu-1").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj()
-	gpu2 := schedulableNode(ns, "gpu-2").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj()
-	hdd := schedulableNode(ns, "hdd").Label("disktype", "hdd").Obj()
-	createNodes(t, gpu1, gpu2, hdd)
+	env.StartScheduler(t, framework.SchedulerOptions{Name: "diagnosis", Config: cfg})
+	ns := env.NewNamespace(t, nil)
+	gpu1 := framework.SchedulableNode(ns, "gpu-1").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj()
+	gpu2 := framework.SchedulableNode(ns, "gpu-2").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj()
+	hdd := framework.SchedulableNode(ns, "hdd").Label("disktype", "hdd").Obj()
+	env.CreateNodes(t, gpu1, gpu2, hdd)
 
-	createPod(t, testutil.MakePod(ns, "fits").SchedulerName(profile).NodeSelector(map[string]string{"disktype": "hdd"}).Obj())
-	waitForBound(t, ns, "fits")
-	createPod(t, testutil.MakePod(ns, "stuck").SchedulerName(profile).NodeSelector(map[string]string{"disktype": "ssd"}).Obj())
+	env.CreatePod(t, testutil.MakePod(ns, "fits").SchedulerName(profile).NodeSelector(map[string]string{"disktype": "hdd"}).Obj())
+	env.WaitForBound(t, ns, "fits")
+	env.CreatePod(t, testutil.MakePod(ns, "stuck").SchedulerName(profile).NodeSelector(map[string]string{"disktype": "ssd"}).Obj())
 
-	diag := waitForEvent(t, ns, "stuck", "PlacementDiagnosis", "PlacementTaintToleration")
+	diag := env.WaitForEvent(t, ns, "stuck", "PlacementDiagnosis", "PlacementTaintToleration")
 	t.Logf("PlacementDiagnosis: %s", diag.Message)
 	for _, want := range []string{
 		"PlacementTaintToleration: taint dedicated=gpu:NoSchedule is not tolerated (2 node(s), e.g. " + gpu1.Name + ", " + gpu2.Name,
@@ -63,12 +65,12 @@ func TestPlacementDiagnosisEvent(t *testing.T) {
 		t.Errorf("diagnosis event type %q, want Warning", diag.Type)
 	}
 
-	failed := waitForEvent(t, ns, "stuck", "FailedScheduling", "nodes are available")
+	failed := env.WaitForEvent(t, ns, "stuck", "FailedScheduling", "nodes are available")
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := explainJSON(t, "explain", "stuck", "-n", ns, "--kubeconfig", env.kubeconfig, "--config", cfgFile)
+	r := explainJSON(t, "explain", "stuck", "-n", ns, "--kubeconfig", env.Kubeconfig, "--config", cfgFile)
 	if r.SchedulerMessage == "" || !strings.HasPrefix(failed.Message, r.SchedulerMessage+" preemption: ") {
 		t.Errorf("FailedScheduling %q is not kube-scheduler's own text %q followed by the preemption part", failed.Message, r.SchedulerMessage)
 	}
@@ -76,7 +78,7 @@ func TestPlacementDiagnosisEvent(t *testing.T) {
 		t.Errorf("FailedScheduling carries the diagnosis: %q", failed.Message)
 	}
 
-	for _, e := range podEvents(t, ns, "fits") {
+	for _, e := range env.PodEvents(t, ns, "fits") {
 		if e.Reason == "PlacementDiagnosis" {
 			t.Errorf("a pod that scheduled got a diagnosis: %q", e.Message)
 		}

@@ -11,6 +11,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 // explainResult is the part of `kubectl placement explain -o json` these
@@ -30,13 +33,27 @@ type explainResult struct {
 	} `json:"hints"`
 }
 
+// binDir is where `make build controlplane` puts the binaries: the
+// control-plane assets directory the framework uses too.
+func binDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv(framework.AssetsEnv); d != "" {
+		return d
+	}
+	d, err := filepath.Abs(filepath.Join("..", "..", "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // kubectlPlacement runs `bin/kubectl placement ARGS` with the plugin binary
 // found through PATH, as kubectl's plugin discovery does for a user.
 func kubectlPlacement(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	pluginDir := filepath.Dir(placementPluginBinary(t))
-	kubectlBin := filepath.Join(env.repoRoot, "bin", "kubectl")
-	if !fileExists(kubectlBin) {
+	kubectlBin := filepath.Join(binDir(t), "kubectl")
+	if _, err := os.Stat(kubectlBin); err != nil {
 		t.Fatalf("%s is missing: run `make controlplane`", kubectlBin)
 	}
 	var out, errOut strings.Builder
@@ -47,22 +64,20 @@ func kubectlPlacement(t *testing.T, args ...string) (stdout, stderr string, err 
 	return out.String(), errOut.String(), err
 }
 
-// placementPluginBinary is bin/kubectl-placement (`make build`), or, when
-// the test runs by hand without it, one built into the scratch dir.
+// placementPluginBinary is bin/kubectl-placement when `make
+// test-integration` built it with everything else; run by hand, the test
+// builds its own rather than test something stale.
 func placementPluginBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(env.repoRoot, "bin", "kubectl-placement")
-	if os.Getenv("PLACEMENT_SCHEDULER_BIN") != "" && fileExists(bin) {
-		return bin // `make test-integration` built it with everything else
+	bin := filepath.Join(binDir(t), "kubectl-placement")
+	if _, err := os.Stat(bin); err == nil && os.Getenv("PLACEMENT_SCHEDULER_BIN") != "" {
+		return bin
 	}
-	dir := filepath.Join(env.dir, "plugin")
-	bin = filepath.Join(dir, "kubectl-placement")
-	if !fileExists(bin) {
-		build := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-placement")
-		build.Dir = env.repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building kubectl-placement: %v\n%s", err, out)
-		}
+	bin = filepath.Join(t.TempDir(), "kubectl-placement")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-placement")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kubectl-placement: %v\n%s", err, out)
 	}
 	return bin
 }
@@ -85,27 +100,27 @@ func explainJSON(t *testing.T, args ...string) explainResult {
 // with what the running scheduler did (the node it bound, the counts in its
 // FailedScheduling event).
 func TestExplainAgreesWithTheScheduler(t *testing.T) {
-	sharedScheduler(t)
-	ns := newNamespace(t, nil)
-	gpu1 := schedulableNode(ns, "gpu-1").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj()
-	gpu2 := schedulableNode(ns, "gpu-2").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj()
-	hdd := schedulableNode(ns, "hdd").Label("disktype", "hdd").Obj()
-	createNodes(t, gpu1, gpu2, hdd)
+	env.SharedScheduler(t)
+	ns := env.NewNamespace(t, nil)
+	gpu1 := framework.SchedulableNode(ns, "gpu-1").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj()
+	gpu2 := framework.SchedulableNode(ns, "gpu-2").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj()
+	hdd := framework.SchedulableNode(ns, "hdd").Label("disktype", "hdd").Obj()
+	env.CreateNodes(t, gpu1, gpu2, hdd)
 
-	createPod(t, placementPod(ns, "bound").NodeSelector(map[string]string{"disktype": "hdd"}).Obj())
-	createPod(t, placementPod(ns, "pending").Obj())
-	boundTo := waitForBound(t, ns, "bound")
+	env.CreatePod(t, testutil.MakePod(ns, "bound").Placement().NodeSelector(map[string]string{"disktype": "hdd"}).Obj())
+	env.CreatePod(t, testutil.MakePod(ns, "pending").Placement().Obj())
+	boundTo := env.WaitForBound(t, ns, "bound")
 	// "pending" fits only on hdd, which it may take; make it really Pending
 	// by asking for a disk type no node has.
-	createPod(t, placementPod(ns, "stuck").NodeSelector(map[string]string{"disktype": "ssd"}).Obj())
-	ev := waitForEvent(t, ns, "stuck", "FailedScheduling", "nodes are available")
+	env.CreatePod(t, testutil.MakePod(ns, "stuck").Placement().NodeSelector(map[string]string{"disktype": "ssd"}).Obj())
+	ev := env.WaitForEvent(t, ns, "stuck", "FailedScheduling", "nodes are available")
 
 	// The bound pod: explain picks the node the scheduler bound it to.
-	if got := explainJSON(t, "explain", "bound", "-n", ns, "--kubeconfig", env.kubeconfig); got.Selected != boundTo {
+	if got := explainJSON(t, "explain", "bound", "-n", ns, "--kubeconfig", env.Kubeconfig); got.Selected != boundTo {
 		t.Errorf("explain picks %q for the bound pod, the scheduler bound it to %q", got.Selected, boundTo)
 	}
 
-	live := explainJSON(t, "explain", "stuck", "-n", ns, "--kubeconfig", env.kubeconfig)
+	live := explainJSON(t, "explain", "stuck", "-n", ns, "--kubeconfig", env.Kubeconfig)
 	if live.Feasible != 0 || live.Selected != "" {
 		t.Errorf("explain finds %d feasible nodes and picks %q; the scheduler found none", live.Feasible, live.Selected)
 	}
@@ -126,7 +141,7 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 	}
 
 	// Offline: a dump of the same cluster gives the same answer.
-	dump, errOut, err := kubectl(t, "get", "nodes,pods,namespaces", "-A", "-o", "yaml")
+	dump, errOut, err := env.Kubectl(t, "get", "nodes,pods,namespaces", "-A", "-o", "yaml")
 	if err != nil {
 		t.Fatalf("kubectl get: %v: %s", err, errOut)
 	}
@@ -142,12 +157,12 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 	}
 
 	// The pending pod that may have fit: whatever the scheduler did, explain agrees.
-	p, err := env.client.CoreV1().Pods(ns).Get(context.Background(), "pending", metav1.GetOptions{})
+	p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), "pending", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Spec.NodeName != "" {
-		if got := explainJSON(t, "explain", "pending", "-n", ns, "--kubeconfig", env.kubeconfig); got.Selected == "" {
+		if got := explainJSON(t, "explain", "pending", "-n", ns, "--kubeconfig", env.Kubeconfig); got.Selected == "" {
 			t.Errorf("explain finds pod %q unschedulable; the scheduler bound it to %s", "pending", p.Spec.NodeName)
 		}
 	}
@@ -156,7 +171,7 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 // Bad input through the real binaries: one line on stderr naming what to
 // fix, a non-zero exit, no stack trace.
 func TestExplainBadInputIsOneLine(t *testing.T) {
-	ns := newNamespace(t, nil)
+	ns := env.NewNamespace(t, nil)
 	dir := t.TempDir()
 	malformed := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(malformed, []byte("kind: Pod\nmetadata: [\n"), 0o644); err != nil {
@@ -185,9 +200,9 @@ current-context: c
 		args []string
 		want string
 	}{
-		{"unknown pod", []string{"explain", "nope", "-n", ns, "--kubeconfig", env.kubeconfig}, `pod "nope" not found`},
-		{"malformed file", []string{"explain", "-f", malformed, "--kubeconfig", env.kubeconfig}, "not valid YAML or JSON"},
-		{"config that does not load", []string{"explain", "-f", podFile, "--config", badConfig, "--kubeconfig", env.kubeconfig}, "Nope"},
+		{"unknown pod", []string{"explain", "nope", "-n", ns, "--kubeconfig", env.Kubeconfig}, `pod "nope" not found`},
+		{"malformed file", []string{"explain", "-f", malformed, "--kubeconfig", env.Kubeconfig}, "not valid YAML or JSON"},
+		{"config that does not load", []string{"explain", "-f", podFile, "--config", badConfig, "--kubeconfig", env.Kubeconfig}, "Nope"},
 		{"unreachable cluster", []string{"explain", "x", "--kubeconfig", unreachable, "--request-timeout", "5s"}, "cannot list nodes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

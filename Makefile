@@ -28,8 +28,9 @@ help: ## List the targets.
 # Static (no cgo), as upstream builds kube-scheduler: the image has no libc,
 # and `make image` ships this very binary, the one the integration tests run.
 .PHONY: build
-build: ## Build bin/placement-scheduler (static).
+build: ## Build bin/placement-scheduler and bin/kubectl-placement (static).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/placement-scheduler ./cmd/scheduler
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/kubectl-placement ./cmd/kubectl-placement
 
 # The container image, assembled by hack/image without Docker or network:
 # IMAGE is the reference recorded in the tarball (push it with crane, skopeo
@@ -42,15 +43,18 @@ IMAGE_ARCH ?= $(word 2,$(GO_HOST))
 IMAGE_TAR  ?= $(BIN)/placement-scheduler-image.tar
 ifeq ($(GO_HOST),linux $(IMAGE_ARCH))
 IMAGE_BIN  := $(BIN)/placement-scheduler
+IMAGE_TOOL := $(BIN)/kubectl-placement
 else
 IMAGE_BIN  := $(BIN)/linux-$(IMAGE_ARCH)/placement-scheduler
+IMAGE_TOOL := $(BIN)/linux-$(IMAGE_ARCH)/kubectl-placement
 endif
 
 .PHONY: image
 image: build ## Build the image tarball bin/placement-scheduler-image.tar (IMAGE=repo:tag, IMAGE_ARCH=arm64); no Docker needed.
 	if [ "$(IMAGE_BIN)" != "$(BIN)/placement-scheduler" ]; then \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; fi
-	$(GO) run ./hack/image -binary $(IMAGE_BIN) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_TOOL) ./cmd/kubectl-placement; fi
+	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) \
 		-version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
 

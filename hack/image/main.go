@@ -18,8 +18,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -40,7 +43,10 @@ const (
 
 // Options describe one image.
 type Options struct {
-	Binary   string    // static linux executable to ship
+	Binary string // static linux executable to ship
+	// Tools are further static linux executables shipped beside it in
+	// /usr/local/bin under their base names (kubectl-placement).
+	Tools    []string
 	Arch     string    // GOARCH the binary was built for
 	Created  time.Time // image and file timestamps: a fixed one makes builds reproducible
 	Version  string    // org.opencontainers.image.version
@@ -56,6 +62,10 @@ func main() {
 		created = flag.String("created", "1970-01-01T00:00:00Z", "creation time (RFC 3339), e.g. the commit's; fixed by default so builds are reproducible")
 	)
 	flag.StringVar(&opts.Binary, "binary", "", "static linux binary to put in the image")
+	flag.Func("tool", "further static linux binary for /usr/local/bin (repeatable)", func(p string) error {
+		opts.Tools = append(opts.Tools, p)
+		return nil
+	})
 	flag.StringVar(&opts.Arch, "arch", runtime.GOARCH, "GOARCH the binary was built for")
 	flag.StringVar(&opts.Version, "version", "", "version label")
 	flag.StringVar(&opts.Revision, "revision", "", "source revision label")
@@ -106,7 +116,18 @@ func Build(opts Options) (v1.Image, error) {
 	if err := checkStatic(bin, opts.Arch); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Binary, err)
 	}
-	layerTar, err := rootfs(bin, opts.Created)
+	tools := map[string][]byte{}
+	for _, p := range opts.Tools {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkStatic(b, opts.Arch); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		tools[filepath.Base(p)] = b
+	}
+	layerTar, err := rootfs(bin, tools, opts.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +196,7 @@ func checkStatic(bin []byte, arch string) error {
 }
 
 // rootfs is the image's only layer.
-func rootfs(bin []byte, mtime time.Time) ([]byte, error) {
+func rootfs(bin []byte, tools map[string][]byte, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	type entry struct {
@@ -198,6 +219,9 @@ func rootfs(bin []byte, mtime time.Time) ([]byte, error) {
 		{name: "usr/local/bin/", mode: 0o755, typeflag: tar.TypeDir},
 		// Owned by root and not writable by the user it runs as.
 		{name: EntrypointPath[1:], mode: 0o755, body: bin},
+	}
+	for _, name := range slices.Sorted(maps.Keys(tools)) {
+		entries = append(entries, entry{name: "usr/local/bin/" + name, mode: 0o755, body: tools[name]})
 	}
 	for _, e := range entries {
 		h := &tar.Header{

@@ -85,7 +85,12 @@ func TestImageRunsBinaryAsNonRoot(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "image.tar")
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	opts := Options{Binary: bin, Arch: runtime.GOARCH, Created: created, Version: "v9.9.9", Revision: "abc123", Source: "https://example.com/src"}
+	// The same static program stands in for kubectl-placement, under its name.
+	tool := filepath.Join(t.TempDir(), "kubectl-placement")
+	if err := os.WriteFile(tool, want, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Binary: bin, Tools: []string{tool}, Arch: runtime.GOARCH, Created: created, Version: "v9.9.9", Revision: "abc123", Source: "https://example.com/src"}
 	if err := run("registry.example.com/team/placement-scheduler:v9.9.9", out, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +143,9 @@ func TestImageRunsBinaryAsNonRoot(t *testing.T) {
 	}
 	if entry.uid != 0 || entry.gid != 0 || entry.mode != 0o755 {
 		t.Errorf("%s: uid=%d gid=%d mode=%o, want root-owned 0755 (not writable by the user it runs as)", EntrypointPath, entry.uid, entry.gid, entry.mode)
+	}
+	if got := files["/usr/local/bin/kubectl-placement"]; !bytes.Equal(got.body, want) || got.mode != 0o755 || got.uid != 0 {
+		t.Errorf("/usr/local/bin/kubectl-placement: mode %o uid %d, %d bytes; want the given tool, root-owned 0755", got.mode, got.uid, len(got.body))
 	}
 	if !strings.Contains(string(files["/etc/passwd"].body), "nonroot:x:65532:65532:") {
 		t.Errorf("/etc/passwd does not define uid 65532:\n%s", files["/etc/passwd"].body)

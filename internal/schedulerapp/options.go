@@ -11,10 +11,10 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
-// Options returns one app.WithPlugin per plugin in plugins.Registry, in name
+// Options returns one app.WithPlugin per plugin in plugins.All (the replacements and the opt-in ones), in name
 // order so start-up is deterministic.
 func Options() []app.Option {
-	reg := plugins.Registry()
+	reg := plugins.All()
 	names := make([]string, 0, len(reg))
 	for name := range reg {
 		names = append(names, name)

@@ -95,3 +95,18 @@ func TestFactoriesReadFeatureGatesLate(t *testing.T) {
 	// With the gate enabled after Registry(), Gt 5 tolerates taint value 10.
 	testutil.CheckStatus(t, "Filter", st, fwk.Success, "")
 }
+
+// The opt-in plugins stay out of Registry (the replacement set) but the
+// binary registers them: All holds both, and no name is in both.
+func TestAllHoldsRegistryAndOptIn(t *testing.T) {
+	all, reg, opt := All(), Registry(), OptIn()
+	if len(all) != len(reg)+len(opt) {
+		t.Errorf("All() has %d plugins, want Registry()'s %d + OptIn()'s %d", len(all), len(reg), len(opt))
+	}
+	if _, ok := reg[DiagnosisName]; ok {
+		t.Errorf("%s is in Registry(); it replaces nothing and belongs in OptIn()", DiagnosisName)
+	}
+	if _, ok := all[DiagnosisName]; !ok {
+		t.Errorf("%s missing from All()", DiagnosisName)
+	}
+}

@@ -14,6 +14,7 @@ package nodeaffinity
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -57,6 +58,9 @@ type NodeAffinity struct {
 	// gate: pods whose in-place resize is deferred are already bound, so
 	// PreFilter Skips them and Filter passes them.
 	skipDeferredResize bool
+	// addedRequiredTerms are the args' addedAffinity required terms as
+	// written, kept only so ExplainFilter can name the one that failed.
+	addedRequiredTerms []v1.NodeSelectorTerm
 }
 
 var (
@@ -81,7 +85,12 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Featur
 	if err != nil {
 		return nil, err
 	}
+	var addedTerms []v1.NodeSelectorTerm
+	if a := args.AddedAffinity; a != nil && a.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		addedTerms = a.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	}
 	return &NodeAffinity{
+		addedRequiredTerms:  addedTerms,
 		addedNodeSelector:   added.required,
 		addedPrefSchedTerms: added.preferred,
 		skipDeferredResize:  fts.EnableInPlacePodVerticalScalingSchedulerPreemption,

@@ -1,0 +1,158 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+)
+
+// Cluster is the state a pod is explained against: what the scheduler's
+// cache and informers would hold.
+type Cluster struct {
+	Nodes      []*v1.Node
+	Pods       []*v1.Pod
+	Namespaces []*v1.Namespace
+	// Others are further objects plugins read through informers
+	// (PersistentVolumeClaims, StorageClasses, CSINodes, Services,
+	// ReplicaSets, ResourceClaims...). Unknown kinds are ignored.
+	Others []runtime.Object
+}
+
+// profileFramework is a framework built from a profile, plus the plugin
+// instances it was built with, so each plugin can be called on its own.
+type profileFramework struct {
+	framework.Framework
+	snapshot *cache.Snapshot
+	plugins  map[string]fwk.Plugin
+}
+
+// registry is upstream's in-tree registry merged with ours: what
+// placement-scheduler's binary is built with.
+func registry() (frameworkruntime.Registry, error) {
+	reg := intree.NewInTreeRegistry()
+	if err := reg.Merge(plugins.All()); err != nil {
+		return nil, fmt.Errorf("merging pkg/plugins.All(): %w", err)
+	}
+	return reg, nil
+}
+
+// newFramework builds the real framework runtime for profile over the
+// cluster: a snapshot for the scheduler cache, a fake clientset and an
+// informer factory for everything plugins list (as upstream's scheduler
+// tests do). Every factory is wrapped to remember the instance it returns.
+func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config.KubeSchedulerProfile) (*profileFramework, error) {
+	reg, err := registry()
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	instances := map[string]fwk.Plugin{}
+	for name, f := range reg {
+		reg[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			p, err := f(ctx, args, h)
+			if err == nil {
+				mu.Lock()
+				instances[name] = p
+				mu.Unlock()
+			}
+			return p, err
+		}
+	}
+
+	// The pod being explained is not part of the cluster it is placed in
+	// (when it is bound, we answer "why there" as if it were not yet).
+	// Terminal pods hold no resources: the scheduler's informer drops them.
+	pods := make([]*v1.Pod, 0, len(c.Pods))
+	nom := &nominator{byNode: map[string][]fwk.PodInfo{}}
+	objs := make([]runtime.Object, 0, len(c.Pods)+len(c.Nodes)+len(c.Namespaces)+len(c.Others))
+	for _, p := range c.Pods {
+		if p.UID == self.UID && p.Namespace == self.Namespace && p.Name == self.Name {
+			continue
+		}
+		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		objs = append(objs, p)
+		if p.Spec.NodeName != "" {
+			pods = append(pods, p)
+		} else if n := p.Status.NominatedNodeName; n != "" {
+			pi, err := framework.NewPodInfo(p)
+			if err != nil {
+				continue // the scheduler's queue drops it too
+			}
+			nom.byNode[n] = append(nom.byNode[n], pi)
+		}
+	}
+	for _, n := range c.Nodes {
+		objs = append(objs, n)
+	}
+	for _, ns := range c.Namespaces {
+		objs = append(objs, ns)
+	}
+	objs = append(objs, c.Others...)
+	client := fake.NewSimpleClientset(objs...) //nolint:staticcheck // NewClientset's field management costs seconds at 15k objects and buys nothing read-only
+	inf := informers.NewSharedInformerFactory(client, 0)
+
+	logger := klog.FromContext(ctx)
+	claims := assumecache.NewAssumeCache(logger, inf.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+	slices, err := resourceslicetracker.StartTracker(ctx, resourceslicetracker.Options{
+		SliceInformer: inf.Resource().V1().ResourceSlices(),
+		KubeClient:    client,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resource slice tracker: %w", err)
+	}
+	// The framework's instrumentation needs the scheduler's metrics
+	// registered (idempotent; kube-scheduler does it at start-up).
+	metrics.Register()
+	snapshot := cache.NewSnapshot(pods, c.Nodes)
+	fw, err := frameworkruntime.NewFramework(ctx, reg, profile,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithInformerFactory(inf),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithPodNominator(nom),
+		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, inf)),
+		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(inf.Storage().V1().CSINodes().Lister())),
+		frameworkruntime.WithMetricsRecorder(metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done())),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("profile %q: %w", profile.SchedulerName, err)
+	}
+	// Plugins registered their informers while being built; fill them now.
+	inf.Start(ctx.Done())
+	for typ, ok := range inf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances}, nil
+}
+
+// nominator serves the snapshot's nominated pods (status.nominatedNodeName
+// set by an earlier preemption, not bound yet): the scheduler filters as if
+// those of equal or higher priority already ran on their node.
+type nominator struct{ byNode map[string][]fwk.PodInfo }
+
+func (n *nominator) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
+func (n *nominator) DeleteNominatedPodIfExists(*v1.Pod)                            {}
+func (n *nominator) UpdateNominatedPod(klog.Logger, *v1.Pod, fwk.PodInfo)          {}
+func (n *nominator) NominatedPodsForNode(name string) []fwk.PodInfo                { return n.byNode[name] }

@@ -1,0 +1,143 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/cli-runtime/pkg/printers"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// PrintTable writes the human form: the summary first, then every node's
+// failing filters with our plugins' causes, then the score ranking. wide
+// adds every filter's verdict (also the passing ones) and each score's
+// raw and normalized values.
+func PrintTable(w io.Writer, r *Result, wide bool) error {
+	fmt.Fprintf(w, "Pod %s, profile %s\n", r.Pod, r.Profile)
+	switch {
+	case r.Feasible == 0:
+		fmt.Fprintf(w, "Feasible: 0/%d nodes: unschedulable.\n", r.Nodes)
+	case len(r.Tied) > 0:
+		fmt.Fprintf(w, "Feasible: %d/%d nodes. Would pick one of %s (tied on the top score; the scheduler breaks ties randomly).\n",
+			r.Feasible, r.Nodes, strings.Join(r.Tied, ", "))
+	case r.Feasible == 1:
+		fmt.Fprintf(w, "Feasible: 1/%d nodes. Would pick %s (the only feasible node: the scheduler does not score it; scores below are for information).\n", r.Nodes, r.Selected)
+	default:
+		fmt.Fprintf(w, "Feasible: %d/%d nodes. Would pick %s (highest total score; ties are broken randomly).\n", r.Feasible, r.Nodes, r.Selected)
+	}
+	if r.SchedulerMessage != "" {
+		fmt.Fprintf(w, "kube-scheduler would report: %s\n", r.SchedulerMessage)
+	}
+	if len(r.Reasons) > 0 {
+		fmt.Fprintln(w, "Rejections (all filters run on every node; a node counts under each plugin that rejects it):")
+		for _, rc := range r.Reasons {
+			fmt.Fprintf(w, "  %d node(s): %s: %s\n", rc.Nodes, rc.Plugin, rc.Reason)
+		}
+	}
+	for _, p := range r.PreFilter {
+		if p.Code == fwk.Skip.String() && !wide {
+			continue // nothing to act on; -o wide lists them
+		}
+		fmt.Fprintf(w, "PreFilter %s: %s: %s\n", p.Plugin, p.Code, strings.Join(p.Reasons, "; "))
+	}
+	if len(r.Hints) > 0 {
+		fmt.Fprintln(w, "What would change the outcome:")
+		for _, h := range r.Hints {
+			fmt.Fprintf(w, "  %s would make %d more node(s) feasible\n", h.Change, h.Nodes)
+		}
+	}
+	if len(r.NodeResults) > 0 {
+		fmt.Fprintln(w)
+		tw := printers.GetNewTabWriter(w)
+		fmt.Fprintln(tw, "NODE\tFEASIBLE\tFILTER\tVERDICT")
+		for _, nr := range r.NodeResults {
+			rows := filterRows(nr, wide)
+			for i, row := range rows {
+				node, feasible := "", ""
+				if i == 0 {
+					node, feasible = nr.Node, yesNo(nr.Feasible)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", node, feasible, row[0], row[1])
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Ranking) > 0 {
+		fmt.Fprintln(w)
+		tw := printers.GetNewTabWriter(w)
+		head := []string{"RANK", "NODE", "TOTAL"}
+		for _, p := range r.Ranking[0].Plugins {
+			head = append(head, p.Plugin)
+		}
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, ns := range r.Ranking {
+			row := []string{fmt.Sprint(ns.Rank), ns.Node, fmt.Sprint(ns.Total)}
+			for _, p := range ns.Plugins {
+				row = append(row, scoreCell(p, wide))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if wide {
+			fmt.Fprintln(w, "Score cells: raw -> normalized x weight = weighted; TOTAL sums the weighted scores.")
+		} else {
+			fmt.Fprintln(w, "Score cells are weighted (normalized x weight); -o wide shows raw and normalized.")
+		}
+	}
+	return nil
+}
+
+// filterRows returns (plugin, verdict) rows for one node: with wide every
+// filter, otherwise the failing ones (or one "all passed" row).
+func filterRows(nr NodeResult, wide bool) [][2]string {
+	var rows [][2]string
+	if nr.ExcludedByPreFilter != "" {
+		rows = append(rows, [2]string{"(PreFilter)", nr.ExcludedByPreFilter})
+	}
+	if nr.NominatedPods != "" {
+		rows = append(rows, [2]string{"(nominated pods)", "every filter passes alone, but with the pods nominated to this node: " + nr.NominatedPods})
+	}
+	for _, f := range nr.Filters {
+		passed := f.Code == fwk.Success.String() || f.Code == fwk.Skip.String()
+		if passed && !wide {
+			continue
+		}
+		if passed {
+			rows = append(rows, [2]string{f.Plugin, f.Code})
+			continue
+		}
+		if len(f.Causes) == 0 {
+			rows = append(rows, [2]string{f.Plugin, f.Code + ": " + strings.Join(f.Reasons, "; ")})
+		}
+		for _, c := range f.Causes {
+			rows = append(rows, [2]string{f.Plugin, c.Message})
+		}
+	}
+	if len(rows) == 0 {
+		rows = append(rows, [2]string{"(all)", "passed"})
+	}
+	return rows
+}
+
+func scoreCell(p PluginScore, wide bool) string {
+	switch {
+	case p.Skipped:
+		return "skip"
+	case wide:
+		return fmt.Sprintf("%d->%dx%d=%d", p.Raw, p.Normalized, p.Weight, p.Weighted)
+	default:
+		return fmt.Sprint(p.Weighted)
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

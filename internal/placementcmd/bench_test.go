@@ -1,0 +1,104 @@
+package placementcmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// BenchmarkExplain5000Nodes10000Pods: the whole offline path (decode a
+// JSON snapshot of 5000 nodes and 10,000 pods, build the shipped profile's
+// framework, every filter on every node, explain the rejections, score)
+// for one pod with a nodeSelector, zone anti-affinity and no toleration of
+// the taint a tenth of the nodes carry.
+func BenchmarkExplain5000Nodes10000Pods(b *testing.B) {
+	dir := b.TempDir()
+	snap := filepath.Join(dir, "snapshot.json")
+	podFile := filepath.Join(dir, "pod.json")
+	writeBenchSnapshot(b, snap, podFile, 5000, 10000)
+	b.ResetTimer()
+	for b.Loop() {
+		cmd := New(genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard})
+		cmd.SetArgs([]string{"explain", "-f", podFile, "--from-file", snap, "-o", "json"})
+		if err := cmd.Execute(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func writeBenchSnapshot(b *testing.B, snap, podFile string, nodes, pods int) {
+	b.Helper()
+	list := v1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	add := func(o any) {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		list.Items = append(list.Items, runtimeRaw(raw))
+	}
+	add(&v1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110")}
+	for i := range nodes {
+		n := &v1.Node{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i), Labels: map[string]string{
+				"kubernetes.io/hostname":      fmt.Sprintf("node-%04d", i),
+				"topology.kubernetes.io/zone": fmt.Sprintf("zone-%d", i%10),
+				"disktype":                    []string{"ssd", "hdd"}[i%2],
+			}},
+			Status: v1.NodeStatus{Capacity: alloc, Allocatable: alloc},
+		}
+		if i%10 == 0 {
+			n.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}
+		}
+		add(n)
+	}
+	req := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")}
+	for i := range pods {
+		add(&v1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Namespace: "default", Labels: map[string]string{"app": fmt.Sprintf("app-%d", i%50)}},
+			Spec: v1.PodSpec{
+				NodeName:   fmt.Sprintf("node-%04d", i%nodes),
+				Containers: []v1.Container{{Name: "c", Image: "x", Resources: v1.ResourceRequirements{Requests: req}}},
+			},
+			Status: v1.PodStatus{Phase: v1.PodRunning},
+		})
+	}
+	writeJSON(b, snap, list)
+	writeJSON(b, podFile, &v1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: map[string]string{"app": "probe"}},
+		Spec: v1.PodSpec{
+			SchedulerName: "placement-scheduler",
+			NodeSelector:  map[string]string{"disktype": "ssd"},
+			Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app-7"}},
+				TopologyKey:   "topology.kubernetes.io/zone",
+			}}}},
+			Containers: []v1.Container{{Name: "c", Image: "x", Resources: v1.ResourceRequirements{Requests: req}}},
+		},
+	})
+}
+
+func writeJSON(b *testing.B, path string, v any) {
+	b.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func runtimeRaw(raw []byte) runtime.RawExtension { return runtime.RawExtension{Raw: raw} }

@@ -1,0 +1,295 @@
+// Package placementcmd is the kubectl-placement command tree, on
+// k8s.io/cli-runtime: the usual kubeconfig flags, read-only access.
+package placementcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/manifests"
+)
+
+// In-cluster location of the installed scheduler's configuration: the
+// kustomize base's generated ConfigMap (manifests/kustomization.yaml).
+const (
+	installNamespace = "placement-scheduler"
+	installSelector  = "app.kubernetes.io/part-of=placement-scheduler"
+	configKey        = "scheduler-config.yaml"
+)
+
+// New returns the root command, `kubectl placement`.
+func New(streams genericiooptions.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kubectl-placement",
+		Short:         "Explain placement-scheduler decisions",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newExplain(streams))
+	return root
+}
+
+type explainOptions struct {
+	flags    *genericclioptions.ConfigFlags
+	streams  genericiooptions.IOStreams
+	file     string
+	fromFile []string
+	fromDir  string
+	config   string
+	profile  string
+	output   string
+}
+
+func newExplain(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &explainOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams}
+	cmd := &cobra.Command{
+		Use:   "explain (POD | -f FILE) [-n NAMESPACE] [--from-file SNAPSHOT | --from-dir DIR] [--config FILE] [-o table|wide|json|yaml]",
+		Short: "Why a pod is Pending, or why it landed where it did: per node, per plugin, per term",
+		Long: `Runs the scheduler's real framework, built from the placement-scheduler profile,
+over the cluster: every filter plugin on every node, every score plugin on the
+feasible nodes. Read-only; a pod given with -f is not created.
+
+The profile is --config, else the installed scheduler's ConfigMap (namespace
+placement-scheduler), else the shipped default. The cluster is the live one
+(kubeconfig flags), or an offline snapshot: --from-file/--from-dir with the
+output of e.g. kubectl get nodes,pods,namespaces -A -o yaml.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args)
+		},
+	}
+	o.flags.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "What-if: a Pod, or a Deployment/ReplicaSet/StatefulSet/DaemonSet/Job whose pod template is explained (- for stdin); not created")
+	cmd.Flags().StringSliceVar(&o.fromFile, "from-file", nil, "Offline snapshot: YAML/JSON file(s) of nodes, pods, namespaces (and PVCs, StorageClasses...) instead of the live cluster")
+	cmd.Flags().StringVar(&o.fromDir, "from-dir", "", "Offline snapshot: every .yaml, .yml and .json file in this directory")
+	cmd.Flags().StringVar(&o.config, "config", "", "KubeSchedulerConfiguration file (default: the installed scheduler's ConfigMap, else the shipped profile)")
+	cmd.Flags().StringVar(&o.profile, "profile", "", "Profile (schedulerName) to use when the config has several (default: the pod's schedulerName)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output format: table, wide, json or yaml")
+	return cmd
+}
+
+func (o *explainOptions) run(ctx context.Context, args []string) error {
+	switch o.output {
+	case "table", "wide", "json", "yaml":
+	default:
+		return fmt.Errorf("-o %q: want table, wide, json or yaml", o.output)
+	}
+	if (len(args) == 1) == (o.file != "") {
+		return errors.New("name exactly one pod: either POD or -f FILE")
+	}
+	if len(o.fromFile) > 0 && o.fromDir != "" {
+		return errors.New("--from-file and --from-dir: give only one")
+	}
+	// Plugins log through the context; the explanation is the output.
+	ctx = klog.NewContext(ctx, logr.Discard())
+
+	offline := len(o.fromFile) > 0 || o.fromDir != ""
+	var cluster *explain.Cluster
+	var client kubernetes.Interface
+	var err error
+	if offline {
+		cluster, err = o.loadSnapshot()
+	} else {
+		client, err = o.client()
+		if err == nil {
+			cluster, err = liveCluster(ctx, client)
+		}
+	}
+	if err != nil {
+		return err
+	}
+
+	namespace, err := o.namespace(offline)
+	if err != nil {
+		return err
+	}
+	var pod *v1.Pod
+	if o.file != "" {
+		pod, err = o.podFromFile(namespace)
+	} else {
+		pod, err = findPod(cluster, namespace, args[0])
+	}
+	if err != nil {
+		return err
+	}
+
+	cfg, err := o.loadConfig(ctx, client)
+	if err != nil {
+		return err
+	}
+	profile, err := explain.PickProfile(cfg, o.profile, pod.Spec.SchedulerName)
+	if err != nil {
+		return err
+	}
+	res, err := explain.Explain(ctx, pod, cluster, profile)
+	if err != nil {
+		return fmt.Errorf("explaining %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return write(o.streams.Out, res, o.output)
+}
+
+// write prints res in the requested format.
+func write(w io.Writer, res *explain.Result, format string) error {
+	switch format {
+	case "json":
+		return (&printers.JSONPrinter{}).PrintObj(res, w)
+	case "yaml":
+		return (&printers.YAMLPrinter{}).PrintObj(res, w)
+	default:
+		return explain.PrintTable(w, res, format == "wide")
+	}
+}
+
+func (o *explainOptions) client() (kubernetes.Interface, error) {
+	rc, err := o.flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no usable kubeconfig (%v): set --kubeconfig/--context, or use --from-file for a snapshot", err)
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+// namespace is -n, else the kubeconfig context's namespace (live only),
+// else "default".
+func (o *explainOptions) namespace(offline bool) (string, error) {
+	if o.flags.Namespace != nil && *o.flags.Namespace != "" {
+		return *o.flags.Namespace, nil
+	}
+	if offline {
+		return metav1.NamespaceDefault, nil
+	}
+	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig namespace: %w", err)
+	}
+	return ns, nil
+}
+
+func (o *explainOptions) podFromFile(namespace string) (*v1.Pod, error) {
+	var r io.Reader = o.streams.In
+	source := "stdin"
+	if o.file != "-" {
+		f, err := os.Open(o.file)
+		if err != nil {
+			return nil, fmt.Errorf("-f: %w", err)
+		}
+		defer f.Close()
+		r, source = f, o.file
+	}
+	objs, err := explain.DecodeObjects(r, source)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, fmt.Errorf("%s: want exactly one object (a Pod or a workload), found %d", source, len(objs))
+	}
+	pod, err := explain.PodOf(objs[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if o.flags.Namespace != nil && *o.flags.Namespace != "" || pod.Namespace == "" {
+		pod.Namespace = namespace
+	}
+	if pod.Name == "" {
+		pod.Name = "what-if"
+	}
+	explain.MergeMatchLabelKeys(pod)
+	return pod, nil
+}
+
+func findPod(c *explain.Cluster, namespace, name string) (*v1.Pod, error) {
+	for _, p := range c.Pods {
+		if p.Namespace == namespace && p.Name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("pod %q not found in namespace %q: check the name and -n", name, namespace)
+}
+
+func (o *explainOptions) loadSnapshot() (*explain.Cluster, error) {
+	files := o.fromFile
+	if o.fromDir != "" {
+		entries, err := os.ReadDir(o.fromDir)
+		if err != nil {
+			return nil, fmt.Errorf("--from-dir: %w", err)
+		}
+		for _, e := range entries {
+			switch strings.ToLower(filepath.Ext(e.Name())) {
+			case ".yaml", ".yml", ".json":
+				files = append(files, filepath.Join(o.fromDir, e.Name()))
+			}
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("--from-dir %s: no .yaml, .yml or .json files", o.fromDir)
+		}
+	}
+	var all []runtime.Object
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+		objs, err := explain.DecodeObjects(fh, f)
+		fh.Close()
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, objs...)
+	}
+	c := explain.ClusterFrom(all)
+	if len(c.Nodes) == 0 {
+		return nil, fmt.Errorf("snapshot %s has no nodes: dump them with kubectl get nodes,pods,namespaces -A -o yaml", strings.Join(files, ", "))
+	}
+	return c, nil
+}
+
+// loadConfig: --config, else the installed scheduler's ConfigMap (live
+// only), else the shipped default.
+func (o *explainOptions) loadConfig(ctx context.Context, client kubernetes.Interface) (*config.KubeSchedulerConfiguration, error) {
+	if o.config != "" {
+		data, err := os.ReadFile(o.config)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		return explain.LoadConfig(data, "--config "+o.config)
+	}
+	if client != nil {
+		cms, err := client.CoreV1().ConfigMaps(installNamespace).List(ctx, metav1.ListOptions{LabelSelector: installSelector})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("reading the installed scheduler's ConfigMap: %w", err)
+		}
+		if err == nil {
+			// kustomize suffixes the name with a content hash; an upgrade
+			// without --prune leaves older ones: the newest is in use.
+			items := cms.Items
+			sort.Slice(items, func(i, j int) bool {
+				return items[j].CreationTimestamp.Before(&items[i].CreationTimestamp)
+			})
+			for _, cm := range items {
+				if data, ok := cm.Data[configKey]; ok {
+					return explain.LoadConfig([]byte(data), fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name))
+				}
+			}
+		}
+	}
+	return explain.LoadConfig(manifests.SchedulerConfig(), "the shipped manifests/scheduler-config.yaml")
+}

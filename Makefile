@@ -55,12 +55,19 @@ image: build ## Build the image tarball bin/placement-scheduler-image.tar (IMAGE
 		-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
 # Built from the module graph (go.mod `tool` directives), never downloaded.
-# About 9 minutes cold on 2 cores, seconds once Go's build cache has them.
+# kube-controller-manager, the upstream kube-scheduler and KWOK (v0.8.0,
+# built against our pinned v0.37.1 staging modules) make the "full" local
+# cluster of `make run`, `make demo` and test/examples. About 9 minutes cold
+# on 2 cores for the first three; the last three add about 2 more; seconds
+# once Go's build cache has them.
 .PHONY: controlplane
-controlplane: ## Build bin/kube-apiserver, bin/etcd and bin/kubectl from go.mod's tool deps.
+controlplane: ## Build bin/{kube-apiserver,etcd,kubectl,kube-controller-manager,kube-scheduler,kwok} from go.mod's tool deps.
 	$(GO) build -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 	$(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
 	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	$(GO) build -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	$(GO) build -o $(BIN)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
 
 .PHONY: run
 run: build controlplane ## Start etcd + kube-apiserver locally and placement-scheduler against them (Ctrl-C stops all).

@@ -236,12 +236,7 @@ func (e *Env) stopComponents() error {
 	var errs []error
 	for i := len(e.components) - 1; i >= 0; i-- {
 		c := e.components[i]
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(15 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.done
+		if terminate(c.cmd.Process, c.done, 15*time.Second) {
 			errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within 15s; killed", c.name))
 		}
 	}

@@ -120,6 +120,14 @@ func (e *Env) startCluster(ctx context.Context, opts ClusterOptions) error {
 			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane` (or set %s): %w", e.assets, bin, AssetsEnv, err)
 		}
 	}
+	// Each component gets its own client certificate, as kubeadm gives it:
+	// the bootstrap RBAC policy grants system:kube-controller-manager and
+	// system:kube-scheduler exactly what they need. KWOK has no bootstrap
+	// role (kwokctl gives it admin), so it gets system:masters.
+	kcmConfig, err := e.userKubeconfig("kube-controller-manager", envtest.User{Name: "system:kube-controller-manager"})
+	if err != nil {
+		return err
+	}
 	caFile := filepath.Join(e.dir, "ca.crt")
 	if err := os.WriteFile(caFile, e.Config.CAData, 0o644); err != nil {
 		return err
@@ -129,9 +137,9 @@ func (e *Env) startCluster(ctx context.Context, opts ClusterOptions) error {
 		controllers = DefaultControllers()
 	}
 	if err := e.launch("kube-controller-manager",
-		"--kubeconfig", e.Kubeconfig,
-		"--authentication-kubeconfig", e.Kubeconfig,
-		"--authorization-kubeconfig", e.Kubeconfig,
+		"--kubeconfig", kcmConfig,
+		"--authentication-kubeconfig", kcmConfig,
+		"--authorization-kubeconfig", kcmConfig,
 		"--controllers", strings.Join(controllers, ","),
 		"--service-account-private-key-file", e.serviceAccountKey,
 		"--root-ca-file", caFile,
@@ -143,10 +151,14 @@ func (e *Env) startCluster(ctx context.Context, opts ClusterOptions) error {
 	}
 	leases := []string{"kube-controller-manager"}
 	if opts.DefaultScheduler {
+		schedConfig, err := e.userKubeconfig("kube-scheduler", envtest.User{Name: "system:kube-scheduler"})
+		if err != nil {
+			return err
+		}
 		if err := e.launch("kube-scheduler",
-			"--kubeconfig", e.Kubeconfig,
-			"--authentication-kubeconfig", e.Kubeconfig,
-			"--authorization-kubeconfig", e.Kubeconfig,
+			"--kubeconfig", schedConfig,
+			"--authentication-kubeconfig", schedConfig,
+			"--authorization-kubeconfig", schedConfig,
 			"--secure-port", "0",
 			"--v", "1",
 		); err != nil {
@@ -159,8 +171,12 @@ func (e *Env) startCluster(ctx context.Context, opts ClusterOptions) error {
 		if err != nil {
 			return err
 		}
+		kwokConfig, err := e.userKubeconfig("kwok", envtest.User{Name: "kwok", Groups: []string{"system:masters"}})
+		if err != nil {
+			return err
+		}
 		if err := e.launch("kwok",
-			"--kubeconfig", e.Kubeconfig,
+			"--kubeconfig", kwokConfig,
 			"--config", cfg,
 			"--manage-nodes-with-annotation-selector", KWOKNodeAnnotation+"="+KWOKNodeValue,
 			"--node-lease-duration-seconds", "40",
@@ -177,6 +193,24 @@ func (e *Env) startCluster(ctx context.Context, opts ClusterOptions) error {
 		}
 	}
 	return e.WaitForServiceAccount(ctx, metav1.NamespaceDefault)
+}
+
+// userKubeconfig writes <dir>/<name>.kubeconfig with a client certificate
+// for user, signed by the control plane's CA.
+func (e *Env) userKubeconfig(name string, user envtest.User) (string, error) {
+	u, err := e.testenv.AddUser(user, nil)
+	if err != nil {
+		return "", fmt.Errorf("creating credentials for %s: %w", user.Name, err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(e.dir, name+".kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // launch starts an assets binary that Stop stops. Its output goes to

@@ -59,17 +59,33 @@ image: build ## Build the image tarball bin/placement-scheduler-image.tar (IMAGE
 		-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
 # Built from the module graph (go.mod `tool` directives), never downloaded.
-# About 9 minutes cold on 2 cores, seconds once Go's build cache has them.
+# kube-controller-manager, the upstream kube-scheduler and KWOK (v0.8.0,
+# built against our pinned v0.37.1 staging modules) make the "full" local
+# cluster of `make run`, `make demo` and test/examples. About 9 minutes cold
+# on 2 cores for the first three; the last three add about 2 more; seconds
+# once Go's build cache has them.
 .PHONY: controlplane
-controlplane: ## Build bin/kube-apiserver, bin/etcd and bin/kubectl from go.mod's tool deps.
+controlplane: ## Build bin/{kube-apiserver,etcd,kubectl,kube-controller-manager,kube-scheduler,kwok} from go.mod's tool deps.
 	$(GO) build -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 	$(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
 	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	$(GO) build -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	$(GO) build -o $(BIN)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+
+# The scheduler config `make run` and `make demo` run placement-scheduler
+# with: the shipped profile plus the profile-pool example's second profile.
+RUN_CONFIG ?= manifests/examples/profile-pool/scheduler-config.yaml
 
 .PHONY: run
-run: build controlplane ## Start etcd + kube-apiserver locally and placement-scheduler against them (Ctrl-C stops all).
+run: build controlplane ## Start a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK) and placement-scheduler; Ctrl-C stops all.
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
-	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -dir .run -- $(ARGS)
+	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -config $(RUN_CONFIG) -dir .run -- $(ARGS)
+
+.PHONY: demo
+demo: build controlplane ## make run's cluster, a node fleet and every manifests/examples scenario applied and checked; prints the placement table.
+	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
+	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -config $(RUN_CONFIG) -dir .run/demo -demo
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
@@ -86,15 +102,21 @@ vet: ## go vet every package.
 
 .PHONY: test-unit
 test-unit: controlplane ## Unit tests, the equivalence suite and the scheduler_perf wiring check (needs bin/etcd).
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples)
 
 .PHONY: test-integration
 test-integration: build controlplane image ## Integration tests: the real binary (and its image) against envtest.
 	PLACEMENT_SCHEDULER_IMAGE_TAR=$(IMAGE_TAR) PLACEMENT_SCHEDULER_IMAGE=$(IMAGE) \
 		$(GO) test -count=1 -timeout 30m ./test/integration/...
 
+# Every manifests/examples folder applied to a full local cluster (make run's)
+# with the real binary, asserting what its expect.yaml / README.md promise.
+.PHONY: test-examples
+test-examples: build controlplane ## The examples as fixtures: each folder's promised placement, on a full cluster.
+	$(GO) test -count=1 -timeout 10m ./test/examples/...
+
 .PHONY: test
-test: fmt-check vet test-unit test-integration ## Everything CI runs.
+test: fmt-check vet test-unit test-integration test-examples ## Everything CI runs.
 
 # Side-by-side scheduler_perf run (test/perf): upstream's affinity workloads and
 # SchedulingBasic, read unmodified from the module cache, once with upstream's

@@ -9,9 +9,10 @@ import (
 	"io/fs"
 )
 
-// files is the kustomize base (this directory's YAML) and examples/.
+// files is the kustomize base (this directory's YAML) and examples/, one
+// folder per scenario plus the fleet.
 //
-//go:embed *.yaml examples/*.yaml
+//go:embed *.yaml examples
 var files embed.FS
 
 // SchedulerConfig returns scheduler-config.yaml as shipped: the profile the
@@ -20,9 +21,21 @@ func SchedulerConfig() []byte {
 	return mustRead("scheduler-config.yaml")
 }
 
-// Example returns manifests/examples/<name>, e.g. "pool-foo-config.yaml".
+// Example returns manifests/examples/<name>, e.g.
+// "profile-pool/scheduler-config.yaml".
 func Example(name string) ([]byte, error) {
 	return fs.ReadFile(files, "examples/"+name)
+}
+
+// Examples returns examples/ as a file system rooted there: one folder per
+// placement scenario (README.md, expect.yaml, the YAML) and fleet/.
+func Examples() fs.FS {
+	sub, err := fs.Sub(files, "examples")
+	if err != nil {
+		// Unreachable: the directory is embedded.
+		panic(err)
+	}
+	return sub
 }
 
 // Files returns the kustomize base (kustomization.yaml at its root) and

@@ -1,18 +1,27 @@
-// Command devcluster is what `make run` runs: a local etcd and kube-apiserver
-// (the binaries `make controlplane` built from our module graph), a kubeconfig
-// for them, and placement-scheduler running the shipped config against them,
-// all brought up by test/framework exactly as the integration tests do.
-// Ctrl-C stops the scheduler, then the control plane. No cluster needed.
+// Command devcluster is what `make run` and `make demo` run: a local cluster
+// that behaves like a real one (etcd, kube-apiserver, kube-controller-manager,
+// upstream kube-scheduler and KWOK playing the kubelet for fake nodes, all
+// built from our module graph by `make controlplane`) and placement-scheduler
+// beside the default scheduler, brought up by test/framework exactly as
+// test/examples does. Ctrl-C stops everything. No cluster needed.
+//
+// With -demo it applies the fleet and every manifests/examples scenario,
+// waits for what each README promises, prints where everything landed and
+// stops; it fails if any example did not do what its README says.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/examples"
+	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
@@ -26,7 +35,8 @@ func main() {
 func run() error {
 	scheduler := flag.String("scheduler", "bin/placement-scheduler", "placement-scheduler binary")
 	config := flag.String("config", "", "KubeSchedulerConfiguration to run (default: the shipped manifests/scheduler-config.yaml)")
-	dir := flag.String("dir", ".run", "where to write the kubeconfig, the scheduler config and its log")
+	dir := flag.String("dir", ".run", "where to write keys, kubeconfig, configs and one log per process")
+	demo := flag.Bool("demo", false, "apply the fleet and every manifests/examples scenario, check them, print the placement table and stop")
 	flag.Parse()
 	extraArgs := flag.Args() // passed through to placement-scheduler, after ours
 
@@ -42,40 +52,105 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	fmt.Println("starting etcd and kube-apiserver ...")
-	env, err := framework.Start(framework.Options{Dir: *dir, Binary: *scheduler})
+	start := time.Now()
+	fmt.Println("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK ...")
+	env, err := framework.Start(framework.Options{
+		Dir:     *dir,
+		Binary:  *scheduler,
+		Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true},
+	})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		fmt.Println("stopping kube-apiserver and etcd ...")
+		fmt.Println("stopping placement-scheduler, KWOK, kube-scheduler, kube-controller-manager, kube-apiserver and etcd ...")
 		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "devcluster: stopping control plane:", err)
+			fmt.Fprintln(os.Stderr, "devcluster: stopping:", err)
 		}
 	}()
-
-	sched, err := env.LaunchScheduler(framework.SchedulerOptions{Name: "devcluster", Config: cfg, Args: extraArgs, Output: os.Stdout})
+	opts := framework.SchedulerOptions{Name: "devcluster", Config: cfg, Args: extraArgs}
+	if !*demo {
+		opts.Output = os.Stdout
+	}
+	sched, err := env.LaunchScheduler(opts)
 	if err != nil {
 		return err
 	}
+	defer sched.Stop()
+	fmt.Printf("cluster is up after %s: %s (component logs in %s)\n", time.Since(start).Round(100*time.Millisecond), env.Config.Host, *dir)
+
+	if *demo {
+		return runDemo(ctx, env)
+	}
 	fmt.Printf(`
-control plane is up: %s
-placement-scheduler is starting, secure port %d (its output follows; Ctrl-C stops everything).
-In another terminal (make controlplane also built bin/kubectl):
+kube-controller-manager runs the workload, namespace, garbage-collector,
+node-lifecycle and taint-eviction controllers; KWOK plays the kubelet for
+nodes annotated %s=%s; kube-scheduler places pods that name no scheduler.
+placement-scheduler is starting, secure port %d (its output follows; Ctrl-C
+stops everything). In another terminal (make controlplane built bin/kubectl):
 
     export KUBECONFIG=%s
-    bin/kubectl apply -f manifests/examples/nodes.yaml
-    bin/kubectl apply -f manifests/examples/pod.yaml
-    bin/kubectl get pods -o wide
+    bin/kubectl apply -f manifests/examples/fleet/
+    bin/kubectl apply -f manifests/examples/node-selector/pod.yaml
+    bin/kubectl get pods -A -o wide
 
-`, env.Config.Host, sched.Port(), env.Kubeconfig)
+`, framework.KWOKNodeAnnotation, framework.KWOKNodeValue, sched.Port(), env.Kubeconfig)
 
-	select {
-	case <-sched.Done():
-		// The scheduler exited by itself (bad config, lost lease, ...).
-		return fmt.Errorf("placement-scheduler exited: %v", sched.Err())
-	case <-ctx.Done():
-		sched.Stop()
-		return nil
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-sched.Done():
+			if ctx.Err() != nil {
+				return nil // a terminal's Ctrl-C reached it too
+			}
+			// The scheduler exited by itself (bad config, lost lease, ...).
+			return fmt.Errorf("placement-scheduler exited: %v", sched.Err())
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := env.Exited(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// runDemo applies the fleet and every example, waits for what each
+// promises, prints where everything landed and fails if any example did not
+// do what its README says.
+func runDemo(ctx context.Context, env *framework.Env) error {
+	start := time.Now()
+	fsys := manifests.Examples()
+	exs, err := examples.Load(fsys)
+	if err != nil {
+		return err
+	}
+	r, err := examples.NewRunner(env.Config)
+	if err != nil {
+		return err
+	}
+	fmt.Println("applying the fleet (manifests/examples/fleet) and waiting for KWOK to make it Ready ...")
+	if err := r.ApplyFleet(ctx, fsys); err != nil {
+		return err
+	}
+	fmt.Printf("applying %d examples and waiting for what each README promises ...\n", len(exs))
+	results := r.RunAll(ctx, exs)
+	rows, err := r.Placements(ctx, exs)
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	if err := examples.PrintTable(os.Stdout, rows, results); err != nil {
+		return err
+	}
+	var failed []error
+	for _, ex := range exs {
+		if err := results[ex.Name]; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	fmt.Printf("\n%d/%d examples placed as their README says (%s after the cluster was up).\n",
+		len(exs)-len(failed), len(exs), time.Since(start).Round(100*time.Millisecond))
+	return errors.Join(failed...)
 }

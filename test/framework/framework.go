@@ -3,7 +3,9 @@
 // `make controlplane` built from our own module graph into bin/), the
 // placement-scheduler binary launched with a KubeSchedulerConfiguration, the
 // kustomize base installed with kubectl, and the waits a test needs, each
-// polling until a deadline and saying what it waited for.
+// polling until a deadline and saying what it waited for. With
+// Options.Cluster it is a cluster that behaves like a real one (cluster.go):
+// kube-controller-manager, the upstream kube-scheduler and KWOK as well.
 //
 // One Env serves one test binary (start it in TestMain); each test works in
 // its own namespace (NewNamespace) and its helpers remove, in t.Cleanup, only
@@ -81,6 +83,9 @@ type Options struct {
 	Binary string
 	// Timeout bounds every wait helper. Zero: DefaultTimeout.
 	Timeout time.Duration
+	// Cluster, if set, makes it a full cluster (cluster.go):
+	// kube-controller-manager, optionally upstream kube-scheduler and KWOK.
+	Cluster *ClusterOptions
 }
 
 // Env is a running control plane and what tests need to use it. Its fields
@@ -104,16 +109,20 @@ type Env struct {
 	dynamic   dynamic.Interface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 	shared    sharedScheduler
+	// Full cluster only (cluster.go).
+	serviceAccountKey string
+	components        []*component
 }
 
 // Start brings up etcd and kube-apiserver and creates the namespace the
 // shipped config's leader-election lease lives in (an install creates it;
-// here there may be none). The apiserver runs without the
-// TaintNodesByCondition admission plugin: there is no node lifecycle
-// controller to remove the not-ready taint it puts on every new node, so
-// nodes would never be schedulable; and without ServiceAccount admission,
-// which would reject every pod: no controller creates each namespace's
-// default ServiceAccount here.
+// here there may be none). Without Options.Cluster the apiserver runs
+// without the TaintNodesByCondition admission plugin: there is no node
+// lifecycle controller to remove the not-ready taint it puts on every new
+// node, so nodes would never be schedulable; and without ServiceAccount
+// admission, which would reject every pod: no controller creates each
+// namespace's default ServiceAccount here. With Options.Cluster both stay
+// on, because those controllers run.
 func Start(opts Options) (_ *Env, err error) {
 	e := &Env{Binary: opts.Binary, Timeout: opts.Timeout, dir: opts.Dir, assets: opts.AssetsDir}
 	if e.Timeout == 0 {
@@ -143,13 +152,20 @@ func Start(opts Options) (_ *Env, err error) {
 	}
 
 	e.testenv = &envtest.Environment{BinaryAssetsDirectory: e.assets}
-	e.testenv.ControlPlane.GetAPIServer().Configure().
-		Set("disable-admission-plugins", "ServiceAccount", "TaintNodesByCondition")
+	apiserverArgs := e.testenv.ControlPlane.GetAPIServer().Configure()
+	if opts.Cluster != nil {
+		if err := e.configureAPIServer(apiserverArgs); err != nil {
+			return nil, err
+		}
+	} else {
+		apiserverArgs.Set("disable-admission-plugins", "ServiceAccount", "TaintNodesByCondition")
+	}
 	if e.Config, err = e.testenv.Start(); err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", e.assets, err)
 	}
 	defer func() {
 		if err != nil {
+			_ = e.stopComponents()
 			_ = e.testenv.Stop()
 		}
 	}()
@@ -172,14 +188,21 @@ func Start(opts Options) (_ *Env, err error) {
 	if _, err := e.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating namespace %s: %w", Namespace, err)
 	}
+	if opts.Cluster != nil {
+		if err := e.startCluster(context.Background(), *opts.Cluster); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
-// Stop stops the shared scheduler, if any, then kube-apiserver and etcd, and
+// Stop stops the shared scheduler, if any, then the full cluster's
+// components (KWOK, kube-scheduler, kube-controller-manager), then
+// kube-apiserver and etcd, and
 // removes the scratch directory if Start made it.
 func (e *Env) Stop() error {
 	e.StopSharedScheduler()
-	err := e.testenv.Stop()
+	err := errors.Join(e.stopComponents(), e.testenv.Stop())
 	if e.removeDir {
 		err = errors.Join(err, os.RemoveAll(e.dir))
 	}

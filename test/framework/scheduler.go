@@ -186,12 +186,20 @@ func (s *Scheduler) Stop() {
 	if s.Exited() {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	terminate(s.cmd.Process, s.done, 20*time.Second)
+}
+
+// terminate sends p SIGTERM and waits for done, sending SIGKILL after
+// grace; it reports whether it had to.
+func terminate(p *os.Process, done <-chan struct{}, grace time.Duration) (killed bool) {
+	_ = p.Signal(syscall.SIGTERM)
 	select {
-	case <-s.done:
-	case <-time.After(20 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
+	case <-done:
+		return false
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-done
+		return true
 	}
 }
 

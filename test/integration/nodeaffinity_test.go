@@ -89,10 +89,13 @@ func TestMatchFieldsPinsToNode(t *testing.T) {
 // A profile's addedAffinity confines its pods to the labelled pool, and a
 // pod that cannot fit gets the scheduler-enforced reason in its event.
 func TestProfileAddedAffinity(t *testing.T) {
-	cfg, err := manifests.Example("pool-foo-config.yaml")
+	// The example config serves the shipped profile too, under the shipped
+	// lease: it replaces the shared scheduler rather than waiting behind it.
+	cfg, err := manifests.Example("profile-pool/scheduler-config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	env.StopSharedScheduler()
 	env.StartScheduler(t, framework.SchedulerOptions{Config: cfg})
 	ns := env.NewNamespace(t, nil)
 	const profile = "placement-scheduler-foo"

@@ -1,0 +1,118 @@
+// Package examples runs every scenario folder under manifests/examples
+// against a full local cluster (etcd, kube-apiserver, kube-controller-manager,
+// upstream kube-scheduler, KWOK: test/framework with Options.Cluster) and
+// the real placement-scheduler binary, and asserts what each folder's
+// expect.yaml (and README.md, in words) promises. The examples are the
+// fixtures, so the docs cannot drift.
+package examples
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/examples"
+	"github.com/placement-scheduler/placement-scheduler/manifests"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
+)
+
+// The one cluster this test binary runs against, and the scheduler on it.
+var (
+	env    *framework.Env
+	sched  *framework.Scheduler
+	runner *examples.Runner
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	var err error
+	env, err = framework.Start(framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
+		}
+	}()
+	// make run and make demo run this config too: the shipped profile and
+	// the profile-pool example's second one.
+	config, err := manifests.Example("profile-pool/scheduler-config.yaml")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if sched, err = env.LaunchScheduler(framework.SchedulerOptions{Name: "examples", Config: config}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer sched.Stop()
+	if runner, err = examples.NewRunner(env.Config); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := runner.ApplyFleet(context.Background(), manifests.Examples()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// TestExamples runs each folder in its own subtest, in parallel: every
+// example keeps to its own namespaces and node pool.
+func TestExamples(t *testing.T) {
+	exs, err := examples.Load(manifests.Examples())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	results := map[string]error{}
+	for _, ex := range exs {
+		t.Run(ex.Name, func(t *testing.T) {
+			t.Parallel()
+			err := runner.Run(t.Context(), ex)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			results[ex.Name] = err
+			mu.Unlock()
+		})
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		rows, err := runner.Placements(context.Background(), exs)
+		if err != nil {
+			t.Logf("reading placements: %v", err)
+		} else {
+			var b strings.Builder
+			_ = examples.PrintTable(&b, rows, results)
+			t.Logf("placements at failure:\n%s", b.String())
+		}
+		t.Logf("placement-scheduler log tail:\n%s", sched.LogTail(40))
+		if err := env.Exited(); err != nil {
+			t.Logf("cluster components that died: %v", err)
+		}
+		t.Logf("component logs: %v", env.ComponentLogs())
+	})
+}
+
+// TestClusterAlive guards the run: a component that died mid-run would
+// turn failures into confusing timeouts.
+func TestClusterAlive(t *testing.T) {
+	if err := env.Exited(); err != nil {
+		t.Fatal(err)
+	}
+	if sched.Exited() {
+		t.Fatalf("placement-scheduler exited: %v", sched.Err())
+	}
+}

@@ -62,8 +62,9 @@ image: build ## Build the image tarball bin/placement-scheduler-image.tar (IMAGE
 # kube-controller-manager, the upstream kube-scheduler and KWOK (v0.8.0,
 # built against our pinned v0.37.1 staging modules) make the "full" local
 # cluster of `make run`, `make demo` and test/examples. About 9 minutes cold
-# on 2 cores for the first three; the last three add about 2 more; seconds
-# once Go's build cache has them.
+# on 2 cores for the first three; the last three add about a third to that
+# (measured on a loaded machine: 27 min for the first three, then 10 more,
+# 8 of them kube-controller-manager); seconds once Go's build cache has them.
 .PHONY: controlplane
 controlplane: ## Build bin/{kube-apiserver,etcd,kubectl,kube-controller-manager,kube-scheduler,kwok} from go.mod's tool deps.
 	$(GO) build -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver

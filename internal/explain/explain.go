@@ -53,6 +53,8 @@ type Result struct {
 	NodeResults []NodeResult `json:"nodeResults"`
 	// Ranking is the feasible nodes by total score, best first.
 	Ranking []NodeScore `json:"ranking,omitempty"`
+	// Notes say where the explanation may differ from what happens.
+	Notes []string `json:"notes,omitempty"`
 	// Hints are cheap what-ifs: one change to the pod and how many more
 	// nodes it would make feasible.
 	Hints []Hint `json:"hints,omitempty"`
@@ -156,6 +158,13 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 		Pod:      pod.Namespace + "/" + pod.Name,
 		Profile:  profile.SchedulerName,
 		Nodes:    len(nodes),
+	}
+	name := pod.Spec.SchedulerName
+	if name == "" {
+		name = v1.DefaultSchedulerName // what the apiserver defaults it to
+	}
+	if name != profile.SchedulerName {
+		res.Notes = append(res.Notes, fmt.Sprintf("the pod asks for schedulerName %q, not this profile: this is what %s would do with it", name, profile.SchedulerName))
 	}
 	state := framework.NewCycleState()
 	preRes, st, prePlugins := fw.RunPreFilterPlugins(ctx, state, pod)

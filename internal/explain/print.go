@@ -26,6 +26,9 @@ func PrintTable(w io.Writer, r *Result, wide bool) error {
 	default:
 		fmt.Fprintf(w, "Feasible: %d/%d nodes. Would pick %s (highest total score; ties are broken randomly).\n", r.Feasible, r.Nodes, r.Selected)
 	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "Note: %s.\n", n)
+	}
 	if r.SchedulerMessage != "" {
 		fmt.Fprintf(w, "kube-scheduler would report: %s\n", r.SchedulerMessage)
 	}

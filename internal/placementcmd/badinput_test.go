@@ -87,3 +87,15 @@ spec:
 		}
 	}
 }
+
+// A pod for another scheduler is explained with the profile, and says so.
+func TestOtherSchedulerNameIsNoted(t *testing.T) {
+	pod := `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}`
+	out, err := runCLI(t, pod, "explain", "-f", "-", "--from-file", "testdata/nodeselector-disktype/cluster.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `Note: the pod asks for schedulerName "default-scheduler", not this profile: this is what placement-scheduler would do with it.`; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}

@@ -43,7 +43,9 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-func chartDir(t *testing.T) string { return filepath.Join(repoRoot(t), "charts", "placement-scheduler") }
+func chartDir(t *testing.T) string {
+	return filepath.Join(repoRoot(t), "charts", "placement-scheduler")
+}
 
 func helm(t *testing.T) *testutil.Helm {
 	t.Helper()

@@ -64,24 +64,32 @@ func flatten(t *testing.T, img v1.Image) map[string]imageFile {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachTarEntry(t, rc, func(h *tar.Header, body []byte) {
 			files["/"+strings.TrimSuffix(h.Name, "/")] = imageFile{mode: h.Mode, uid: h.Uid, gid: h.Gid, dir: h.Typeflag == tar.TypeDir, body: body}
-		}
+		})
 		rc.Close()
 	}
 	return files
+}
+
+// eachTarEntry calls fn with every entry of the tar stream r and its body.
+func eachTarEntry(t *testing.T, r io.Reader, fn func(h *tar.Header, body []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(h, body)
+	}
 }
 
 // The tarball `make image` writes holds one image, tagged as asked, whose
@@ -381,30 +389,18 @@ func readLayoutTarball(t *testing.T, path, ref string) v1.ImageIndex {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachTarEntry(t, f, func(h *tar.Header, body []byte) {
 		target := filepath.Join(dir, filepath.FromSlash(h.Name))
+		var err error
 		if h.Typeflag == tar.TypeDir {
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
+			err = os.MkdirAll(target, 0o755)
+		} else {
+			err = os.WriteFile(target, body, 0o644)
 		}
-		b, err := io.ReadAll(tr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(target, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	lp, err := layout.FromPath(dir)
 	if err != nil {
 		t.Fatalf("not an OCI layout: %v", err)

@@ -3,7 +3,9 @@
 // kustomize base, object by object, up to the differences Helm itself
 // makes (normalize says which). It also checks that values the chart
 // offers land where they should and that values.schema.json turns typos
-// away. It drives the helm binary `make helm` builds from tools/helm.
+// away. It drives the helm binary `make helm` builds from tools/helm, and
+// renders manifests/ (as embedded in the manifests package) with the
+// kustomize library kubectl embeds.
 package chart
 
 import (
@@ -23,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/kustomize"
-	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 // What `helm install placement-scheduler charts/placement-scheduler -n
@@ -34,22 +36,9 @@ const (
 	configKey = "scheduler-config.yaml"
 )
 
-func repoRoot(t *testing.T) string {
+func helm(t *testing.T) *framework.Helm {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
-func chartDir(t *testing.T) string {
-	return filepath.Join(repoRoot(t), "charts", "placement-scheduler")
-}
-
-func helm(t *testing.T) *testutil.Helm {
-	t.Helper()
-	h, err := testutil.FindHelm(repoRoot(t), t.TempDir())
+	h, err := framework.FindHelm(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +48,11 @@ func helm(t *testing.T) *testutil.Helm {
 // render is `helm template` of the chart with args (--set, -f ...).
 func render(t *testing.T, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, errOut, err := helm(t).Run(append([]string{"template", release, chartDir(t), "--namespace", namespace}, args...)...)
+	out, errOut, err := helm(t).Run(append([]string{"template", release, framework.ChartDir(t), "--namespace", namespace}, args...)...)
 	if err != nil {
 		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, errOut)
 	}
-	objs, err := testutil.DecodeObjects([]byte(out))
+	objs, err := framework.DecodeObjects([]byte(out))
 	if err != nil {
 		t.Fatalf("decoding helm template output: %v", err)
 	}
@@ -72,11 +61,11 @@ func render(t *testing.T, args ...string) []*unstructured.Unstructured {
 
 func renderKustomize(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := kustomize.Render(filepath.Join(repoRoot(t), "manifests"), "")
+	out, err := kustomize.Render(framework.WriteManifests(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := testutil.DecodeObjects(out)
+	objs, err := framework.DecodeObjects(out)
 	if err != nil {
 		t.Fatalf("decoding kustomize output: %v", err)
 	}
@@ -355,7 +344,7 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 		{name: "profile without schedulerName", values: "additionalProfiles: [{plugins: {}}]\n", want: []string{"/additionalProfiles/0", "schedulerName"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"template", release, chartDir(t), "--namespace", namespace}, tc.args...)
+			args := append([]string{"template", release, framework.ChartDir(t), "--namespace", namespace}, tc.args...)
 			if tc.values != "" {
 				args = append(args, "-f", writeValues(t, tc.values))
 			}

@@ -20,6 +20,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.gitCommit=$(GIT_COMMIT) -X main.bu
 # envtest finds kube-apiserver and etcd here; scheduler_perf finds etcd on PATH.
 export KUBEBUILDER_ASSETS := $(BIN)
 export PLACEMENT_SCHEDULER_BIN := $(BIN)/placement-scheduler
+export PLACEMENT_HELM := $(BIN)/helm
 
 .PHONY: help
 help: ## List the targets.
@@ -32,15 +33,21 @@ build: ## Build bin/placement-scheduler and bin/kubectl-placement (static).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/placement-scheduler ./cmd/scheduler
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/kubectl-placement ./cmd/kubectl-placement
 
-# The container image, assembled by hack/image without Docker or network:
+# The container image, assembled by hack/image without Docker or network;
 # IMAGE is the reference recorded in the tarball (push it with crane, skopeo
-# or docker load + docker push; see README). For this machine's architecture
-# the image packs bin/placement-scheduler itself; IMAGE_ARCH=arm64 etc.
-# cross-build into bin/linux-<arch>/.
-IMAGE      ?= ghcr.io/placement-scheduler/placement-scheduler:$(VERSION)
-GO_HOST    := $(shell $(GO) env GOOS GOARCH)
-IMAGE_ARCH ?= $(word 2,$(GO_HOST))
-IMAGE_TAR  ?= $(BIN)/placement-scheduler-image.tar
+# or docker load + docker push; see README).
+#
+# `make image`: one OCI image index for linux/amd64 and linux/arm64
+# (PLATFORMS), cross-built into bin/linux-<arch>/, as an OCI layout tarball.
+# `make image-single`: one image as a `docker save` tarball; for this
+# machine's architecture it packs bin/placement-scheduler itself, the binary
+# the integration tests run (IMAGE_ARCH=arm64 etc. cross-build).
+IMAGE           ?= ghcr.io/placement-scheduler/placement-scheduler:$(VERSION)
+PLATFORMS       ?= amd64 arm64
+IMAGE_INDEX_TAR ?= $(BIN)/placement-scheduler-image-index.tar
+GO_HOST         := $(shell $(GO) env GOOS GOARCH)
+IMAGE_ARCH      ?= $(word 2,$(GO_HOST))
+IMAGE_TAR       ?= $(BIN)/placement-scheduler-image.tar
 ifeq ($(GO_HOST),linux $(IMAGE_ARCH))
 IMAGE_BIN  := $(BIN)/placement-scheduler
 IMAGE_TOOL := $(BIN)/kubectl-placement
@@ -48,15 +55,26 @@ else
 IMAGE_BIN  := $(BIN)/linux-$(IMAGE_ARCH)/placement-scheduler
 IMAGE_TOOL := $(BIN)/linux-$(IMAGE_ARCH)/kubectl-placement
 endif
+IMAGE_META = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+	-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
+comma := ,
+empty :=
+space := $(empty) $(empty)
 
 .PHONY: image
-image: build ## Build the image tarball bin/placement-scheduler-image.tar (IMAGE=repo:tag, IMAGE_ARCH=arm64); no Docker needed.
+image: ## Build the multi-arch image index tarball bin/placement-scheduler-image-index.tar (IMAGE=repo:tag, PLATFORMS="amd64 arm64"); no Docker needed.
+	for arch in $(PLATFORMS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-scheduler ./cmd/scheduler; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; done
+	$(GO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
+		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement))
+
+.PHONY: image-single
+image-single: build ## Build the single-arch image tarball bin/placement-scheduler-image.tar (IMAGE_ARCH=arm64 to cross-build).
 	if [ "$(IMAGE_BIN)" != "$(BIN)/placement-scheduler" ]; then \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_TOOL) ./cmd/kubectl-placement; fi
-	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) \
-		-version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
-		-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
+	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
 
 # Built from the module graph (go.mod `tool` directives), never downloaded.
 # kube-controller-manager, the upstream kube-scheduler and KWOK (v0.8.0,
@@ -77,6 +95,14 @@ controlplane: ## Build bin/{kube-apiserver,etcd,kubectl,kube-controller-manager,
 # The scheduler config `make run` and `make demo` run placement-scheduler
 # with: the shipped profile plus the profile-pool example's second profile.
 RUN_CONFIG ?= manifests/examples/profile-pool/scheduler-config.yaml
+
+# Helm from its own module (tools/helm/go.mod): its dependencies are newer
+# than ours, so it stays out of the main module graph. Stamped with the
+# module's version so `helm version` tells the truth.
+HELM_VERSION := $(shell cd tools/helm && $(GO) list -m -f '{{.Version}}' helm.sh/helm/v4)
+.PHONY: helm
+helm: ## Build bin/helm from tools/helm/go.mod.
+	cd tools/helm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
 
 .PHONY: run
 run: build controlplane ## Start a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK) and placement-scheduler; Ctrl-C stops all.
@@ -101,12 +127,19 @@ fmt-check: ## Fail if any Go file is not gofmt'ed.
 vet: ## go vet every package.
 	$(GO) vet ./...
 
+# The chart's own checks: helm lint (strict: warnings fail too), with the
+# defaults and with the namespace rendered.
+.PHONY: lint-chart
+lint-chart: helm ## helm lint charts/placement-scheduler.
+	$(BIN)/helm lint --strict charts/placement-scheduler
+	$(BIN)/helm lint --strict charts/placement-scheduler --set namespace.create=true
+
 .PHONY: test-unit
-test-unit: controlplane ## Unit tests, the equivalence suite and the scheduler_perf wiring check (needs bin/etcd).
+test-unit: controlplane helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples)
 
 .PHONY: test-integration
-test-integration: build controlplane image ## Integration tests: the real binary (and its image) against envtest.
+test-integration: build controlplane helm image-single ## Integration tests: the real binary (its image, the chart) against envtest.
 	PLACEMENT_SCHEDULER_IMAGE_TAR=$(IMAGE_TAR) PLACEMENT_SCHEDULER_IMAGE=$(IMAGE) \
 		$(GO) test -count=1 -timeout 30m ./test/integration/...
 
@@ -117,7 +150,33 @@ test-examples: build controlplane ## The examples as fixtures: each folder's pro
 	$(GO) test -count=1 -timeout 10m ./test/examples/...
 
 .PHONY: test
-test: fmt-check vet test-unit test-integration test-examples ## Everything CI runs.
+test: fmt-check vet lint-chart test-unit test-integration test-examples ## Everything CI runs.
+
+# Release artifacts, all in dist/ (git-ignored), for VERSION=vX.Y.Z:
+#   placement-scheduler-$(VERSION)-image-index.tar  OCI image index, linux/amd64 + linux/arm64
+#   placement-scheduler-$(VERSION).yaml             manifests/ rendered, image set to IMAGE
+#   placement-scheduler-X.Y.Z.tgz                    the Helm chart (version X.Y.Z, appVersion vX.Y.Z)
+#   kubectl-placement-$(VERSION)-<os>-<arch>        linux/darwin x amd64/arm64, when cmd/kubectl-placement exists
+#   SHA256SUMS
+DIST          := $(CURDIR)/dist
+PLUGIN_OSARCH := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: release
+release: helm ## Build every release artifact into dist/ (VERSION=vX.Y.Z required).
+	@if [ "$(origin VERSION)" = file ] || ! [[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then \
+		echo "release: VERSION must be given as vX.Y.Z, e.g. make release VERSION=v0.1.0 (got $(VERSION))" >&2; exit 1; fi
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-image-index.tar
+	$(GO) run ./hack/kustomize -dir manifests -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION).yaml
+	$(BIN)/helm package charts/placement-scheduler --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(DIST)
+	if [ -d cmd/kubectl-placement ]; then \
+		for osarch in $(PLUGIN_OSARCH); do \
+			CGO_ENABLED=0 GOOS=$${osarch%/*} GOARCH=$${osarch#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+				-o $(DIST)/kubectl-placement-$(VERSION)-$${osarch%/*}-$${osarch#*/} ./cmd/kubectl-placement; \
+		done; \
+	else echo "release: no cmd/kubectl-placement yet, no plugin binaries"; fi
+	cd $(DIST) && sha256sum $$(ls | grep -v '^SHA256SUMS$$') > SHA256SUMS
+	@ls -l $(DIST)
 
 # Side-by-side scheduler_perf run (test/perf): upstream's affinity workloads and
 # SchedulingBasic, read unmodified from the module cache, once with upstream's

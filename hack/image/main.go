@@ -1,13 +1,22 @@
-// Command image assembles placement-scheduler's container image from a
-// prebuilt static binary, with no Docker engine and no network: one layer on
-// an empty base (the binary, plus /etc/passwd and /etc/group naming the
-// non-root user it runs as), written as a `docker save` tarball. docker load,
-// podman load, crane push, skopeo copy docker-archive: and kind load
-// image-archive all read that format.
+// Command image assembles placement-scheduler's container image from
+// prebuilt static binaries, with no Docker engine and no network: one layer
+// on an empty base (the binary, plus /etc/passwd and /etc/group naming the
+// non-root user it runs as).
+//
+// With -binary it writes one image for one architecture as a `docker save`
+// tarball (docker load, podman load, crane push, skopeo copy docker-archive:
+// and kind load image-archive read it):
 //
 //	go run ./hack/image -binary bin/placement-scheduler -image REPO:TAG -out bin/placement-scheduler-image.tar
 //
-// `make image` runs it.
+// With -index it writes a multi-platform OCI image index, one image per
+// ARCH=BINARY[+TOOL...] (the tools as -tool ships them), as an OCI image
+// layout in one tarball (skopeo copy oci-archive:, crane push after untar,
+// docker load since Docker 25, podman load):
+//
+//	go run ./hack/image -index amd64=bin/linux-amd64/placement-scheduler+bin/linux-amd64/kubectl-placement,arm64=... -image REPO:TAG -out bin/placement-scheduler-image-index.tar
+//
+// `make image` and `make image-single` run it.
 package main
 
 import (
@@ -18,18 +27,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Where things go in the image, and who runs it. 65532 is the "nonroot" user
@@ -46,17 +59,69 @@ type Options struct {
 	Binary string // static linux executable to ship
 	// Tools are further static linux executables shipped beside it in
 	// /usr/local/bin under their base names (kubectl-placement).
-	Tools    []string
-	Arch     string    // GOARCH the binary was built for
+	Tools []string
+	Arch  string // GOARCH the binary was built for
+	Meta
+}
+
+// Meta is what every image of a build shares, recorded as OCI annotations on
+// the index and the manifests and as labels in each image's config.
+type Meta struct {
 	Created  time.Time // image and file timestamps: a fixed one makes builds reproducible
 	Version  string    // org.opencontainers.image.version
 	Revision string    // org.opencontainers.image.revision
 	Source   string    // org.opencontainers.image.source
+	Licenses string    // org.opencontainers.image.licenses (SPDX expression)
+}
+
+// annotations are Meta's pre-defined OCI annotation keys; empty values are left out.
+func (m Meta) annotations() map[string]string {
+	a := map[string]string{
+		"org.opencontainers.image.title":       "placement-scheduler",
+		"org.opencontainers.image.description": "kube-scheduler v1.37 with placement-scheduler's plugins, run beside the default scheduler",
+		"org.opencontainers.image.created":     m.Created.Format(time.RFC3339),
+		"org.opencontainers.image.source":      m.Source,
+		"org.opencontainers.image.version":     m.Version,
+		"org.opencontainers.image.revision":    m.Revision,
+		"org.opencontainers.image.licenses":    m.Licenses,
+	}
+	for k, v := range a {
+		if v == "" {
+			delete(a, k)
+		}
+	}
+	return a
+}
+
+// Platform is one entry of an index: static binaries for linux/Arch, the
+// entrypoint and the tools shipped beside it (Options.Tools).
+type Platform struct {
+	Arch   string
+	Binary string
+	Tools  []string
+}
+
+// parsePlatforms reads -index: ARCH=BINARY[+TOOL...] entries, comma-separated.
+func parsePlatforms(s string) ([]Platform, error) {
+	var out []Platform
+	for _, p := range strings.Split(s, ",") {
+		arch, bins, _ := strings.Cut(strings.TrimSpace(p), "=")
+		paths := strings.Split(bins, "+")
+		if arch == "" || slices.Contains(paths, "") {
+			return nil, fmt.Errorf("-index: %q is not ARCH=BINARY[+TOOL...] (e.g. amd64=bin/linux-amd64/placement-scheduler+bin/linux-amd64/kubectl-placement)", p)
+		}
+		if slices.ContainsFunc(out, func(q Platform) bool { return q.Arch == arch }) {
+			return nil, fmt.Errorf("-index: %s given twice", arch)
+		}
+		out = append(out, Platform{Arch: arch, Binary: paths[0], Tools: paths[1:]})
+	}
+	return out, nil
 }
 
 func main() {
 	var (
 		opts    Options
+		index   = flag.String("index", "", "write a multi-platform OCI index of these ARCH=BINARY[+TOOL...] entries, comma-separated, instead of one -binary image")
 		ref     = flag.String("image", "", "image reference to record in the tarball, e.g. ghcr.io/placement-scheduler/placement-scheduler:v0.1.0")
 		out     = flag.String("out", "", "where to write the tarball")
 		created = flag.String("created", "1970-01-01T00:00:00Z", "creation time (RFC 3339), e.g. the commit's; fixed by default so builds are reproducible")
@@ -70,9 +135,10 @@ func main() {
 	flag.StringVar(&opts.Version, "version", "", "version label")
 	flag.StringVar(&opts.Revision, "revision", "", "source revision label")
 	flag.StringVar(&opts.Source, "source", "https://github.com/placement-scheduler/placement-scheduler", "source repository label")
+	flag.StringVar(&opts.Licenses, "licenses", "Apache-2.0", "SPDX license expression label")
 	flag.Parse()
-	if opts.Binary == "" || *ref == "" || *out == "" {
-		fmt.Fprintln(os.Stderr, "usage: image -binary PATH -image REPO:TAG -out FILE [-arch GOARCH] [-created RFC3339] [-version V] [-revision SHA]")
+	if (opts.Binary == "") == (*index == "") || (*index != "" && len(opts.Tools) > 0) || *ref == "" || *out == "" {
+		fmt.Fprintln(os.Stderr, "usage: image (-binary PATH [-tool PATH]... [-arch GOARCH] | -index ARCH=PATH[+TOOL...],...) -image REPO:TAG -out FILE [-created RFC3339] [-version V] [-revision SHA] [-licenses SPDX]")
 		os.Exit(2)
 	}
 	t, err := time.Parse(time.RFC3339, *created)
@@ -81,7 +147,17 @@ func main() {
 		os.Exit(2)
 	}
 	opts.Created = t.UTC()
-	if err := run(*ref, *out, opts); err != nil {
+	if *index != "" {
+		platforms, perr := parsePlatforms(*index)
+		if perr != nil {
+			fmt.Fprintln(os.Stderr, perr)
+			os.Exit(2)
+		}
+		err = runIndex(*ref, *out, opts.Meta, platforms)
+	} else {
+		err = run(*ref, *out, opts)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
@@ -131,13 +207,16 @@ func Build(opts Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	// OCI media types throughout, so the same image is valid both in a
+	// `docker save` tarball and in an OCI index.
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
+	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.Append(empty.Image, mutate.Addendum{
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:   layer,
 		History: v1.History{Created: v1.Time{Time: opts.Created}, CreatedBy: "hack/image", Comment: "placement-scheduler and its non-root user"},
 	})
@@ -158,15 +237,124 @@ func Build(opts Options) (v1.Image, error) {
 		WorkingDir:   "/",
 		Env:          []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
 		ExposedPorts: map[string]struct{}{SecurePort: {}},
-		Labels: map[string]string{
-			"org.opencontainers.image.title":       "placement-scheduler",
-			"org.opencontainers.image.description": "kube-scheduler v1.37 with placement-scheduler's plugins, run beside the default scheduler",
-			"org.opencontainers.image.source":      opts.Source,
-			"org.opencontainers.image.version":     opts.Version,
-			"org.opencontainers.image.revision":    opts.Revision,
-		},
+		Labels:       opts.annotations(),
 	}
-	return mutate.ConfigFile(img, cf)
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Annotations(img, opts.annotations()).(v1.Image), nil
+}
+
+// BuildIndex returns the OCI image index of one image per platform, each
+// entry carrying its platform so a runtime pulls the one for its node.
+func BuildIndex(meta Meta, platforms []Platform) (v1.ImageIndex, error) {
+	if len(platforms) == 0 {
+		return nil, errors.New("an index needs at least one platform")
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, p := range platforms {
+		img, err := Build(Options{Binary: p.Binary, Tools: p.Tools, Arch: p.Arch, Meta: meta})
+		if err != nil {
+			return nil, fmt.Errorf("linux/%s: %w", p.Arch, err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.Arch}},
+		})
+	}
+	return mutate.Annotations(idx, meta.annotations()).(v1.ImageIndex), nil
+}
+
+func runIndex(ref, out string, meta Meta, platforms []Platform) error {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	idx, err := BuildIndex(meta, platforms)
+	if err != nil {
+		return err
+	}
+	if err := WriteLayoutTarball(out, tag, idx, meta.Created); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	var archs []string
+	for _, p := range platforms {
+		archs = append(archs, "linux/"+p.Arch)
+	}
+	fmt.Printf("wrote %s: %s (%s, index of %s)\n", out, tag, digest, strings.Join(archs, ", "))
+	return nil
+}
+
+// WriteLayoutTarball writes idx as an OCI image layout, tarred: index.json
+// names it by tag the way containerd and skopeo look it up
+// (io.containerd.image.name is the full reference, org.opencontainers.image.ref.name
+// the tag). Entries are sorted, owned by root and stamped mtime, so the same
+// index gives the same bytes.
+func WriteLayoutTarball(out string, tag name.Tag, idx v1.ImageIndex, mtime time.Time) error {
+	dir, err := os.MkdirTemp("", "oci-layout-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
+		"io.containerd.image.name":          tag.Name(),
+		"org.opencontainers.image.ref.name": tag.TagStr(),
+	})); err != nil {
+		return err
+	}
+	var paths []string
+	if err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		paths = append(paths, path)
+		return nil
+	}); err != nil {
+		return err
+	}
+	slices.Sort(paths)
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	for _, path := range paths {
+		rel, _ := filepath.Rel(dir, path)
+		fi, err := os.Stat(path)
+		if err != nil {
+			return errors.Join(err, f.Close())
+		}
+		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: mtime, Typeflag: tar.TypeReg, Size: fi.Size()}
+		if fi.IsDir() {
+			h.Name += "/"
+			h.Mode, h.Typeflag, h.Size = 0o755, tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return errors.Join(err, f.Close())
+		}
+		if !fi.IsDir() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return errors.Join(err, f.Close())
+			}
+			if _, err := tw.Write(b); err != nil {
+				return errors.Join(err, f.Close())
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	return f.Close()
 }
 
 // checkStatic refuses what would not run in an image with no libc: a binary

@@ -2,10 +2,11 @@
 // kube-apiserver (controller-runtime's envtest, with the binaries
 // `make controlplane` built from our own module graph into bin/), the
 // placement-scheduler binary launched with a KubeSchedulerConfiguration, the
-// kustomize base installed with kubectl, and the waits a test needs, each
-// polling until a deadline and saying what it waited for. With
-// Options.Cluster it is a cluster that behaves like a real one (cluster.go):
-// kube-controller-manager, the upstream kube-scheduler and KWOK as well.
+// kustomize base installed with kubectl or the Helm chart with helm, and the
+// waits a test needs, each polling until a deadline and saying what it
+// waited for. With Options.Cluster it is a cluster that behaves like a real
+// one (cluster.go): kube-controller-manager, the upstream kube-scheduler and
+// KWOK as well.
 //
 // One Env serves one test binary (start it in TestMain); each test works in
 // its own namespace (NewNamespace) and its helpers remove, in t.Cleanup, only

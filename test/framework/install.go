@@ -2,9 +2,7 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -17,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/placement-scheduler/placement-scheduler/manifests"
@@ -76,27 +73,19 @@ func (e *Env) renderManifests(t testing.TB, dir string) []*unstructured.Unstruct
 	if err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, errOut)
 	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding kustomize output: %v", err)
-		}
-		if m != nil {
-			objs = append(objs, &unstructured.Unstructured{Object: m})
-		}
+	objs, err := DecodeObjects([]byte(out))
+	if err != nil {
+		t.Fatalf("decoding kustomize output: %v", err)
 	}
 	return objs
 }
 
-// Installation is the shipped manifests applied with `kubectl apply -k`.
+// Installation is an install of placement-scheduler: the shipped manifests
+// applied with `kubectl apply -k`, or the Helm chart installed.
 type Installation struct {
-	// Dir is the kustomize base that was applied.
+	// Dir is the kustomize base that was applied, or the chart.
 	Dir string
-	// Objects are the objects as kustomize rendered them.
+	// Objects are the objects as kustomize or helm rendered them.
 	Objects []*unstructured.Unstructured
 	// Deployment is the Deployment as the apiserver stored it.
 	Deployment *appsv1.Deployment
@@ -140,9 +129,7 @@ func (e *Env) InstallManifests(t testing.TB) *Installation {
 			t.Fatalf("reading %s: %v", ObjectKey(o), err)
 		}
 	}
-	leases := e.Client.CoordinationV1().Leases(Namespace)
-	_, err := leases.Get(ctx, Name, metav1.GetOptions{})
-	leaseExisted := err == nil
+	e.removeLeaseAtEnd(t)
 	t.Cleanup(func() {
 		for _, o := range slices.Backward(objs) {
 			if old, ok := before[ObjectKey(o)]; ok {
@@ -154,19 +141,37 @@ func (e *Env) InstallManifests(t testing.TB) *Installation {
 				t.Errorf("deleting %s: %v", ObjectKey(o), err)
 			}
 		}
-		if !leaseExisted {
-			if err := leases.Delete(ctx, Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting lease: %v", err)
-			}
-		}
 	})
 
 	e.MustKubectl(t, "apply", "-k", dir)
+	return e.readInstallation(t, dir, objs)
+}
 
+// removeLeaseAtEnd deletes the lease when the test ends unless it exists
+// now: then the test's schedulers created it.
+func (e *Env) removeLeaseAtEnd(t testing.TB) {
+	t.Helper()
+	leases := e.Client.CoordinationV1().Leases(Namespace)
+	if _, err := leases.Get(context.Background(), Name, metav1.GetOptions{}); err == nil {
+		return
+	}
+	t.Cleanup(func() {
+		if err := leases.Delete(context.Background(), Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting lease: %v", err)
+		}
+	})
+}
+
+// readInstallation reads back what an install stored: the Deployment, and
+// the config and args it runs the scheduler with.
+func (e *Env) readInstallation(t testing.TB, dir string, objs []*unstructured.Unstructured) *Installation {
+	t.Helper()
+	ctx := context.Background()
 	in := &Installation{Dir: dir, Objects: objs}
+	var err error
 	in.Deployment, err = e.Client.AppsV1().Deployments(Namespace).Get(ctx, Name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("reading the applied Deployment: %v", err)
+		t.Fatalf("reading the installed Deployment: %v", err)
 	}
 	var key string
 	in.ConfigMap, key, in.Args, err = SchedulerContainer(in.Deployment)

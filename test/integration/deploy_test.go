@@ -40,21 +40,10 @@ const partOf = "app.kubernetes.io/part-of=placement-scheduler"
 func TestManifestsInstallOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	in := env.InstallManifests(t)
-
-	kinds := map[string]int{}
-	for _, o := range in.Objects {
-		if _, err := env.Resource(t, o).Get(ctx, o.GetName(), metav1.GetOptions{}); err != nil {
-			t.Errorf("%s after apply: %v", framework.ObjectKey(o), err)
-		}
-		kinds[o.GetKind()]++
-	}
-	want := map[string]int{
+	checkStored(t, in, map[string]int{
 		"Namespace": 1, "ServiceAccount": 1, "ConfigMap": 1, "Deployment": 1, "Service": 1, "PodDisruptionBudget": 1,
 		"ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 2, "ClusterRole": 1,
-	}
-	if diff := cmp.Diff(want, kinds); diff != "" {
-		t.Errorf("installed kinds (-want +got):\n%s", diff)
-	}
+	})
 
 	// One source of truth: the ConfigMap is the shipped file, byte for byte,
 	// and its generated name carries a content hash, so changing the config
@@ -152,6 +141,36 @@ func TestManifestsInstallOnARealAPIServer(t *testing.T) {
 	}
 }
 
+// startLeaderAsInstalled runs the real binary as the installation's pods
+// would: the ServiceAccount's own token, the ConfigMap's config, the
+// Deployment's args; and waits until it leads.
+func startLeaderAsInstalled(t *testing.T, in *framework.Installation) *framework.Scheduler {
+	t.Helper()
+	sched := env.StartScheduler(t, framework.SchedulerOptions{
+		Kubeconfig: env.ServiceAccountKubeconfig(t, framework.Namespace, framework.Name),
+		Config:     in.Config,
+		Args:       in.SchedulerArgs(),
+	})
+	waitForLeadership(t, sched)
+	return sched
+}
+
+// checkStored fails unless every installed object is stored and they are
+// of the kinds, so many of each, in want.
+func checkStored(t *testing.T, in *framework.Installation, want map[string]int) {
+	t.Helper()
+	kinds := map[string]int{}
+	for _, o := range in.Objects {
+		if _, err := env.Resource(t, o).Get(context.Background(), o.GetName(), metav1.GetOptions{}); err != nil {
+			t.Errorf("%s after the install: %v", framework.ObjectKey(o), err)
+		}
+		kinds[o.GetKind()]++
+	}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("installed kinds (-want +got):\n%s", diff)
+	}
+}
+
 // forbiddenLines returns the log lines that report an authorization failure.
 func forbiddenLines(log string) []string {
 	var out []string
@@ -177,12 +196,7 @@ func TestInstalledSchedulerNeedsOnlyItsServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	env.StopSharedScheduler()
 	in := env.InstallManifests(t)
-	sched := env.StartScheduler(t, framework.SchedulerOptions{
-		Kubeconfig: env.ServiceAccountKubeconfig(t, framework.Namespace, framework.Name),
-		Config:     in.Config,
-		Args:       in.SchedulerArgs(),
-	})
-	waitForLeadership(t, sched)
+	sched := startLeaderAsInstalled(t, in)
 
 	ns := env.NewNamespace(t, nil)
 	volumeNode := framework.SchedulableNode(ns, "b").Label("placement-test/volume", ns).Obj()

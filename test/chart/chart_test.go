@@ -1,0 +1,365 @@
+// Package chart checks charts/placement-scheduler against manifests/, the
+// one source of truth: rendered with its defaults, the chart is the
+// kustomize base, object by object, up to the differences Helm itself
+// makes (normalize says which). It also checks that values the chart
+// offers land where they should and that values.schema.json turns typos
+// away. It drives the helm binary `make helm` builds from tools/helm, and
+// renders manifests/ (as embedded in the manifests package) with the
+// kustomize library kubectl embeds.
+package chart
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/kustomize"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
+)
+
+// What `helm install placement-scheduler charts/placement-scheduler -n
+// placement-scheduler` is called with; manifests/ uses these names.
+const (
+	release   = "placement-scheduler"
+	namespace = "placement-scheduler"
+	configKey = "scheduler-config.yaml"
+)
+
+func helm(t *testing.T) *framework.Helm {
+	t.Helper()
+	h, err := framework.FindHelm(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// render is `helm template` of the chart with args (--set, -f ...).
+func render(t *testing.T, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, errOut, err := helm(t).Run(append([]string{"template", release, framework.ChartDir(t), "--namespace", namespace}, args...)...)
+	if err != nil {
+		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	objs, err := framework.DecodeObjects([]byte(out))
+	if err != nil {
+		t.Fatalf("decoding helm template output: %v", err)
+	}
+	return objs
+}
+
+func renderKustomize(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := kustomize.Render(framework.WriteManifests(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := framework.DecodeObjects(out)
+	if err != nil {
+		t.Fatalf("decoding kustomize output: %v", err)
+	}
+	return objs
+}
+
+func key(o *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+}
+
+// helmLabels are the labels Helm charts conventionally add, and ours does,
+// to every object and to the pod template; manifests/ has no release to name.
+var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "app.kubernetes.io/version"}
+
+// kustomizeHash is the content-hash suffix configMapGenerator appends.
+var kustomizeHash = regexp.MustCompile(`^(placement-scheduler-config)-[a-z0-9]{10}$`)
+
+// normalize removes the differences that are Helm's and kustomize's own
+// ways of doing the same thing, and nothing else:
+//   - Helm's labels (helmLabels) on every object and the pod template;
+//   - the config ConfigMap's name: kustomize appends a hash of its content
+//     (and rewrites the Deployment's volume to match) to roll the pods on a
+//     change; the chart keeps a fixed name and rolls them with the pod
+//     template's checksum/config annotation instead, which is checked
+//     (against the ConfigMap's data) and then dropped;
+//   - the config file in the ConfigMap, parsed: manifests/ ships it with
+//     comments, the chart renders it from values.
+func normalize(t *testing.T, objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	t.Helper()
+	var config string
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		o = o.DeepCopy()
+		dropLabels(o.Object, "metadata", "labels")
+		if o.GetKind() == "ConfigMap" {
+			o.SetName(kustomizeHash.ReplaceAllString(o.GetName(), "$1"))
+			data, _, _ := unstructured.NestedString(o.Object, "data", configKey)
+			config = data
+			var parsed map[string]any
+			if err := yaml.Unmarshal([]byte(data), &parsed); err != nil {
+				t.Fatalf("%s: %s: %v", key(o), configKey, err)
+			}
+			if err := unstructured.SetNestedField(o.Object, parsed, "data", configKey); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out[key(o)] = o
+	}
+	for _, o := range out {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		dropLabels(o.Object, "spec", "template", "metadata", "labels")
+		volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+		for _, v := range volumes {
+			if name, ok, _ := unstructured.NestedString(v.(map[string]any), "configMap", "name"); ok {
+				_ = unstructured.SetNestedField(v.(map[string]any), kustomizeHash.ReplaceAllString(name, "$1"), "configMap", "name")
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, volumes, "spec", "template", "spec", "volumes")
+		annotations, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations")
+		if sum, ok := annotations["checksum/config"]; ok {
+			// The checksum is of the config the ConfigMap carries, so a
+			// change to it changes the pod template and rolls the pods.
+			if want := sha256.Sum256([]byte(strings.TrimSuffix(config, "\n"))); sum != hex.EncodeToString(want[:]) {
+				t.Errorf("%s: checksum/config %s is not the sha256 of the ConfigMap's %s", key(o), sum, configKey)
+			}
+			delete(annotations, "checksum/config")
+			_ = unstructured.SetNestedStringMap(o.Object, annotations, "spec", "template", "metadata", "annotations")
+		}
+	}
+	return out
+}
+
+func dropLabels(obj map[string]any, path ...string) {
+	labels, ok, _ := unstructured.NestedStringMap(obj, path...)
+	if !ok {
+		return
+	}
+	for _, l := range helmLabels {
+		delete(labels, l)
+	}
+	_ = unstructured.SetNestedStringMap(obj, labels, path...)
+}
+
+// With its defaults the chart installs what `kubectl apply -k manifests/`
+// does, up to normalize; the Namespace only when namespace.create is set
+// (`helm install` needs the release namespace to exist beforehand). Among
+// other things this keeps values.yaml's profiles equal to
+// manifests/scheduler-config.yaml's, with no second copy of the config
+// allowed to drift.
+func TestDefaultsRenderTheKustomizeBase(t *testing.T) {
+	base := renderKustomize(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		skip string // a kind the chart leaves out with these values
+	}{
+		{name: "defaults", skip: "Namespace"},
+		{name: "namespace.create=true", args: []string{"--set", "namespace.create=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, got := normalize(t, base), normalize(t, render(t, tc.args...))
+			for _, k := range slices.Sorted(maps.Keys(want)) {
+				w := want[k]
+				g, ok := got[k]
+				switch {
+				case !ok && w.GetKind() == tc.skip:
+				case !ok:
+					t.Errorf("%s: in manifests/, not rendered by the chart", k)
+				case w.GetKind() == "ConfigMap":
+					if diff := cmp.Diff(w.Object["data"], g.Object["data"]); diff != "" {
+						t.Errorf("%s: the chart's config (values.yaml profiles) drifted from manifests/scheduler-config.yaml (-manifests +chart):\n%s", k, diff)
+					}
+					delete(w.Object, "data")
+					delete(g.Object, "data")
+					fallthrough
+				default:
+					if diff := cmp.Diff(w.Object, g.Object); diff != "" {
+						t.Errorf("%s differs (-manifests +chart):\n%s", k, diff)
+					}
+				}
+			}
+			for _, k := range slices.Sorted(maps.Keys(got)) {
+				if _, ok := want[k]; !ok {
+					t.Errorf("%s: rendered by the chart, not in manifests/", k)
+				}
+			}
+		})
+	}
+}
+
+// renderedConfig returns the ConfigMap's config and the Deployment of a render.
+func renderedConfig(t *testing.T, objs []*unstructured.Unstructured) (config map[string]any, deployment *unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ConfigMap":
+			data, _, _ := unstructured.NestedString(o.Object, "data", configKey)
+			if err := yaml.Unmarshal([]byte(data), &config); err != nil {
+				t.Fatalf("%s: %v\n%s", configKey, err, data)
+			}
+		case "Deployment":
+			deployment = o
+		}
+	}
+	if config == nil || deployment == nil {
+		t.Fatal("the render has no ConfigMap or no Deployment")
+	}
+	return config, deployment
+}
+
+func at(t *testing.T, obj map[string]any, path ...string) any {
+	t.Helper()
+	v, ok, err := unstructured.NestedFieldNoCopy(obj, path...)
+	if err != nil || !ok {
+		t.Fatalf("%s: not found (%v)", strings.Join(path, "."), err)
+	}
+	return v
+}
+
+// writeValues writes a values file for -f.
+func writeValues(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The values the chart offers change what they say and nothing else: the
+// scheduler's own placement, resources, image, verbosity, extra flags,
+// leader-election timings; plugin args merged into the shipped profile
+// (an existing entry's args key by key, a new entry for another plugin);
+// additional profiles appended. A config change changes the checksum, so
+// the Deployment rolls.
+func TestValuesLandWhereTheySay(t *testing.T) {
+	values := writeValues(t, `
+image: {repository: registry.example.com/ps, tag: v9.9.9, pullPolicy: Always}
+replicas: 3
+logVerbosity: 4
+extraArgs: ["--kube-api-qps=100"]
+nodeSelector: {pool: infra}
+tolerations: [{key: infra, operator: Exists, effect: NoSchedule}]
+resources: {requests: {cpu: 200m, memory: 256Mi}}
+leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s}
+pluginArgs:
+  PlacementInterPodAffinity: {hardPodAffinityWeight: 5}
+  PlacementNodeAffinity:
+    addedAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+          - matchExpressions: [{key: pool, operator: In, values: [foo]}]
+additionalProfiles:
+  - schedulerName: placement-scheduler-batch
+    plugins:
+      multiPoint:
+        enabled: [{name: PlacementNodeAffinity}]
+`)
+	config, d := renderedConfig(t, render(t, "-f", values))
+	_, defaultD := renderedConfig(t, render(t))
+
+	pod := at(t, d.Object, "spec", "template", "spec").(map[string]any)
+	c := pod["containers"].([]any)[0].(map[string]any)
+	for _, check := range []struct {
+		what      string
+		got, want any
+	}{
+		{"replicas", at(t, d.Object, "spec", "replicas"), float64(3)},
+		{"image", c["image"], "registry.example.com/ps:v9.9.9"},
+		{"imagePullPolicy", c["imagePullPolicy"], "Always"},
+		{"args", c["args"], []any{"--config=/etc/placement-scheduler/scheduler-config.yaml", "--v=4", "--kube-api-qps=100"}},
+		// Maps merge into the defaults, as Helm merges values (a key set
+		// to null removes a default).
+		{"nodeSelector", pod["nodeSelector"], map[string]any{"kubernetes.io/os": "linux", "pool": "infra"}},
+		{"tolerations", pod["tolerations"], []any{map[string]any{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}}},
+		{"resources", c["resources"], map[string]any{"requests": map[string]any{"cpu": "200m", "memory": "256Mi"}, "limits": map[string]any{"memory": "1Gi"}}},
+		{"leaderElection", config["leaderElection"], map[string]any{
+			"leaderElect": true, "resourceLock": "leases", "resourceNamespace": namespace, "resourceName": release,
+			"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s",
+		}},
+	} {
+		if diff := cmp.Diff(check.want, check.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", check.what, diff)
+		}
+	}
+
+	profiles := config["profiles"].([]any)
+	if len(profiles) != 2 {
+		t.Fatalf("%d profiles, want the shipped one and the additional one", len(profiles))
+	}
+	shipped := profiles[0].(map[string]any)
+	wantPluginConfig := []any{
+		map[string]any{"name": "PlacementInterPodAffinity", "args": map[string]any{"hardPodAffinityWeight": float64(5), "ignorePreferredTermsOfExistingPods": false}},
+		map[string]any{"name": "PlacementNodeAffinity", "args": map[string]any{"addedAffinity": map[string]any{
+			"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{
+				map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "In", "values": []any{"foo"}}}},
+			}},
+		}}},
+	}
+	if diff := cmp.Diff(wantPluginConfig, shipped["pluginConfig"]); diff != "" {
+		t.Errorf("the shipped profile's pluginConfig with pluginArgs (-want +got):\n%s", diff)
+	}
+	if shipped["schedulerName"] != "placement-scheduler" || profiles[1].(map[string]any)["schedulerName"] != "placement-scheduler-batch" {
+		t.Errorf("profiles %v, want placement-scheduler then placement-scheduler-batch", profiles)
+	}
+	if _, ok := profiles[1].(map[string]any)["pluginConfig"]; ok {
+		t.Error("pluginArgs leaked into an additional profile")
+	}
+
+	sum := at(t, d.Object, "spec", "template", "metadata", "annotations", "checksum/config")
+	if sum == at(t, defaultD.Object, "spec", "template", "metadata", "annotations", "checksum/config") {
+		t.Error("checksum/config did not change with the config: the pods would not roll")
+	}
+}
+
+// values.schema.json turns a mistake away before anything is installed,
+// naming the value: an unknown key at any level, a wrong type, a malformed
+// duration, a flag the chart owns.
+func TestSchemaRejectsMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		values string
+		want   []string // each must appear in helm's error
+	}{
+		{name: "top-level typo", args: []string{"--set", "replica=3"}, want: []string{"replica"}},
+		{name: "nested typo", args: []string{"--set", "image.repo=x"}, want: []string{"/image", "repo"}},
+		{name: "wrong type", args: []string{"--set-string", "replicas=two"}, want: []string{"/replicas", "integer"}},
+		{name: "zero replicas", args: []string{"--set", "replicas=0"}, want: []string{"/replicas"}},
+		{name: "bad duration", args: []string{"--set", "leaderElection.leaseDuration=15"}, want: []string{"/leaderElection/leaseDuration"}},
+		{name: "the chart's --config", args: []string{"--set", "extraArgs[0]=--config=/tmp/x"}, want: []string{"/extraArgs/0"}},
+		{name: "profile typo", values: "additionalProfiles: [{schedulerName: x, plugin: {}}]\n", want: []string{"/additionalProfiles/0", "plugin"}},
+		{name: "plugin list typo", values: "additionalProfiles: [{schedulerName: x, plugins: {multipoint: {}}}]\n", want: []string{"/additionalProfiles/0/plugins", "multipoint"}},
+		{name: "profile without schedulerName", values: "additionalProfiles: [{plugins: {}}]\n", want: []string{"/additionalProfiles/0", "schedulerName"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"template", release, framework.ChartDir(t), "--namespace", namespace}, tc.args...)
+			if tc.values != "" {
+				args = append(args, "-f", writeValues(t, tc.values))
+			}
+			_, errOut, err := helm(t).Run(args...)
+			if err == nil {
+				t.Fatalf("helm template %s: accepted, want a schema error", strings.Join(tc.args, " "))
+			}
+			if !strings.Contains(errOut, "values don't meet the specifications of the schema") {
+				t.Errorf("error is not the schema's:\n%s", errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("error does not name %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
@@ -14,7 +15,12 @@ import (
 // Options returns one app.WithPlugin per plugin in plugins.All (the replacements and the opt-in ones), in name
 // order so start-up is deterministic.
 func Options() []app.Option {
-	reg := plugins.All()
+	return OptionsOf(plugins.All())
+}
+
+// OptionsOf is Options for another registry (a test's, with a plugin
+// swapped).
+func OptionsOf(reg frameworkruntime.Registry) []app.Option {
 	names := make([]string, 0, len(reg))
 	for name := range reg {
 		names = append(names, name)

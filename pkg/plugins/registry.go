@@ -53,13 +53,32 @@ func Set() []Plugin {
 
 // Registry returns a fresh registry holding every plugin in Set, keyed by its
 // registered name, for app.WithPlugin and frameworkruntime. A new map is
-// returned on each call so callers may extend it.
+// returned on each call so callers may extend it. Each plugin is wrapped by
+// Contain: a panic in it fails one pod's cycle, not the scheduler.
 func Registry() frameworkruntime.Registry {
+	return RegistryOf(Set())
+}
+
+// RegistryOf is Registry for the given rows, e.g. Set() with one factory
+// swapped (the panic-containment test injects a faulty plugin this way, in
+// its own test binary, so production builds carry no fault hook).
+func RegistryOf(set []Plugin) frameworkruntime.Registry {
 	r := frameworkruntime.Registry{}
-	for _, p := range Set() {
-		r[p.Name] = withGates(p.New)
+	for _, p := range set {
+		r[p.Name] = contained(withGates(p.New))
 	}
 	return r
+}
+
+// contained wraps what f builds with Contain.
+func contained(f frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, err := f(ctx, args, h)
+		if err != nil {
+			return nil, err
+		}
+		return Contain(p)
+	}
 }
 
 // withGates adapts a plugin's New to a PluginFactory that reads the feature

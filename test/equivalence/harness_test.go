@@ -289,12 +289,20 @@ func (m mismatch) String() string {
 type recorder struct {
 	plugin string
 	out    []mismatch
+	// oursMustNotPanic makes a panic on our side a mismatch even when
+	// upstream panicked the same way (the batches accept that; the hostile
+	// input fuzz targets do not: a plugin of ours must never panic).
+	oursMustNotPanic bool
 }
 
 // eq records a mismatch when a != b and reports whether they were equal.
 func (r *recorder) eq(check, where, a, b string) bool {
 	if s := outcomes.Load(); s != nil {
 		s.add(r.plugin + "/" + check + ": " + a)
+	}
+	if r.oursMustNotPanic && strings.HasPrefix(b, "PANIC: ") {
+		r.out = append(r.out, mismatch{Plugin: r.plugin, Check: check + "(ours panicked)", Where: where, Upstream: a, Ours: b})
+		return false
 	}
 	if a == b || samePanic(a, b) {
 		return true
@@ -431,7 +439,11 @@ func capabilities(p fwk.Plugin) string {
 // comparePlugin builds upstream (a) and candidate (b) for sc, which must
 // already be installed in e, and compares one cycle on e's snapshot.
 func comparePlugin(e *env, sc *Scenario, k *kind, a, b factory) []mismatch {
-	r := &recorder{plugin: k.Name}
+	return comparePluginWith(&recorder{plugin: k.Name}, e, sc, a, b)
+}
+
+// comparePluginWith is comparePlugin recording into r.
+func comparePluginWith(r *recorder, e *env, sc *Scenario, a, b factory) []mismatch {
 	pa, pb, ok := newPluginPair(r, e.ctx, sc, e.handle, e.handle, a, b)
 	if !ok {
 		return r.out

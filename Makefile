@@ -149,6 +149,21 @@ test-integration: build controlplane helm image-single ## Integration tests: the
 test-examples: build controlplane ## The examples as fixtures: each folder's promised placement, on a full cluster.
 	$(GO) test -count=1 -timeout 10m ./test/examples/...
 
+# Hostile-input fuzzing (test/equivalence/hostile_test.go): each target
+# compares one plugin of ours with upstream's on objects decoded from the
+# fuzzer's bytes, one target after the other. FUZZTIME is go test's
+# -fuzztime: a duration (10m) or an exec count (1000000x). Findings are
+# written to test/equivalence/testdata/fuzz/<target>/, which plain `go test`
+# (make test) then replays as seeds.
+FUZZTIME    ?= 1m
+FUZZ_TARGETS ?= FuzzNodeName FuzzTaintToleration FuzzNodeAffinity FuzzInterPodAffinity
+.PHONY: fuzz
+fuzz: ## Fuzz each plugin against upstream's in turn (FUZZTIME=1m per target, or e.g. 1000000x execs).
+	for t in $(FUZZ_TARGETS); do \
+		echo "== $$t (-fuzztime $(FUZZTIME))"; \
+		$(GO) test ./test/equivalence -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
 .PHONY: test
 test: fmt-check vet lint-chart test-unit test-integration test-examples ## Everything CI runs.
 

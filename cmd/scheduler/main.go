@@ -15,6 +15,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	k8sversion "k8s.io/component-base/version"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/schedulerapp"
@@ -33,8 +34,25 @@ var (
 func main() {
 	command := app.NewSchedulerCommand(schedulerapp.Options()...)
 	command.Use = "placement-scheduler"
+	checkProfiles(command)
 	interceptVersion(command)
 	os.Exit(cli.Run(command))
+}
+
+// checkProfiles runs schedulerapp.CheckProfiles on the --config file before
+// upstream's start-up, so that a profile kube-scheduler would accept but our
+// plugins would silently misbehave in (ours and the in-tree plugin both
+// enabled, args under the in-tree name) stops start-up with the fix.
+func checkProfiles(command *cobra.Command) {
+	inner := command.RunE
+	command.RunE = func(cmd *cobra.Command, args []string) error {
+		if f := cmd.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
+			if err := schedulerapp.CheckConfigFile(klog.Background(), f.Value.String()); err != nil {
+				return err
+			}
+		}
+		return inner(cmd, args)
+	}
 }
 
 // interceptVersion makes --version report placement-scheduler's version (and

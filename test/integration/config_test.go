@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -34,6 +35,10 @@ func setupConfig(t *testing.T, configYAML []byte) (map[string]*config.Plugins, e
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, cfg, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// What cmd/scheduler runs before app.Setup.
+	if err := schedulerapp.CheckConfigFile(klog.Background(), path); err != nil {
+		return nil, err
 	}
 	opts := options.NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)

@@ -145,6 +145,10 @@ func TestPluginPanicIsContained(t *testing.T) {
 		if panicAt != "" {
 			w.Label(injectPanicLabel, panicAt)
 		}
+		if panicAt == "Score" {
+			// NodeAffinity's PreScore skips pods without preferred terms.
+			w.PreferredNodeTerm(10, testutil.Term(testutil.Expr("panic-test", v1.NodeSelectorOpIn, ns)))
+		}
 		return w.Obj()
 	}
 	// The faulty pods first: their cycles fail and are retried with backoff

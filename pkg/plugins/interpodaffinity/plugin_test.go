@@ -63,12 +63,12 @@ func TestArgs(t *testing.T) {
 		{
 			name:    "unknown field",
 			obj:     tu.RawArgs(`{"hardPodAfinityWeight": 2}`),
-			wantErr: `decoding args: unknown field "hardPodAfinityWeight"`,
+			wantErr: `decoding args: unknown field "hardPodAfinityWeight" (valid fields: hardPodAffinityWeight, ignorePreferredTermsOfExistingPods)`,
 		},
 		{
 			name:    "wrong type",
 			obj:     tu.RawArgs(`{"hardPodAffinityWeight": "2"}`),
-			wantErr: "decoding args: json: cannot unmarshal string into Go struct field InterPodAffinityArgs.hardPodAffinityWeight of type int32",
+			wantErr: "decoding args: hardPodAffinityWeight must be an integer (int32), not string: json: cannot unmarshal string into Go struct field InterPodAffinityArgs.hardPodAffinityWeight of type int32",
 		},
 		{
 			name:    "already typed objects are not expected",

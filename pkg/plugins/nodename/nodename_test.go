@@ -2,6 +2,7 @@ package nodename
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,10 +21,17 @@ func TestName(t *testing.T) {
 	}
 }
 
-func TestNewIgnoresArgs(t *testing.T) {
-	// NodeName takes no args; whatever the profile passes must not break it.
-	if _, err := New(context.Background(), tu.RawArgs(`{"whatever":1}`), nil, feature.Features{}); err != nil {
-		t.Errorf("New with args: %v", err)
+// NodeName takes no args: none or empty ones start, any other is refused
+// with the fix (upstream ignores them; whoever wrote them expects an effect).
+func TestNewRefusesArgs(t *testing.T) {
+	for _, ok := range []runtime.Object{nil, tu.RawArgs(``), tu.RawArgs(`{}`), tu.RawArgs(`null`)} {
+		if _, err := New(context.Background(), ok, nil, feature.Features{}); err != nil {
+			t.Errorf("New(%v): %v", ok, err)
+		}
+	}
+	_, err := New(context.Background(), tu.RawArgs(`{"whatever":1}`), nil, feature.Features{})
+	if want := `this plugin takes no args: remove its pluginConfig entry (got fields: whatever)`; err == nil || err.Error() != want {
+		t.Errorf("New with args: %v, want %q", err, want)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/pluginargs"
 )
 
 const (
@@ -33,11 +35,15 @@ var (
 	_ fwk.SignPlugin        = &NodeName{}
 )
 
-// New builds the plugin. It takes no args. The feature set is deliberately
-// unused: unlike NodeAffinity, upstream's NodeName ignores the deferred-resize
-// gate, because narrowing to spec.nodeName is exactly what a deferred-resize
-// pod (already bound) needs.
-func New(_ context.Context, _ runtime.Object, _ fwk.Handle, _ feature.Features) (fwk.Plugin, error) {
+// New builds the plugin. It takes no args: a pluginConfig entry with any is
+// refused (upstream ignores them; a user who wrote some expects an effect).
+// The feature set is deliberately unused: unlike NodeAffinity, upstream's
+// NodeName ignores the deferred-resize gate, because narrowing to
+// spec.nodeName is exactly what a deferred-resize pod (already bound) needs.
+func New(_ context.Context, obj runtime.Object, _ fwk.Handle, _ feature.Features) (fwk.Plugin, error) {
+	if err := pluginargs.DecodeNone(obj); err != nil {
+		return nil, err
+	}
 	return &NodeName{}, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/pluginargs"
 )
 
 const (
@@ -43,9 +45,12 @@ var (
 	_ fwk.SignPlugin        = &TaintToleration{}
 )
 
-// New builds the plugin. It takes no args; any object passed is ignored, as
-// upstream does.
-func New(_ context.Context, _ runtime.Object, _ fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+// New builds the plugin. It takes no args: a pluginConfig entry with any is
+// refused (upstream ignores them; a user who wrote some expects an effect).
+func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+	if err := pluginargs.DecodeNone(obj); err != nil {
+		return nil, err
+	}
 	return &TaintToleration{
 		comparisonOperators: fts.EnableTaintTolerationComparisonOperators,
 		skipDeferredResize:  fts.EnableInPlacePodVerticalScalingSchedulerPreemption,

@@ -14,10 +14,22 @@ import (
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
-func TestNewIgnoresArgs(t *testing.T) {
+// TaintToleration takes no args: none or empty ones start, any other is
+// refused with the fix (upstream ignores them; whoever wrote them expects an
+// effect).
+func TestNewRefusesArgs(t *testing.T) {
+	_, err := New(context.Background(), tu.RawArgs(`{"anything": 1, "tolerateAll": true}`), nil, gatesOff)
+	if want := `this plugin takes no args: remove its pluginConfig entry (got fields: anything, tolerateAll)`; err == nil || err.Error() != want {
+		t.Errorf("New with args: %v, want %q", err, want)
+	}
+	_, err = New(context.Background(), tu.RawArgs(`[1]`), nil, gatesOff)
+	if want := `this plugin takes no args: remove its pluginConfig entry (got [1])`; err == nil || err.Error() != want {
+		t.Errorf("New with a list: %v, want %q", err, want)
+	}
 	for name, args := range map[string]runtime.Object{
-		"nil":     nil,
-		"unknown": tu.RawArgs(`{"anything": 1}`),
+		"nil":   nil,
+		"empty": tu.RawArgs(`{}`),
+		"yaml":  &runtime.Unknown{Raw: []byte("{}\n"), ContentType: runtime.ContentTypeYAML},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, err := New(context.Background(), args, nil, gatesOff)

@@ -79,3 +79,36 @@ func TestDecodeDefaultsAndConverts(t *testing.T) {
 		t.Errorf("misspelt field: err = %v, want the strict decoder's", err)
 	}
 }
+
+// Errors carry the fix: an unknown field comes with the fields valid where
+// it was found, a type error with what the field takes.
+func TestDecodeStrictSaysTheFix(t *testing.T) {
+	cases := []struct {
+		name string
+		raw  string
+		into any
+		want string
+	}{
+		{"unknown top-level field", `{"hardPodAfinityWeight":1}`, &configv1.InterPodAffinityArgs{},
+			`decoding args: unknown field "hardPodAfinityWeight" (valid fields: hardPodAffinityWeight, ignorePreferredTermsOfExistingPods)`},
+		{"unknown nested field", `{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpression":[]}]}}}`, &configv1.NodeAffinityArgs{},
+			`decoding args: unknown field "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpression" ` +
+				`(valid fields of addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]: matchExpressions, matchFields)`},
+		{"integer given a string", `{"hardPodAffinityWeight":"1"}`, &configv1.InterPodAffinityArgs{},
+			`decoding args: hardPodAffinityWeight must be an integer (int32), not string: json: cannot unmarshal`},
+		{"bool given a number", `{"ignorePreferredTermsOfExistingPods":1}`, &configv1.InterPodAffinityArgs{},
+			`decoding args: ignorePreferredTermsOfExistingPods must be true or false, not number: json: cannot unmarshal`},
+		{"list given a string", `{"addedAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":"x"}}`, &configv1.NodeAffinityArgs{},
+			`decoding args: addedAffinity.preferredDuringSchedulingIgnoredDuringExecution must be a list of objects (PreferredSchedulingTerm), not string`},
+		{"args not an object", `[1]`, &configv1.NodeAffinityArgs{},
+			`decoding args: args must be an object (NodeAffinityArgs), not array: json: cannot unmarshal`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := DecodeStrict(&runtime.Unknown{Raw: []byte(tc.raw)}, tc.into)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant prefix %s", err, tc.want)
+			}
+		})
+	}
+}

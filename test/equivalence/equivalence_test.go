@@ -376,9 +376,24 @@ func (s *fuzzSource) Uint64() uint64 {
 	return x
 }
 
+// fuzzEnv is the env every fuzz target of this process reuses (a fuzz
+// worker runs its inputs one at a time; the mutex keeps -parallel seeds
+// apart). Lock it, then sharedFuzzEnv.
 var fuzzEnv struct {
 	sync.Mutex
 	e *env
+}
+
+// sharedFuzzEnv returns fuzzEnv.e, built on first use; fuzzEnv is locked.
+func sharedFuzzEnv(t *testing.T) *env {
+	if fuzzEnv.e == nil {
+		e, err := newEnv(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fuzzEnv.e = e
+	}
+	return fuzzEnv.e
 }
 
 // FuzzEquivalence drives the same comparison from a fuzzed seed and bytes:
@@ -394,13 +409,7 @@ func FuzzEquivalence(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, data []byte) {
 		fuzzEnv.Lock()
 		defer fuzzEnv.Unlock()
-		if fuzzEnv.e == nil {
-			e, err := newEnv(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			fuzzEnv.e = e
-		}
+		sharedFuzzEnv(t)
 		sc := GenerateFrom(rand.New(&fuzzSource{data: data, pcg: rand.NewPCG(seed, uint64(len(data)))}), seed, 0)
 		if mms := run(fuzzEnv.e, sc, cmp); len(mms) > 0 {
 			var b strings.Builder

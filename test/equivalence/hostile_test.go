@@ -1,7 +1,6 @@
 package equivalence
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -60,14 +59,7 @@ func fuzzPlugin(f *testing.F, inTree string) {
 		sc := decodeHostile(data)
 		fuzzEnv.Lock()
 		defer fuzzEnv.Unlock()
-		if fuzzEnv.e == nil {
-			e, err := newEnv(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			fuzzEnv.e = e
-		}
-		e := fuzzEnv.e
+		e := sharedFuzzEnv(t)
 		done := make(chan []mismatch, 1)
 		go func() {
 			e.install(sc)

@@ -24,9 +24,10 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
-// setupConfig runs kube-scheduler's app.Setup, the code path the binary
-// takes from --config to a built scheduler, with our plugins registered.
-func setupConfig(t *testing.T, configYAML []byte) (map[string]*config.Plugins, error) {
+// configOptions writes configYAML, pointed at the control plane, to a file
+// and returns kube-scheduler's options parsed from `--config <file>
+// --secure-port 0`, and the file's path.
+func configOptions(t *testing.T, configYAML []byte) (*options.Options, string) {
 	t.Helper()
 	cfg, err := framework.PointConfigAt(configYAML, env.Kubeconfig)
 	if err != nil {
@@ -36,10 +37,6 @@ func setupConfig(t *testing.T, configYAML []byte) (map[string]*config.Plugins, e
 	if err := os.WriteFile(path, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// What cmd/scheduler runs before app.Setup.
-	if err := schedulerapp.CheckConfigFile(klog.Background(), path); err != nil {
-		return nil, err
-	}
 	opts := options.NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	for _, f := range opts.Flags.FlagSets {
@@ -47,6 +44,18 @@ func setupConfig(t *testing.T, configYAML []byte) (map[string]*config.Plugins, e
 	}
 	if err := fs.Parse([]string{"--config", path, "--secure-port", "0"}); err != nil {
 		t.Fatal(err)
+	}
+	return opts, path
+}
+
+// setupConfig runs kube-scheduler's app.Setup, the code path the binary
+// takes from --config to a built scheduler, with our plugins registered.
+func setupConfig(t *testing.T, configYAML []byte) (map[string]*config.Plugins, error) {
+	t.Helper()
+	opts, path := configOptions(t, configYAML)
+	// What cmd/scheduler runs before app.Setup.
+	if err := schedulerapp.CheckConfigFile(klog.Background(), path); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -3,18 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"sigs.k8s.io/yaml"
 
@@ -105,22 +101,7 @@ func TestPluginPanicIsContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := framework.PointConfigAt(raw, env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	opts := options.NewOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	for _, f := range opts.Flags.FlagSets {
-		fs.AddFlagSet(f)
-	}
-	if err := fs.Parse([]string{"--config", path, "--secure-port", "0"}); err != nil {
-		t.Fatal(err)
-	}
+	opts, _ := configOptions(t, raw)
 	ctx, cancel := context.WithCancel(context.Background())
 	cc, sched, err := app.Setup(ctx, opts, faultyRegistry(t)...)
 	if err != nil {

@@ -108,9 +108,9 @@ func Contain(p fwk.Plugin) (fwk.Plugin, error) {
 	var out fwk.Plugin
 	switch q := p.(type) {
 	case scoreShape:
-		out = &containedScorer{containedFilter{plugin: q, name: q.Name()}, q}
+		out = &containedScorer{containedFilter: newContainedFilter(q), scorer: q, normalizer: containNormalizer(q.Name(), q.ScoreExtensions())}
 	case filterShape:
-		out = &containedFilter{plugin: q, name: q.Name()}
+		out = newContainedFilter(q)
 	default:
 		return nil, fmt.Errorf("plugin %s implements %v, which no panic-containment wrapper has: add one in pkg/plugins/containment.go", p.Name(), Interfaces(p))
 	}
@@ -137,6 +137,18 @@ func recovered(logger klog.Logger, plugin, point string, pod *v1.Pod, value any)
 type containedFilter struct {
 	plugin filterShape
 	name   string
+	// extensions wraps the plugin's PreFilterExtensions once (nil when it
+	// has none): the framework asks for them in every preemption dry-run,
+	// and our plugins return a fixed value.
+	extensions fwk.PreFilterExtensions
+}
+
+func newContainedFilter(p filterShape) *containedFilter {
+	c := &containedFilter{plugin: p, name: p.Name()}
+	if ext := p.PreFilterExtensions(); ext != nil {
+		c.extensions = &containedExtensions{ext: ext, name: c.name}
+	}
+	return c
 }
 
 var _ filterShape = &containedFilter{}
@@ -156,11 +168,10 @@ func (c *containedFilter) PreFilter(ctx context.Context, state fwk.CycleState, p
 }
 
 func (c *containedFilter) PreFilterExtensions() fwk.PreFilterExtensions {
-	ext := c.plugin.PreFilterExtensions()
-	if ext == nil {
-		return nil
+	if c.extensions == nil {
+		return nil // an untyped nil: the framework compares with nil
 	}
-	return &containedExtensions{ext: ext, name: c.name}
+	return c.extensions
 }
 
 func (c *containedFilter) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (st *fwk.Status) {
@@ -236,8 +247,17 @@ func (c *containedFilter) EventsToRegister(ctx context.Context) (evs []fwk.Clust
 
 // containedScorer wraps a scoreShape plugin.
 type containedScorer struct {
-	containedFilter
+	*containedFilter
 	scorer scoreShape
+	// normalizer wraps the plugin's ScoreExtensions once (nil: none).
+	normalizer fwk.ScoreExtensions
+}
+
+func containNormalizer(name string, ext fwk.ScoreExtensions) fwk.ScoreExtensions {
+	if ext == nil {
+		return nil
+	}
+	return &containedNormalizer{ext: ext, name: name}
 }
 
 var _ scoreShape = &containedScorer{}
@@ -260,13 +280,7 @@ func (c *containedScorer) Score(ctx context.Context, state fwk.CycleState, pod *
 	return c.scorer.Score(ctx, state, pod, nodeInfo)
 }
 
-func (c *containedScorer) ScoreExtensions() fwk.ScoreExtensions {
-	ext := c.scorer.ScoreExtensions()
-	if ext == nil {
-		return nil
-	}
-	return &containedNormalizer{ext: ext, name: c.name}
-}
+func (c *containedScorer) ScoreExtensions() fwk.ScoreExtensions { return c.normalizer }
 
 type containedExtensions struct {
 	ext  fwk.PreFilterExtensions

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,10 +112,11 @@ var hostileSeeds = [][]byte{
 // a small ordinary scenario and each extra byte makes it more hostile.
 type hostileIn struct {
 	b []byte
-	// budget bounds the elements (labels, terms, values, taints...) one
-	// input may create, so that "thousands of terms" stays a few ms.
-	budget int
-	pods   int
+	// budget bounds the elements (labels, terms, values, taints...) the
+	// object being decoded may still create; total bounds the input's, so
+	// that "thousands of terms" stays a few ms per input.
+	budget, total int
+	pods          int
 }
 
 func (in *hostileIn) byte() byte {
@@ -141,8 +144,9 @@ func (in *hostileIn) count(small int) int {
 	default:
 		c = 500 + in.u16()%3000
 	}
-	c = min(c, in.budget)
+	c = min(c, in.budget, in.total)
 	in.budget -= c
+	in.total -= c
 	return c
 }
 
@@ -371,6 +375,9 @@ func (in *hostileIn) labelSelector() *metav1.LabelSelector {
 
 func (in *hostileIn) podTerm() v1.PodAffinityTerm {
 	t := v1.PodAffinityTerm{LabelSelector: in.labelSelector(), TopologyKey: in.key()}
+	if in.n(16) == 0 {
+		t.TopologyKey = "" // the apiserver rejects it in required terms; old objects may carry it
+	}
 	switch in.n(4) {
 	case 1:
 		t.Namespaces = []string{}
@@ -414,10 +421,12 @@ func (in *hostileIn) podAffinity(a *v1.Affinity) {
 		anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution,
 			v1.WeightedPodAffinityTerm{Weight: in.weight(), PodAffinityTerm: in.podTerm()})
 	}
-	if in.n(4) != 0 {
+	// Decoded after the lists, so an input used up by them reads zeros
+	// here: zero keeps what was decoded; 7 drops it (nil vs empty structs).
+	if in.n(8) != 7 {
 		a.PodAffinity = pa
 	}
-	if in.n(4) != 0 {
+	if in.n(8) != 7 {
 		a.PodAntiAffinity = anti
 	}
 }
@@ -453,7 +462,12 @@ func (in *hostileIn) taint() v1.Taint {
 	return t
 }
 
+// perObject is each node's and pod's element budget: one object can hold
+// thousands of labels or terms without starving the others.
+const perObject = 3000
+
 func (in *hostileIn) node(i int) *v1.Node {
+	in.budget = perObject
 	name := fmt.Sprintf("n%d", i)
 	switch in.n(16) {
 	case 1:
@@ -479,7 +493,8 @@ func (in *hostileIn) node(i int) *v1.Node {
 
 // pod decodes a pod with labels and (anti-)affinity; incoming pods also get
 // a nodeSelector, node affinity, tolerations and a nodeName.
-func (in *hostileIn) pod(incoming bool, nodes []*v1.Node) *v1.Pod {
+func (in *hostileIn) pod(incoming bool) *v1.Pod {
+	in.budget = perObject
 	in.pods++
 	name := fmt.Sprintf("p%d", in.pods)
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: in.namespace(), Name: name, UID: types.UID("uid-" + name), Labels: in.labels(3)}}
@@ -500,9 +515,7 @@ func (in *hostileIn) pod(incoming bool, nodes []*v1.Node) *v1.Pod {
 		}
 		switch in.n(8) {
 		case 1:
-			if len(nodes) > 0 {
-				p.Spec.NodeName = pickIn(in, nodes).Name
-			}
+			p.Spec.NodeName = fmt.Sprintf("n%d", in.n(9)) // a default node name, or one past them
 		case 2:
 			p.Spec.NodeName = in.value()
 		case 3:
@@ -547,7 +560,7 @@ func viaJSON[T any](v *T) *T {
 // decodeHostile turns fuzz bytes into a Scenario for the suite's
 // comparators.
 func decodeHostile(data []byte) *Scenario {
-	in := &hostileIn{b: data, budget: 6000}
+	in := &hostileIn{b: data, budget: perObject, total: 12000}
 	sc := &Scenario{}
 	flags := in.byte()
 	sc.Gates.TaintTolerationComparisonOperators = flags&1 != 0
@@ -573,6 +586,11 @@ func decodeHostile(data []byte) *Scenario {
 		}
 	}
 
+	// The incoming pod first: it is what every plugin decides about, and
+	// decoded last it would often get only the zeros of an input used up
+	// by huge node label sets.
+	sc.Pod = in.pod(true)
+
 	numNodes := 1 + in.n(8)
 	if in.n(32) == 0 {
 		numNodes = 0
@@ -589,12 +607,11 @@ func decodeHostile(data []byte) *Scenario {
 	}
 	if numNodes > 0 {
 		for range in.count(6) {
-			p := in.pod(false, sc.Nodes)
+			p := in.pod(false)
 			p.Spec.NodeName = pickIn(in, sc.Nodes).Name
 			sc.Pods = append(sc.Pods, p)
 		}
 	}
-	sc.Pod = in.pod(true, sc.Nodes)
 
 	if numNodes > 0 {
 		for range in.n(3) {
@@ -612,7 +629,7 @@ func decodeHostile(data []byte) *Scenario {
 						continue
 					}
 				}
-				p := in.pod(false, sc.Nodes)
+				p := in.pod(false)
 				p.Status.NominatedNodeName = op.Node
 				op.Steps = append(op.Steps, Step{Add: p})
 			}
@@ -632,7 +649,7 @@ func decodeHostile(data []byte) *Scenario {
 				sc.Events = append(sc.Events, Event{Kind: NodeUpdate, OldNode: old, NewNode: nn})
 			}
 		case 2:
-			p := in.pod(false, sc.Nodes)
+			p := in.pod(false)
 			if len(sc.Nodes) > 0 {
 				p.Spec.NodeName = pickIn(in, sc.Nodes).Name
 			}
@@ -657,4 +674,120 @@ func decodeHostile(data []byte) *Scenario {
 		}
 	}
 	return sc
+}
+
+// The decoder reaches the hostile corners the fuzz targets promise, from
+// plain random bytes (so the fuzzer starts from them, not only finds them).
+func TestHostileDecoderReachesCorners(t *testing.T) {
+	r := NewRand(defaultSeed, 0)
+	seen := map[string]bool{}
+	note := func(corner string, ok bool) {
+		if ok {
+			seen[corner] = true
+		}
+	}
+	var strs func(s string)
+	strs = func(s string) {
+		note("a value longer than 63 bytes", len(s) > 63)
+		note("invalid UTF-8", !utf8.ValidString(s))
+		note("non-ASCII UTF-8", utf8.ValidString(s) && len(s) != utf8.RuneCountInString(s))
+		if n, ok := new(big.Int).SetString(strings.TrimPrefix(s, "+"), 10); ok {
+			note("an integer past int64", !n.IsInt64())
+			note("an integer at an int64 limit", n.IsInt64() && (n.Int64() == math.MaxInt64 || n.Int64() == math.MinInt64))
+		}
+	}
+	nodeOpsSeen, labelOpsSeen := map[v1.NodeSelectorOperator]bool{}, map[metav1.LabelSelectorOperator]bool{}
+	for range 3000 {
+		data := make([]byte, r.IntN(2000))
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		sc := decodeHostile(data)
+		known := map[string]bool{}
+		for _, ns := range sc.Namespaces {
+			known[ns.Name] = true
+		}
+		pods := append([]*v1.Pod{sc.Pod}, sc.Pods...)
+		for _, n := range sc.Nodes {
+			note("a node with more than 100 labels", len(n.Labels) > 100)
+			for k, v := range n.Labels {
+				strs(k)
+				strs(v)
+			}
+			for _, taint := range n.Spec.Taints {
+				strs(taint.Value)
+			}
+		}
+		for _, p := range pods {
+			note("a pod in a namespace nobody created", !known[p.Namespace])
+			for _, tol := range p.Spec.Tolerations {
+				strs(tol.Value)
+			}
+			a := p.Spec.Affinity
+			if a == nil {
+				continue
+			}
+			if na := a.NodeAffinity; na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+				terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+				note("thousands of node selector terms", len(terms) >= 1000)
+				for _, term := range terms {
+					keys := map[string]bool{}
+					for _, req := range term.MatchExpressions {
+						nodeOpsSeen[req.Operator] = true
+						note("a duplicate key in one term", keys[req.Key])
+						keys[req.Key] = true
+						note("Gt/Lt without values", (req.Operator == v1.NodeSelectorOpGt || req.Operator == v1.NodeSelectorOpLt) && len(req.Values) == 0)
+						for _, v := range req.Values {
+							strs(v)
+						}
+					}
+				}
+			}
+			var terms []v1.PodAffinityTerm
+			if pa := a.PodAffinity; pa != nil {
+				terms = append(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution...)
+				for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+					terms = append(terms, w.PodAffinityTerm)
+				}
+			}
+			if anti := a.PodAntiAffinity; anti != nil {
+				terms = append(terms, anti.RequiredDuringSchedulingIgnoredDuringExecution...)
+				for _, w := range anti.PreferredDuringSchedulingIgnoredDuringExecution {
+					terms = append(terms, w.PodAffinityTerm)
+				}
+			}
+			note("thousands of pod (anti-)affinity terms", len(terms) >= 1000)
+			for _, term := range terms {
+				note("an empty topology key", term.TopologyKey == "")
+				for _, ns := range term.Namespaces {
+					note("a term naming a namespace nobody created", !known[ns])
+				}
+				if term.LabelSelector != nil {
+					for _, req := range term.LabelSelector.MatchExpressions {
+						labelOpsSeen[req.Operator] = true
+					}
+				}
+			}
+		}
+	}
+	for _, op := range nodeOps {
+		if !nodeOpsSeen[op] {
+			t.Errorf("node selector operator %q never decoded", op)
+		}
+	}
+	for _, op := range labelOps {
+		if !labelOpsSeen[op] {
+			t.Errorf("label selector operator %q never decoded", op)
+		}
+	}
+	for _, corner := range []string{
+		"a value longer than 63 bytes", "invalid UTF-8", "non-ASCII UTF-8", "an integer past int64", "an integer at an int64 limit",
+		"a node with more than 100 labels", "a pod in a namespace nobody created", "thousands of node selector terms",
+		"a duplicate key in one term", "Gt/Lt without values", "thousands of pod (anti-)affinity terms", "an empty topology key",
+		"a term naming a namespace nobody created",
+	} {
+		if !seen[corner] {
+			t.Errorf("3000 random inputs decoded to no scenario with %s", corner)
+		}
+	}
 }

@@ -47,9 +47,9 @@ func (p panickingNodeAffinity) Score(ctx context.Context, st fwk.CycleState, pod
 	return p.NodeAffinity.Score(ctx, st, pod, ni)
 }
 
-// faultyRegistry is plugins.All() with NodeAffinity swapped for the
-// panicking one.
-func faultyRegistry(t *testing.T) []app.Option {
+// faultyOptions registers plugins.All() with NodeAffinity swapped for the
+// panicking one, as app options.
+func faultyOptions(t *testing.T) []app.Option {
 	t.Helper()
 	set := plugins.Set()
 	swapped := false
@@ -103,7 +103,7 @@ func TestPluginPanicIsContained(t *testing.T) {
 	}
 	opts, _ := configOptions(t, raw)
 	ctx, cancel := context.WithCancel(context.Background())
-	cc, sched, err := app.Setup(ctx, opts, faultyRegistry(t)...)
+	cc, sched, err := app.Setup(ctx, opts, faultyOptions(t)...)
 	if err != nil {
 		cancel()
 		t.Fatalf("app.Setup: %v", err)

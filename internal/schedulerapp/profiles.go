@@ -90,7 +90,7 @@ func CheckProfiles(cfg *config.KubeSchedulerConfiguration) error {
 		}
 		for _, row := range plugins.Set() {
 			if enabled[row.Name] && enabled[row.Replaces] {
-				errs = append(errs, fmt.Errorf("%s: %s replaces the in-tree %s, but both are enabled, so both would filter and score every pod: "+
+				errs = append(errs, fmt.Errorf("%s: %s replaces the in-tree %s, but both are enabled, so both would run on every pod: "+
 					"disable %s in this profile (plugins.multiPoint.disabled), or disable \"*\" and list every plugin as manifests/scheduler-config.yaml does",
 					where, row.Name, row.Replaces, row.Replaces))
 			}

@@ -184,18 +184,19 @@ var (
 	int64Bases        = []int64{math.MaxInt64, math.MinInt64, 0, math.MaxInt32, math.MinInt32}
 )
 
-// str reads raw bytes as a string: any bytes, any length up to 300, or
-// (rarely) several KiB.
+// str reads raw bytes as a string: any bytes, any length up to 46, or
+// (rarely) up to several KiB.
 func (in *hostileIn) str() string {
 	n := in.n(48)
 	if n == 47 {
 		n = 300 + in.u16()%8000
 	}
-	var b strings.Builder
-	for range n {
-		b.WriteByte(in.byte())
-	}
-	return b.String()
+	// Only as long as the input lasts: KiBs of zeros are no more hostile
+	// than the pool's 4 KiB value, and would cost time on every exec.
+	n = min(n, len(in.b))
+	s := string(in.b[:n])
+	in.b = in.b[n:]
+	return s
 }
 
 // number is an integer string near an int64 (or int32) limit, possibly out

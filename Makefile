@@ -136,7 +136,7 @@ lint-chart: helm ## helm lint charts/placement-scheduler.
 
 .PHONY: test-unit
 test-unit: controlplane helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability)
 
 .PHONY: test-integration
 test-integration: build controlplane helm image-single ## Integration tests: the real binary (its image, the chart) against envtest.
@@ -149,8 +149,30 @@ test-integration: build controlplane helm image-single ## Integration tests: the
 test-examples: build controlplane ## The examples as fixtures: each folder's promised placement, on a full cluster.
 	$(GO) test -count=1 -timeout 10m ./test/examples/...
 
+# test/reliability: leader churn under load, kube-apiserver / etcd / network
+# outages, a soak of pods in waves. `make test` runs the short variants (a few
+# kills, outages of seconds, a few hundred pods); test-reliability the long
+# ones with issue 15's figures (2,000 pods and 20 leader kills, 20s outages,
+# 20,000 pods against 500 nodes for 15 minutes; about 30 minutes on 2 cores),
+# niced, each test appending its result row to RELIABILITY_REPORT. Every size
+# is a RELIABILITY_* knob (test/reliability/doc.go); RELIABILITY_RUN picks
+# tests (go test -run).
+RELIABILITY_REPORT ?= $(CURDIR)/results/reliability-$(shell date -u +%Y%m%d-%H%M%S).md
+RELIABILITY_RUN    ?= .
+
+.PHONY: test-reliability-short
+test-reliability-short: build controlplane ## The reliability tests' short variants (part of make test).
+	$(GO) test -count=1 -timeout 20m ./test/reliability/...
+
+.PHONY: test-reliability
+test-reliability: build controlplane ## The reliability tests' long variants (issue 15's figures), results in RELIABILITY_REPORT.
+	@mkdir -p $(dir $(RELIABILITY_REPORT))
+	RELIABILITY_LONG=1 RELIABILITY_REPORT=$(RELIABILITY_REPORT) nice -n 10 \
+		$(GO) test -count=1 -timeout 3h -v -run '$(RELIABILITY_RUN)' ./test/reliability/... 2>&1 | tee $(RELIABILITY_REPORT:.md=.log)
+	@echo "results: $(RELIABILITY_REPORT)"
+
 .PHONY: test
-test: fmt-check vet lint-chart test-unit test-integration test-examples ## Everything CI runs.
+test: fmt-check vet lint-chart test-unit test-integration test-reliability-short test-examples ## Everything CI runs.
 
 # Release artifacts, all in dist/ (git-ignored), for VERSION=vX.Y.Z:
 #   placement-scheduler-$(VERSION)-image-index.tar  OCI image index, linux/amd64 + linux/arm64

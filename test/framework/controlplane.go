@@ -88,7 +88,6 @@ func (e *Env) StopControlPlaneProcess(name string, grace time.Duration) error {
 	return nil
 }
 
-
 // StartControlPlaneProcess starts a process StopControlPlaneProcess stopped,
 // with the same command line; its output goes to <dir>/<name>-restart.log.
 // For the apiserver it then waits until /readyz answers ok (which needs

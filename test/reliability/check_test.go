@@ -201,14 +201,7 @@ func eventCount(ev *eventsv1.Event) int {
 func recheckFilters(t testing.TB, ns string, pods []*v1.Pod) int {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := explain.LoadConfig(manifests.SchedulerConfig(), "the shipped config")
-	if err != nil {
-		t.Fatal(err)
-	}
-	profile, err := explain.PickProfile(cfg, "", "placement-scheduler")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRechecker(t)
 	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -223,11 +216,6 @@ func recheckFilters(t testing.TB, ns string, pods []*v1.Pod) int {
 			c.Nodes = append(c.Nodes, &nodes.Items[i])
 		}
 	}
-	ours := sets.New[string]()
-	for _, p := range plugins.Set() {
-		ours.Insert(p.Name)
-	}
-
 	// Two workers: the machine has two cores.
 	var mu sync.Mutex
 	violations := 0
@@ -238,7 +226,7 @@ func recheckFilters(t testing.TB, ns string, pods []*v1.Pod) int {
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				msg := recheckOne(ctx, p, c, profile, ours)
+				msg := r.check(ctx, p, c)
 				if msg == "" {
 					continue
 				}
@@ -261,14 +249,39 @@ func recheckFilters(t testing.TB, ns string, pods []*v1.Pod) int {
 	return violations
 }
 
-// recheckOne says why our plugins would not place p on its node, or "".
-func recheckOne(ctx context.Context, p *v1.Pod, c *explain.Cluster, profile *config.KubeSchedulerProfile, ours sets.Set[string]) string {
-	res, err := explain.Explain(ctx, p, c, profile)
+// rechecker runs the shipped profile's filters (internal/explain) to see
+// whether our plugins accept a pod where it is bound.
+type rechecker struct {
+	profile *config.KubeSchedulerProfile
+	ours    sets.Set[string]
+}
+
+func newRechecker(t testing.TB) *rechecker {
+	t.Helper()
+	cfg, err := explain.LoadConfig(manifests.SchedulerConfig(), "the shipped config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := explain.PickProfile(cfg, "", "placement-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rechecker{profile: profile, ours: sets.New[string]()}
+	for _, p := range plugins.Set() {
+		r.ours.Insert(p.Name)
+	}
+	return r
+}
+
+// check says why our plugins would not place p on its node in c (p itself
+// left out, as if not yet placed), or "".
+func (r *rechecker) check(ctx context.Context, p *v1.Pod, c *explain.Cluster) string {
+	res, err := explain.Explain(ctx, p, c, r.profile)
 	if err != nil {
 		return fmt.Sprintf("explain: %v", err)
 	}
 	for _, v := range res.PreFilter {
-		if ours.Has(v.Plugin) && v.Code != fwk.Success.String() && v.Code != fwk.Skip.String() {
+		if r.ours.Has(v.Plugin) && v.Code != fwk.Success.String() && v.Code != fwk.Skip.String() {
 			return fmt.Sprintf("PreFilter %s: %s %v", v.Plugin, v.Code, v.Reasons)
 		}
 	}
@@ -281,7 +294,7 @@ func recheckOne(ctx context.Context, p *v1.Pod, c *explain.Cluster, profile *con
 		}
 		var bad []string
 		for _, f := range nr.Filters {
-			if ours.Has(f.Plugin) && f.Code != fwk.Success.String() && f.Code != fwk.Skip.String() {
+			if r.ours.Has(f.Plugin) && f.Code != fwk.Success.String() && f.Code != fwk.Skip.String() {
 				bad = append(bad, fmt.Sprintf("%s: %s %v", f.Plugin, f.Code, f.Reasons))
 			}
 		}

@@ -18,9 +18,9 @@ const ReportEnv = "RELIABILITY_REPORT"
 
 func long() bool { return os.Getenv(LongEnv) == "1" }
 
-// intKnob is the integer in the environment variable name, else short or,
-// with LongEnv=1, long.
-func intKnob(t testing.TB, name string, short, long_ int) int {
+// knob is the value of the environment variable name, parsed, else short
+// or, with LongEnv=1, long. want says what a value looks like.
+func knob[T any](t testing.TB, name string, short, long_ T, want string, parse func(string) (T, bool)) T {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
@@ -29,28 +29,29 @@ func intKnob(t testing.TB, name string, short, long_ int) int {
 		}
 		return short
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		t.Fatalf("%s=%q: want a non-negative integer", name, v)
+	x, ok := parse(v)
+	if !ok {
+		t.Fatalf("%s=%q: want %s", name, v, want)
 	}
-	return n
+	return x
 }
 
-// durationKnob is intKnob for a time.Duration ("20s", "15m").
+// intKnob is a non-negative integer knob.
+func intKnob(t testing.TB, name string, short, long_ int) int {
+	t.Helper()
+	return knob(t, name, short, long_, "a non-negative integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0
+	})
+}
+
+// durationKnob is a time.Duration knob ("20s", "15m").
 func durationKnob(t testing.TB, name string, short, long_ time.Duration) time.Duration {
 	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if long() {
-			return long_
-		}
-		return short
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		t.Fatalf("%s=%q: want a duration such as 20s", name, v)
-	}
-	return d
+	return knob(t, name, short, long_, "a duration such as 20s", func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d >= 0
+	})
 }
 
 // report logs a result row and appends it to $RELIABILITY_REPORT, if set.

@@ -20,6 +20,12 @@ type binding struct {
 // succeeded reports whether the apiserver bound the pod on this request.
 func (b binding) succeeded() bool { return b.Code >= 200 && b.Code < 300 }
 
+// unanswered reports whether the request ended because its client went
+// away or it timed out (500 "client disconnected", 504): the binding may
+// have been stored all the same, as the apiserver does not undo a write
+// whose client left.
+func (b binding) unanswered() bool { return b.Code == 500 || b.Code == 504 }
+
 // bindings reads every binding request for pods in ns from the audit log,
 // by pod name, in log order. A SIGKILLed scheduler cannot take back what
 // the apiserver recorded, so this is the count of binds that happened.

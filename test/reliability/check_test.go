@@ -36,8 +36,15 @@ type outcome struct {
 	// against a double bind doing its job; 5xx while etcd was away.
 	Rejected map[int32]int
 	// NoEvent counts bound pods without a Scheduled event: a SIGKILLed
-	// leader bound them but died before its event was sent.
+	// leader bound them but died before its event was sent, or the
+	// binding's answer was lost (Unanswered).
 	NoEvent int
+	// Unanswered counts pods bound by a request the audit log records as
+	// failed (504 timeout, 500 client disconnected) because its client
+	// went away (killed, or its connection cut) before the answer: the
+	// binding was stored all the same. The scheduler that sent it never
+	// learns it succeeded (and sends no Scheduled event).
+	Unanswered int
 	// Violations are bindings our plugins' Filter rejects on the final
 	// cluster.
 	Violations int
@@ -46,8 +53,8 @@ type outcome struct {
 }
 
 func (o outcome) String() string {
-	return fmt.Sprintf("pods created %d, bound %d, lost %d, double-bound %d (binding requests refused by the apiserver, by code: %v; bound without a Scheduled event: %d), bindings our Filter rejects on the final cluster: %d",
-		o.Created, o.Bound, o.Lost, o.DoubleBound, o.Rejected, o.NoEvent, o.Violations)
+	return fmt.Sprintf("pods created %d, bound %d, lost %d, double-bound %d (binding requests refused or unanswered, by code: %v; pods bound by an unanswered request: %d; bound without a Scheduled event: %d), bindings our Filter rejects on the final cluster: %d",
+		o.Created, o.Bound, o.Lost, o.DoubleBound, o.Rejected, o.Unanswered, o.NoEvent, o.Violations)
 }
 
 // firstBindAfter is the first successful binding at or after t.
@@ -101,18 +108,19 @@ func checkStream(t testing.TB, ns string, created int, recheck bool, missingEven
 
 	// The apiserver writes a request's audit event once it has answered,
 	// a moment after the binding is visible: wait for those of the bound
-	// pods.
+	// pods (a success, or an unanswered request that may have stored it).
 	var binds map[string][]binding
 	env.Poll(t, "the audit log to record every bound pod's binding", func(context.Context) (bool, error) {
 		binds = bindings(t, ns)
 		for _, p := range pods {
-			if p.Spec.NodeName != "" && !slices.ContainsFunc(binds[p.Name], binding.succeeded) {
+			if p.Spec.NodeName != "" && !slices.ContainsFunc(binds[p.Name], binding.succeeded) && !slices.ContainsFunc(binds[p.Name], binding.unanswered) {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
 	bindAt := map[string]time.Time{}
+	unanswered := map[string]bool{}
 	for _, p := range pods {
 		ok := 0
 		for _, b := range binds[p.Name] {
@@ -124,12 +132,18 @@ func checkStream(t testing.TB, ns string, created int, recheck bool, missingEven
 				o.Rejected[b.Code]++
 			}
 		}
+		i := slices.IndexFunc(binds[p.Name], binding.unanswered)
 		switch {
 		case ok > 1:
 			o.DoubleBound++
 			t.Errorf("pod %s: %d successful binding requests in the audit log, want 1: %+v", p.Name, ok, binds[p.Name])
+		case ok == 0 && p.Spec.NodeName != "" && i >= 0:
+			o.Unanswered++
+			unanswered[p.Name] = true
+			bindAt[p.Name] = binds[p.Name][i].At
+			o.BindTimes = append(o.BindTimes, binds[p.Name][i].At)
 		case ok == 0 && p.Spec.NodeName != "":
-			t.Errorf("pod %s is bound to %s but the audit log has no successful binding for it", p.Name, p.Spec.NodeName)
+			t.Errorf("pod %s is bound to %s but the audit log has no binding request that could have done it: %+v", p.Name, p.Spec.NodeName, binds[p.Name])
 		case ok == 0:
 			t.Errorf("pod %s was never bound (binding requests: %+v)", p.Name, binds[p.Name])
 		}
@@ -142,7 +156,7 @@ func checkStream(t testing.TB, ns string, created int, recheck bool, missingEven
 	env.Poll(t, "a Scheduled event for every pod bound by a live scheduler", func(ctx context.Context) (bool, error) {
 		scheduled = scheduledEvents(t, ns)
 		for name, at := range bindAt {
-			if scheduled[name] == 0 && !missingEventOK(at) {
+			if scheduled[name] == 0 && !missingEventOK(at) && !unanswered[name] {
 				return false, nil
 			}
 		}

@@ -32,32 +32,46 @@ func UpstreamPlugin(ctx context.Context, name string, versionedArgs runtime.Obje
 		if versionedArgs != nil && !ok {
 			return nil, fmt.Errorf("testutil.UpstreamPlugin: %s takes *v1.NodeAffinityArgs, got %T", name, versionedArgs)
 		}
-		if in == nil {
-			in = &configv1.NodeAffinityArgs{}
-		}
-		out := &config.NodeAffinityArgs{}
-		if err := internalArgs(in.DeepCopy(), out); err != nil {
+		args, err := InternalNodeAffinityArgs(in)
+		if err != nil {
 			return nil, err
 		}
-		return nodeaffinity.New(ctx, out, h, fts)
+		return nodeaffinity.New(ctx, args, h, fts)
 	case interpodaffinity.Name:
 		in, ok := versionedArgs.(*configv1.InterPodAffinityArgs)
 		if versionedArgs != nil && !ok {
 			return nil, fmt.Errorf("testutil.UpstreamPlugin: %s takes *v1.InterPodAffinityArgs, got %T", name, versionedArgs)
 		}
-		if in == nil {
-			in = &configv1.InterPodAffinityArgs{}
-		}
-		out := &config.InterPodAffinityArgs{}
-		if err := internalArgs(in.DeepCopy(), out); err != nil {
+		args, err := InternalInterPodAffinityArgs(in)
+		if err != nil {
 			return nil, err
 		}
-		return interpodaffinity.New(ctx, out, h, fts)
+		return interpodaffinity.New(ctx, args, h, fts)
 	}
 	return nil, fmt.Errorf("testutil.UpstreamPlugin: no in-tree plugin %q: add it here when pkg/plugins.Set() grows", name)
 }
 
-// internalArgs defaults in and converts it into out, as the config loader does.
+// InternalNodeAffinityArgs is in (nil: none configured) defaulted and
+// converted to the internal type upstream's NodeAffinity takes, as the
+// config loader does. in is not modified.
+func InternalNodeAffinityArgs(in *configv1.NodeAffinityArgs) (*config.NodeAffinityArgs, error) {
+	if in == nil {
+		in = &configv1.NodeAffinityArgs{}
+	}
+	out := &config.NodeAffinityArgs{}
+	return out, internalArgs(in.DeepCopy(), out)
+}
+
+// InternalInterPodAffinityArgs is InternalNodeAffinityArgs for InterPodAffinity.
+func InternalInterPodAffinityArgs(in *configv1.InterPodAffinityArgs) (*config.InterPodAffinityArgs, error) {
+	if in == nil {
+		in = &configv1.InterPodAffinityArgs{}
+	}
+	out := &config.InterPodAffinityArgs{}
+	return out, internalArgs(in.DeepCopy(), out)
+}
+
+// internalArgs defaults in and converts it into out.
 func internalArgs(in, out runtime.Object) error {
 	scheme.Scheme.Default(in)
 	if err := scheme.Scheme.Convert(in, out, nil); err != nil {

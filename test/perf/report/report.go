@@ -585,31 +585,16 @@ func writePluginTable(b *strings.Builder, t Table) {
 			byPair[pair][p.ExtensionPoint] = p
 		}
 		for _, pair := range pairs {
-			cells := make([]string, 0, len(pluginTablePoints))
-			have := false
-			for _, ep := range pluginTablePoints {
-				p, ok := byPair[pair][ep]
-				if !ok || (p.UpstreamMs.N == 0 && p.OursMs.N == 0) {
-					cells = append(cells, "")
-					continue
-				}
-				have = true
-				cells = append(cells, meanOnly(p.UpstreamMs)+" / "+meanOnly(p.OursMs))
-			}
-			if have {
-				lines = append(lines, fmt.Sprintf("| %s | %s | %s |\n", row.Case, pair, strings.Join(cells, " | ")))
+			if cells, ok := pointCells(func(ep string) (Stat, Stat) {
+				p := byPair[pair][ep]
+				return p.UpstreamMs, p.OursMs
+			}); ok {
+				lines = append(lines, fmt.Sprintf("| %s | %s | %s |\n", row.Case, pair, cells))
 			}
 		}
 	}
-	if len(lines) == 0 {
-		return
-	}
-	b.WriteString("\nPer-plugin time: scheduler_plugin_execution_duration_seconds Average, ms, mean over repeats, upstream / ours. " + pluginMetricCaveat +
-		" report.json has every extension point with its spread.\n\n")
-	fmt.Fprintf(b, "| Test case | plugin | %s |\n|---|---|%s\n", strings.Join(pluginTablePoints, " | "), strings.Repeat("---:|", len(pluginTablePoints)))
-	for _, l := range lines {
-		b.WriteString(l)
-	}
+	writeTimeTable(b, "Per-plugin time: scheduler_plugin_execution_duration_seconds Average, ms, mean over repeats, upstream / ours. "+pluginMetricCaveat+
+		" report.json has every extension point with its spread.", []string{"Test case", "plugin"}, lines)
 }
 
 // pluginMetricCaveat is why the per-plugin table has gaps and few samples.
@@ -635,27 +620,43 @@ func writeExtensionPointTable(b *strings.Builder, t Table) {
 		for _, e := range row.ExtensionPoints {
 			byPoint[e.ExtensionPoint] = e
 		}
-		cells := make([]string, 0, len(pluginTablePoints))
-		have := false
-		for _, ep := range pluginTablePoints {
-			e, ok := byPoint[ep]
-			if !ok || (e.UpstreamMs.N == 0 && e.OursMs.N == 0) {
-				cells = append(cells, "")
-				continue
-			}
-			have = true
-			cells = append(cells, meanOnly(e.UpstreamMs)+" / "+meanOnly(e.OursMs))
-		}
-		if have {
-			lines = append(lines, fmt.Sprintf("| %s | %s |\n", row.Case, strings.Join(cells, " | ")))
+		if cells, ok := pointCells(func(ep string) (Stat, Stat) {
+			e := byPoint[ep]
+			return e.UpstreamMs, e.OursMs
+		}); ok {
+			lines = append(lines, fmt.Sprintf("| %s | %s |\n", row.Case, cells))
 		}
 	}
+	writeTimeTable(b, "Per extension point, whole profile: scheduler_framework_extension_point_duration_seconds Average, ms per scheduling cycle, mean over repeats, upstream / ours. "+
+		"Every cycle is observed (Filter: the whole filtering phase). The profiles differ only in our four plugins, so a difference here is theirs.",
+		[]string{"Test case"}, lines)
+}
+
+// pointCells renders "upstream / ours" for each of pluginTablePoints, empty
+// where neither side has a value; ok is false when no cell has one.
+func pointCells(get func(ep string) (upstream, ours Stat)) (cells string, ok bool) {
+	out := make([]string, 0, len(pluginTablePoints))
+	for _, ep := range pluginTablePoints {
+		u, o := get(ep)
+		if u.N == 0 && o.N == 0 {
+			out = append(out, "")
+			continue
+		}
+		ok = true
+		out = append(out, meanOnly(u)+" / "+meanOnly(o))
+	}
+	return strings.Join(out, " | "), ok
+}
+
+// writeTimeTable writes intro and a table whose columns are lead then
+// pluginTablePoints, unless there are no lines.
+func writeTimeTable(b *strings.Builder, intro string, lead []string, lines []string) {
 	if len(lines) == 0 {
 		return
 	}
-	b.WriteString("\nPer extension point, whole profile: scheduler_framework_extension_point_duration_seconds Average, ms per scheduling cycle, mean over repeats, upstream / ours. " +
-		"Every cycle is observed (Filter: the whole filtering phase). The profiles differ only in our four plugins, so a difference here is theirs.\n\n")
-	fmt.Fprintf(b, "| Test case | %s |\n|---|%s\n", strings.Join(pluginTablePoints, " | "), strings.Repeat("---:|", len(pluginTablePoints)))
+	b.WriteString("\n" + intro + "\n\n")
+	fmt.Fprintf(b, "| %s | %s |\n|%s%s\n", strings.Join(lead, " | "), strings.Join(pluginTablePoints, " | "),
+		strings.Repeat("---|", len(lead)), strings.Repeat("---:|", len(pluginTablePoints)))
 	for _, l := range lines {
 		b.WriteString(l)
 	}

@@ -17,7 +17,10 @@ import (
 // one call over the whole cluster. The others are per node: one op is one
 // call for one node (Clone: one CycleState.Clone of the state PreFilter
 // wrote; AddPodRemovePod: one AddPod and the RemovePod undoing it, as the
-// nominated-pod and preemption paths call them on a NodeInfo.Snapshot copy).
+// nominated-pod and preemption paths call them on a NodeInfo.Snapshot copy;
+// CloneAddPod: a Clone and the first AddPod on the clone, which is what the
+// preemption dry run does per candidate node: a copy-on-write state moves
+// cost from Clone to that first write, and this op shows where it went).
 const (
 	opPreFilter       = "PreFilter"
 	opFilter          = "Filter"
@@ -25,6 +28,7 @@ const (
 	opScore           = "Score"
 	opClone           = "Clone"
 	opAddPodRemovePod = "AddPodRemovePod"
+	opCloneAddPod     = "CloneAddPod"
 )
 
 // Modes. steady: ONE plugin instance for the whole benchmark, and one node
@@ -43,7 +47,7 @@ const (
 //	go test ./test/pluginbench -run '^$' -bench InterPodAffinity -count 6 | benchstat -col /impl -
 func BenchmarkInterPodAffinity(b *testing.B) {
 	benchPlugin(b, ipa,
-		[]string{opPreFilter, opFilter, opPreScore, opScore, opClone, opAddPodRemovePod},
+		[]string{opPreFilter, opFilter, opPreScore, opScore, opClone, opAddPodRemovePod, opCloneAddPod},
 		[]string{"PodAntiAffinity", "PodAffinity", "PreferredPodAffinity", "PreferredPodAntiAffinity", "NoConstraint"})
 }
 
@@ -168,7 +172,7 @@ func measure(b *testing.B, c *cluster, im impl, op string, fresh bool) {
 		podInfo fwk.PodInfo
 		ext     fwk.PreFilterExtensions
 	)
-	if op == opAddPodRemovePod {
+	if op == opAddPodRemovePod || op == opCloneAddPod {
 		ext = pl.(fwk.PreFilterPlugin).PreFilterExtensions()
 		if ext == nil {
 			b.Fatalf("%s has no PreFilterExtensions", im.Name)
@@ -195,7 +199,7 @@ func measure(b *testing.B, c *cluster, im impl, op string, fresh bool) {
 			if st := pl.(fwk.PreScorePlugin).PreScore(c.ctx, cs, pod, nodes); !st.IsSuccess() {
 				b.Fatalf("%s PreScore = %q: the framework would not call Score (fix the workload's Score table)", im.Name, tu.StatusString(st))
 			}
-		case opAddPodRemovePod:
+		case opAddPodRemovePod, opCloneAddPod:
 			for i, ni := range nodes {
 				nodes[i] = ni.Snapshot()
 			}
@@ -220,6 +224,8 @@ func measure(b *testing.B, c *cluster, im impl, op string, fresh bool) {
 		case opAddPodRemovePod:
 			ext.AddPod(c.ctx, cs, pod, podInfo, nodes[j])
 			ext.RemovePod(c.ctx, cs, pod, podInfo, nodes[j])
+		case opCloneAddPod:
+			ext.AddPod(c.ctx, cs.Clone(), pod, podInfo, nodes[j])
 		default:
 			b.Fatalf("unknown op %s", op)
 		}

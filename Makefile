@@ -222,3 +222,37 @@ bench: controlplane ## scheduler_perf, upstream profile vs ours (BENCH_SCALE=500
 		-scale $(BENCH_SCALE) -cases '$(BENCH_CASES)' -repeats $(BENCH_REPEATS) -timeout $(BENCH_TIMEOUT) || touch $(BENCH_DIR)/FAILED
 	$(GO) run ./test/perf/cmd/report -dir $(BENCH_DIR)
 	@if [ -e $(BENCH_DIR)/FAILED ]; then echo "bench: some workloads failed, see $(BENCH_DIR)/bench.log and $(BENCH_DIR)/logs"; exit 1; fi
+
+# Plugin-level benchmarks (test/pluginbench): each of our plugins against the
+# in-tree plugin it replaces, extension point by extension point, in ONE
+# `go test -bench` run on scheduler_perf's workload shapes, then benchstat
+# (built from its own module, tools/benchstat) with one column per side.
+# The test binary is built once and run BENCH_PLUGINS_COUNT times rather than
+# with -count, which would repeat each benchmark back to back: this way the
+# repeats of upstream and ours interleave, and drift on a shared machine
+# shows up as spread, not as a difference.
+# The raw output and the load average before/after land next to each other
+# in BENCH_PLUGINS_DIR. At 5000 nodes and -count 6 about 15-25 minutes on
+# 2 shared cores.
+BENCH_PLUGINS_COUNT ?= 6
+BENCH_PLUGINS_TIME  ?= 1s
+BENCH_PLUGINS_RUN   ?= .
+BENCH_PLUGINS_NODES ?= 5000
+BENCH_PLUGINS_DIR   ?= $(CURDIR)/results/bench-plugins-$(BENCH_PLUGINS_NODES)nodes-$(BENCH_STAMP)
+
+.PHONY: benchstat
+benchstat: ## Build bin/benchstat from tools/benchstat/go.mod.
+	cd tools/benchstat && $(GO) build -o $(BIN)/benchstat golang.org/x/perf/cmd/benchstat
+
+.PHONY: bench-plugins
+bench-plugins: benchstat ## Plugin-level Go benchmarks, ours vs in-tree, with benchstat (BENCH_PLUGINS_COUNT=6, BENCH_PLUGINS_RUN=regexp, BENCH_PLUGINS_NODES=5000|500).
+	@mkdir -p $(BENCH_PLUGINS_DIR)
+	@cat /proc/loadavg > $(BENCH_PLUGINS_DIR)/loadavg-before.txt
+	$(GO) test -c -o $(BENCH_PLUGINS_DIR)/pluginbench.test ./test/pluginbench
+	: > $(BENCH_PLUGINS_DIR)/bench.txt
+	for i in $$(seq $(BENCH_PLUGINS_COUNT)); do \
+		(cd test/pluginbench && PLUGINBENCH_NODES=$(BENCH_PLUGINS_NODES) $(BENCH_PLUGINS_DIR)/pluginbench.test -test.run '^$$' \
+			-test.bench '$(BENCH_PLUGINS_RUN)' -test.benchtime $(BENCH_PLUGINS_TIME) -test.timeout 0) | tee -a $(BENCH_PLUGINS_DIR)/bench.txt; done
+	@cat /proc/loadavg > $(BENCH_PLUGINS_DIR)/loadavg-after.txt
+	$(BIN)/benchstat -col /impl $(BENCH_PLUGINS_DIR)/bench.txt | tee $(BENCH_PLUGINS_DIR)/benchstat.txt
+	@echo "load average (1m 5m 15m) before: $$(cut -d' ' -f1-3 $(BENCH_PLUGINS_DIR)/loadavg-before.txt), after: $$(cut -d' ' -f1-3 $(BENCH_PLUGINS_DIR)/loadavg-after.txt)"

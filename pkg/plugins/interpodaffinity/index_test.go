@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
@@ -283,5 +284,42 @@ func TestPreFilterStateCopyOnWrite(t *testing.T) {
 	cs2, _ := e.preFilter(t, pod)
 	if got := mustState(t, cs2).antiAffinity; !cmp.Equal(want, got) {
 		t.Errorf("next cycle saw the clone's AddPod: %v, want %v", got, want)
+	}
+}
+
+// TestNodeIndexSitsOutPodGroupCycles: a pod-group cycle assumes pods on
+// the snapshot and keeps the node's generation, so the index must neither
+// answer it nor learn from it.
+func TestNodeIndexSitsOutPodGroupCycles(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
+	ni := zoneNode("a", "z1", "p1")
+	nodes := []fwk.NodeInfo{ni}
+	x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops)
+
+	// As Snapshot.AssumePod does: one more pod, same generation.
+	gen := ni.Generation
+	ni.AddPod(placed("default", "member", "a").Obj())
+	ni.Generation = gen
+	group := framework.NewCycleState()
+	group.SetPodGroupSchedulingCycle(framework.NewCycleState())
+	if got, want := x.sum(ctx, group, par, "sig", nodes, ops), (podsByZone{"z1": 2}); !cmp.Equal(want, got) {
+		t.Errorf("pod-group cycle: %v, want %v", got, want)
+	}
+	// As Snapshot.ForgetPod does.
+	if err := ni.RemovePod(klog.Background(), placed("default", "member", "a").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	ni.Generation = gen
+	calls.Store(0)
+	if got, want := x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops), (podsByZone{"z1": 1}); !cmp.Equal(want, got) {
+		t.Errorf("after the pod-group cycle: %v, want %v", got, want)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the index recomputed %d nodes after the pod-group cycle; it should not have learnt from it", n)
 	}
 }

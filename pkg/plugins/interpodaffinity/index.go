@@ -39,7 +39,8 @@ const maxSignatures = 8
 type nodeSlot[V any] struct {
 	name string
 	gen  int64
-	set  bool
+	// seen is the entry's epoch of the last call that listed the node.
+	seen uint64
 	v    V
 }
 
@@ -55,15 +56,21 @@ type sumOps[V, A any] struct {
 	clone func(A) A
 }
 
-// indexEntry is the state of one signature. slots[i] belongs to position i
-// of the node list last seen: lists keep their order between cycles, and a
-// node that moved is simply recomputed.
+// indexEntry is the state of one signature: a slot per node of the list
+// last seen, and their sum.
 type indexEntry[V, A any] struct {
-	slots []nodeSlot[V]
+	slots map[string]*nodeSlot[V]
+	// order is the last list's slots by position. The snapshot's lists
+	// keep their order between cycles, so a node is usually found at the
+	// same position without hashing its name; but a node joining a list
+	// of nodes with affinity pods shifts the ones after it, so the map
+	// is the fallback.
+	order []*nodeSlot[V]
 	sum   A
 	// lent: sum has been handed to a cycle and must never change again;
 	// the next update patches a copy.
 	lent    bool
+	epoch   uint64
 	lastUse uint64
 }
 
@@ -83,22 +90,39 @@ type nodeIndex[V, A any] struct {
 // reads nor changes the index: it assumes its members on the snapshot
 // itself and keeps each node's generation, so within it a generation does
 // not identify a node's pods. Its ForgetPod calls restore the nodes
-// exactly, so what the index holds is valid again afterwards.
+// exactly, so what the index holds is valid again afterwards. So is a list
+// with a NodeInfo that has no node (test snapshots hold pods on unknown
+// nodes; kube-scheduler's lists never do): it has no name to key by.
 func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
-	if !x.enabled || cs.IsPodGroupSchedulingCycle() {
+	if !x.enabled || cs.IsPodGroupSchedulingCycle() || slices.ContainsFunc(nodes, func(ni fwk.NodeInfo) bool { return ni.Node() == nil }) {
 		return computeSum(ctx, par, nodes, ops)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.entry(sig, ops)
+	e.epoch++
 
 	var stale []int
+	moved := len(e.order) != len(nodes)
 	for i, ni := range nodes {
-		if i >= len(e.slots) || !e.slots[i].matches(ni) {
-			stale = append(stale, i)
+		name, gen := ni.Node().Name, ni.GetGeneration()
+		var s *nodeSlot[V]
+		if i < len(e.order) && e.order[i].name == name {
+			s = e.order[i]
+		} else {
+			s, moved = e.slots[name], true
 		}
+		if s == nil || s.gen != gen {
+			stale = append(stale, i)
+			continue
+		}
+		s.seen = e.epoch
 	}
 	if len(stale) == 0 && len(e.slots) == len(nodes) {
+		// Every node is where it was, or was found by name.
+		if moved {
+			e.reorder(nodes)
+		}
 		e.lent = true
 		return e.sum
 	}
@@ -124,28 +148,45 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		e.sum = ops.clone(e.sum)
 		e.lent = false
 	}
-	for i := len(nodes); i < len(e.slots); i++ {
-		if e.slots[i].set {
-			ops.apply(e.sum, e.slots[i].v, -1)
-		}
-	}
-	if len(e.slots) > len(nodes) {
-		clear(e.slots[len(nodes):])
-		e.slots = e.slots[:len(nodes)]
-	} else {
-		e.slots = slices.Grow(e.slots, len(nodes)-len(e.slots))[:len(nodes)]
-	}
 	for j, i := range stale {
-		s := &e.slots[i]
-		if s.set {
+		ni := nodes[i]
+		name := ni.Node().Name
+		s := e.slots[name]
+		if s == nil {
+			s = &nodeSlot[V]{name: name}
+			e.slots[name] = s
+		} else {
 			ops.apply(e.sum, s.v, -1)
 		}
-		ni := nodes[i]
-		*s = nodeSlot[V]{name: slotName(ni), gen: ni.GetGeneration(), set: true, v: fresh[j]}
+		s.gen, s.seen, s.v = ni.GetGeneration(), e.epoch, fresh[j]
 		ops.apply(e.sum, s.v, 1)
 	}
+	if len(e.slots) > len(nodes) {
+		// Nodes that left the list take their contribution with them.
+		for name, s := range e.slots {
+			if s.seen != e.epoch {
+				ops.apply(e.sum, s.v, -1)
+				delete(e.slots, name)
+			}
+		}
+	}
+	if len(e.slots) != len(nodes) {
+		// A name listed twice: the slots cannot stand for the list.
+		delete(x.entries, sig)
+		return computeSum(ctx, par, nodes, ops)
+	}
+	e.reorder(nodes)
 	e.lent = true
 	return e.sum
+}
+
+// reorder records the slots in the order of nodes.
+func (e *indexEntry[V, A]) reorder(nodes []fwk.NodeInfo) {
+	clear(e.order)
+	e.order = slices.Grow(e.order[:0], len(nodes))[:len(nodes)]
+	for i, ni := range nodes {
+		e.order[i] = e.slots[ni.Node().Name]
+	}
 }
 
 // entry returns sig's entry, creating it (and dropping the least recently
@@ -169,20 +210,9 @@ func (x *nodeIndex[V, A]) entry(sig string, ops sumOps[V, A]) *indexEntry[V, A] 
 		}
 		delete(x.entries, oldest)
 	}
-	e := &indexEntry[V, A]{sum: ops.newSum(), lastUse: x.clock}
+	e := &indexEntry[V, A]{slots: make(map[string]*nodeSlot[V]), sum: ops.newSum(), lastUse: x.clock}
 	x.entries[sig] = e
 	return e
-}
-
-func (s *nodeSlot[V]) matches(ni fwk.NodeInfo) bool {
-	return s.set && s.gen == ni.GetGeneration() && s.name == slotName(ni)
-}
-
-func slotName(ni fwk.NodeInfo) string {
-	if n := ni.Node(); n != nil {
-		return n.Name
-	}
-	return ""
 }
 
 // computeSum is the plain scan: every node's contribution, computed in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -98,10 +99,15 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	check("n5 moved to another zone", 1)
 
 	// A removal as the snapshot's lists do it: the last node takes the
-	// removed one's place.
+	// removed one's place, and is found by name there.
 	nodes[2] = nodes[len(nodes)-1]
 	nodes = nodes[:len(nodes)-1]
-	check("n2 removed", 1)
+	check("n2 removed", 0)
+
+	// A node joining mid-list, as one joins the list of nodes with
+	// affinity pods: the ones after it shift, and are found by name.
+	nodes = slices.Insert(nodes, 4, fwk.NodeInfo(zoneNode("n20", "z2", "q")))
+	check("n20 inserted mid-list", 1)
 
 	nodes = append(nodes, zoneNode("n2", "z0"))
 	check("n2 re-added, empty", 1)
@@ -114,7 +120,14 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	check("most nodes gone", 0)
 
 	nodes[0], nodes[1] = nodes[1], nodes[0]
-	check("two nodes swapped places", 2)
+	check("two nodes swapped places", 0)
+
+	// A node listed twice (no snapshot does that) is counted twice, as the
+	// plain scan counts it.
+	nodes = append(nodes, nodes[0])
+	check("a node listed twice", 5)
+	nodes = nodes[:len(nodes)-1]
+	check("listed once again", 4)
 }
 
 // TestNodeIndexSumsAreImmutableOnceHandedOut: a cycle keeps reading the sum

@@ -423,10 +423,12 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 	}
 	incoming := s.podInfo.GetPod()
 	// A node's part depends on its pods and labels and on the incoming
-	// pod's namespace, labels and namespace labels.
+	// pod's namespace, namespace labels, and those of its labels that the
+	// holders' terms select on.
+	keys := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, "anti-affinity holders", nodes, selectorKeys)
 	var sig signature
 	sig.str(incoming.Namespace)
-	sig.labelSet(incoming.Labels)
+	sig.labelSet(labelsSelectedOn(incoming.Labels, keys))
 	sig.labelSet(s.nsLabels)
 	sum := pl.index.existingAnti.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, sumOps[existingAnti, *existingAntiSum]{
 		compute: func(ni fwk.NodeInfo) existingAnti {

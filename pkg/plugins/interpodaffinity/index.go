@@ -12,6 +12,7 @@ package interpodaffinity
 import (
 	"context"
 	"encoding/binary"
+	"maps"
 	"slices"
 	"sync"
 
@@ -306,4 +307,65 @@ func (w *signature) weightedTerms(ts []fwk.WeightedAffinityTerm) {
 		w.int(int64(ts[i].Weight))
 		w.term(ts[i].AffinityTerm)
 	}
+}
+
+// keyCounts counts, per label key, the nodes whose pods have a term that
+// selects on it.
+type keyCounts map[string]int64
+
+// selectorKeys is an index's sumOps for the label keys that the terms of
+// the pods with pod (anti-)affinity on a node select on. Existing pods'
+// terms are matched against the incoming pod, so a sum that depends on
+// them depends on the incoming pod's labels only through these keys: two
+// pods that agree on them match every such term alike. Keying by all
+// labels instead would miss whenever pods carry a label of their own
+// (a StatefulSet's pod name, scheduler_perf's per-pod signature label).
+var selectorKeys = sumOps[[]string, keyCounts]{
+	compute: func(ni fwk.NodeInfo) []string {
+		var keys []string
+		addKeys := func(t *fwk.AffinityTerm) {
+			if reqs, selectsSome := t.Selector.Requirements(); selectsSome {
+				for _, r := range reqs {
+					if !slices.Contains(keys, r.Key()) {
+						keys = append(keys, r.Key())
+					}
+				}
+			}
+		}
+		for _, p := range ni.GetPodsWithAffinity() {
+			for _, ts := range [][]fwk.AffinityTerm{p.GetRequiredAffinityTerms(), p.GetRequiredAntiAffinityTerms()} {
+				for i := range ts {
+					addKeys(&ts[i])
+				}
+			}
+			for _, ts := range [][]fwk.WeightedAffinityTerm{p.GetPreferredAffinityTerms(), p.GetPreferredAntiAffinityTerms()} {
+				for i := range ts {
+					addKeys(&ts[i].AffinityTerm)
+				}
+			}
+		}
+		return keys
+	},
+	newSum: func() keyCounts { return keyCounts{} },
+	apply: func(sum keyCounts, keys []string, sign int64) {
+		for _, k := range keys {
+			if n := sum[k] + sign; n != 0 {
+				sum[k] = n
+			} else {
+				delete(sum, k)
+			}
+		}
+	},
+	clone: maps.Clone[keyCounts],
+}
+
+// labelsSelectedOn returns the labels whose keys are in keys.
+func labelsSelectedOn(lbls map[string]string, keys keyCounts) map[string]string {
+	out := make(map[string]string, min(len(lbls), len(keys)))
+	for k, v := range lbls {
+		if keys[k] > 0 {
+			out[k] = v
+		}
+	}
+	return out
 }

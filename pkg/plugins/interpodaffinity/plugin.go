@@ -55,6 +55,9 @@ type indexes struct {
 	existingAnti nodeIndex[existingAnti, *existingAntiSum]
 	incoming     nodeIndex[incomingMatches, *incomingSum]
 	score        nodeIndex[nodeTally, *scoreSum]
+	// keys holds, per node list, the label keys existing pods' terms
+	// select on (selectorKeys).
+	keys nodeIndex[[]string, keyCounts]
 }
 
 // newIndexes enables the indexes unless gate GenericWorkload is on: its
@@ -67,6 +70,7 @@ func newIndexes(fts feature.Features) *indexes {
 	x.existingAnti.enabled = on
 	x.incoming.enabled = on
 	x.score.enabled = on
+	x.keys.enabled = on
 	return x
 }
 

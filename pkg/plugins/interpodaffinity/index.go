@@ -149,12 +149,22 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		e.sum = ops.clone(e.sum)
 		e.lent = false
 	}
+	if len(e.slots) == 0 {
+		e.slots = make(map[string]*nodeSlot[V], len(nodes))
+	}
+	// New slots come from one allocation: a signature's first cycle
+	// creates one per node.
+	var slab []nodeSlot[V]
 	for j, i := range stale {
 		ni := nodes[i]
 		name := ni.Node().Name
 		s := e.slots[name]
 		if s == nil {
-			s = &nodeSlot[V]{name: name}
+			if len(slab) == 0 {
+				slab = make([]nodeSlot[V], len(stale)-j)
+			}
+			s, slab = &slab[0], slab[1:]
+			s.name = name
 			e.slots[name] = s
 		} else {
 			ops.apply(e.sum, s.v, -1)

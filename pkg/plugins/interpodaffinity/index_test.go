@@ -336,3 +336,46 @@ func TestNodeIndexSitsOutPodGroupCycles(t *testing.T) {
 		t.Errorf("the index recomputed %d nodes after the pod-group cycle; it should not have learnt from it", n)
 	}
 }
+
+// TestSignaturesIgnoreLabelsNoTermSelectsOn: pods that differ only in a
+// label no existing pod's term selects on (a StatefulSet pod's name,
+// scheduler_perf's per-pod signature label) share the index's entries,
+// while a label some term selects on splits them and is matched right.
+func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
+	pods := []*v1.Pod{
+		placed("default", "guard", "n1").Label("app", "guard").
+			RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "web"))).
+			PreferredPodAffinity(tu.Weighted(3, tu.AffinityTerm(zone, sel("tier", "front")))).Obj(),
+	}
+	e := newEnv(t, nil, feature.Features{}, pods, fixtureNodes(), tu.MakeNamespace("default", nil))
+	run := func(p *v1.Pod) (string, scoreResult) {
+		cs, st := e.preFilter(t, p)
+		out := tu.StatusString(st)
+		if st.IsSuccess() {
+			out = fmt.Sprint(e.filterAll(t, cs, p))
+		}
+		return out, e.score(t, p)
+	}
+	web1, score1 := run(incoming("default").Label("app", "web").Label("pod-name", "web-1").Obj())
+	web2, score2 := run(incoming("default").Label("app", "web").Label("pod-name", "web-2").Obj())
+	if web1 != web2 || !cmp.Equal(score1, score2, cmp.AllowUnexported(scoreResult{})) {
+		t.Errorf("pods differing in an unselected label decided differently: %s %+v vs %s %+v", web1, score1, web2, score2)
+	}
+	if n := len(e.pl.index.existingAnti.entries); n != 1 {
+		t.Errorf("%d existing anti-affinity entries for two pods that differ only in an unselected label, want 1", n)
+	}
+	if n := len(e.pl.index.score.entries); n != 1 {
+		t.Errorf("%d score entries for two pods that differ only in an unselected label, want 1", n)
+	}
+
+	front, frontScore := run(incoming("default").Label("app", "api").Label("tier", "front").Obj())
+	if front != skip {
+		t.Errorf("app=api: PreFilter %s, want %s (no existing term selects it)", front, skip)
+	}
+	if want := scores(3, 3, 0, 0); !cmp.Equal(want, frontScore.raw) {
+		t.Errorf("tier=front: raw scores %v, want %v", frontScore.raw, want)
+	}
+	if want := fmt.Sprint(statuses(existingReject, existingReject, pass, pass)); web1 != want {
+		t.Errorf("app=web: Filter %s, want %s", web1, want)
+	}
+}

@@ -477,6 +477,17 @@ func pairedNodes(r *recorder, a, b *cache.Snapshot) (na, nb []fwk.NodeInfo, ok b
 }
 
 // comparePluginCycle runs one scheduling cycle for sc.Pod on both sides.
+// newCycleState is a cycle's state as kube-scheduler starts it.
+func newCycleState(sc *Scenario) *framework.CycleState {
+	st := framework.NewCycleState()
+	if sc.PodGroupCycle {
+		// kube-scheduler hands the pod group's own state; any non-nil one
+		// marks the cycle.
+		st.SetPodGroupSchedulingCycle(framework.NewCycleState())
+	}
+	return st
+}
+
 func comparePluginCycle(r *recorder, ctx context.Context, sc *Scenario, a, b side) {
 	pa, pb := a.p, b.p
 	pod := sc.Pod
@@ -503,7 +514,7 @@ func comparePluginCycle(r *recorder, ctx context.Context, sc *Scenario, a, b sid
 		}
 	}
 
-	stA, stB := framework.NewCycleState(), framework.NewCycleState()
+	stA, stB := newCycleState(sc), newCycleState(sc)
 
 	// PreFilter. candidates are indices into nodes/nodesB.
 	candidates := make([]int, len(nodes))

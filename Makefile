@@ -136,7 +136,7 @@ lint-chart: helm ## helm lint charts/placement-scheduler.
 
 .PHONY: test-unit
 test-unit: controlplane helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability)
 
 .PHONY: test-integration
 test-integration: build controlplane helm image-single ## Integration tests: the real binary (its image, the chart) against envtest.
@@ -164,8 +164,30 @@ fuzz: ## Fuzz each plugin against upstream's in turn (FUZZTIME=1m per target, or
 		$(GO) test ./test/equivalence -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
+# test/reliability: leader churn under load, kube-apiserver / etcd / network
+# outages, a soak of pods in waves. `make test` runs the short variants (a few
+# kills, outages of seconds, a few hundred pods); test-reliability the long
+# ones with issue 15's figures (2,000 pods and 20 leader kills, 20s outages,
+# 20,000 pods against 500 nodes for 15 minutes; about 30 minutes on 2 cores),
+# niced, each test appending its result row to RELIABILITY_REPORT. Every size
+# is a RELIABILITY_* knob (test/reliability/doc.go); RELIABILITY_RUN picks
+# tests (go test -run).
+RELIABILITY_REPORT ?= $(CURDIR)/results/reliability-$(shell date -u +%Y%m%d-%H%M%S).md
+RELIABILITY_RUN    ?= .
+
+.PHONY: test-reliability-short
+test-reliability-short: build controlplane ## The reliability tests' short variants (part of make test).
+	$(GO) test -count=1 -timeout 20m ./test/reliability/...
+
+.PHONY: test-reliability
+test-reliability: build controlplane ## The reliability tests' long variants (issue 15's figures), results in RELIABILITY_REPORT.
+	@mkdir -p $(dir $(RELIABILITY_REPORT))
+	RELIABILITY_LONG=1 RELIABILITY_REPORT=$(RELIABILITY_REPORT) nice -n 10 \
+		$(GO) test -count=1 -timeout 3h -v -run '$(RELIABILITY_RUN)' ./test/reliability/... 2>&1 | tee $(RELIABILITY_REPORT:.md=.log)
+	@echo "results: $(RELIABILITY_REPORT)"
+
 .PHONY: test
-test: fmt-check vet lint-chart test-unit test-integration test-examples ## Everything CI runs.
+test: fmt-check vet lint-chart test-unit test-integration test-reliability-short test-examples ## Everything CI runs.
 
 # Release artifacts, all in dist/ (git-ignored), for VERSION=vX.Y.Z:
 #   placement-scheduler-$(VERSION)-image-index.tar  OCI image index, linux/amd64 + linux/arm64
@@ -215,3 +237,37 @@ bench: controlplane ## scheduler_perf, upstream profile vs ours (BENCH_SCALE=500
 		-scale $(BENCH_SCALE) -cases '$(BENCH_CASES)' -repeats $(BENCH_REPEATS) -timeout $(BENCH_TIMEOUT) || touch $(BENCH_DIR)/FAILED
 	$(GO) run ./test/perf/cmd/report -dir $(BENCH_DIR)
 	@if [ -e $(BENCH_DIR)/FAILED ]; then echo "bench: some workloads failed, see $(BENCH_DIR)/bench.log and $(BENCH_DIR)/logs"; exit 1; fi
+
+# Plugin-level benchmarks (test/pluginbench): each of our plugins against the
+# in-tree plugin it replaces, extension point by extension point, in ONE
+# `go test -bench` run on scheduler_perf's workload shapes, then benchstat
+# (built from its own module, tools/benchstat) with one column per side.
+# The test binary is built once and run BENCH_PLUGINS_COUNT times rather than
+# with -count, which would repeat each benchmark back to back: this way the
+# repeats of upstream and ours interleave, and drift on a shared machine
+# shows up as spread, not as a difference.
+# The raw output and the load average before/after land next to each other
+# in BENCH_PLUGINS_DIR. At 5000 nodes and -count 6 about 15-25 minutes on
+# 2 shared cores.
+BENCH_PLUGINS_COUNT ?= 6
+BENCH_PLUGINS_TIME  ?= 1s
+BENCH_PLUGINS_RUN   ?= .
+BENCH_PLUGINS_NODES ?= 5000
+BENCH_PLUGINS_DIR   ?= $(CURDIR)/results/bench-plugins-$(BENCH_PLUGINS_NODES)nodes-$(BENCH_STAMP)
+
+.PHONY: benchstat
+benchstat: ## Build bin/benchstat from tools/benchstat/go.mod.
+	cd tools/benchstat && $(GO) build -o $(BIN)/benchstat golang.org/x/perf/cmd/benchstat
+
+.PHONY: bench-plugins
+bench-plugins: benchstat ## Plugin-level Go benchmarks, ours vs in-tree, with benchstat (BENCH_PLUGINS_COUNT=6, BENCH_PLUGINS_RUN=regexp, BENCH_PLUGINS_NODES=5000|500).
+	@mkdir -p $(BENCH_PLUGINS_DIR)
+	@cat /proc/loadavg > $(BENCH_PLUGINS_DIR)/loadavg-before.txt
+	$(GO) test -c -o $(BENCH_PLUGINS_DIR)/pluginbench.test ./test/pluginbench
+	: > $(BENCH_PLUGINS_DIR)/bench.txt
+	for i in $$(seq $(BENCH_PLUGINS_COUNT)); do \
+		(cd test/pluginbench && PLUGINBENCH_NODES=$(BENCH_PLUGINS_NODES) $(BENCH_PLUGINS_DIR)/pluginbench.test -test.run '^$$' \
+			-test.bench '$(BENCH_PLUGINS_RUN)' -test.benchtime $(BENCH_PLUGINS_TIME) -test.timeout 0) | tee -a $(BENCH_PLUGINS_DIR)/bench.txt; done
+	@cat /proc/loadavg > $(BENCH_PLUGINS_DIR)/loadavg-after.txt
+	$(BIN)/benchstat -col /impl $(BENCH_PLUGINS_DIR)/bench.txt | tee $(BENCH_PLUGINS_DIR)/benchstat.txt
+	@echo "load average (1m 5m 15m) before: $$(cut -d' ' -f1-3 $(BENCH_PLUGINS_DIR)/loadavg-before.txt), after: $$(cut -d' ' -f1-3 $(BENCH_PLUGINS_DIR)/loadavg-after.txt)"

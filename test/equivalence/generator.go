@@ -52,6 +52,10 @@ type Scenario struct {
 	// NoStateChecks also calls Filter and Score with an empty CycleState
 	// (a profile that enables Filter/Score without PreFilter/PreScore).
 	NoStateChecks bool `json:"noStateChecks,omitempty"`
+	// PodGroupCycle marks the cycle's state as a pod-group scheduling
+	// cycle's, as kube-scheduler marks it for the members of a pod group
+	// (CycleState.SetPodGroupSchedulingCycle). Set by the sequence mode.
+	PodGroupCycle bool `json:"-"`
 }
 
 // Setup is what a scenario or sequence is run with: where it came from, the

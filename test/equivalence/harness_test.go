@@ -22,10 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
@@ -39,6 +37,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
@@ -120,29 +119,11 @@ func (k *kind) Ours(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature
 // to ours (as kube-scheduler hands args to out-of-tree plugins).
 
 func internalNodeAffinityArgs(sc *Scenario) (*config.NodeAffinityArgs, error) {
-	in := &configv1.NodeAffinityArgs{}
-	if sc.NodeAffinityArgs != nil {
-		in = sc.NodeAffinityArgs.DeepCopy()
-	}
-	scheme.Scheme.Default(in)
-	out := &config.NodeAffinityArgs{}
-	if err := scheme.Scheme.Convert(in, out, nil); err != nil {
-		return nil, fmt.Errorf("converting NodeAffinityArgs: %w", err)
-	}
-	return out, nil
+	return testutil.InternalNodeAffinityArgs(sc.NodeAffinityArgs)
 }
 
 func internalInterPodAffinityArgs(sc *Scenario) (*config.InterPodAffinityArgs, error) {
-	in := &configv1.InterPodAffinityArgs{}
-	if sc.InterPodAffinityArgs != nil {
-		in = sc.InterPodAffinityArgs.DeepCopy()
-	}
-	scheme.Scheme.Default(in)
-	out := &config.InterPodAffinityArgs{}
-	if err := scheme.Scheme.Convert(in, out, nil); err != nil {
-		return nil, fmt.Errorf("converting InterPodAffinityArgs: %w", err)
-	}
-	return out, nil
+	return testutil.InternalInterPodAffinityArgs(sc.InterPodAffinityArgs)
 }
 
 // oursArgs returns the *runtime.Unknown our factory receives, or nil when
@@ -508,6 +489,17 @@ func pairedNodes(r *recorder, a, b *cache.Snapshot) (na, nb []fwk.NodeInfo, ok b
 }
 
 // comparePluginCycle runs one scheduling cycle for sc.Pod on both sides.
+// newCycleState is a cycle's state as kube-scheduler starts it.
+func newCycleState(sc *Scenario) *framework.CycleState {
+	st := framework.NewCycleState()
+	if sc.PodGroupCycle {
+		// kube-scheduler hands the pod group's own state; any non-nil one
+		// marks the cycle.
+		st.SetPodGroupSchedulingCycle(framework.NewCycleState())
+	}
+	return st
+}
+
 func comparePluginCycle(r *recorder, ctx context.Context, sc *Scenario, a, b side) {
 	pa, pb := a.p, b.p
 	pod := sc.Pod
@@ -534,7 +526,7 @@ func comparePluginCycle(r *recorder, ctx context.Context, sc *Scenario, a, b sid
 		}
 	}
 
-	stA, stB := framework.NewCycleState(), framework.NewCycleState()
+	stA, stB := newCycleState(sc), newCycleState(sc)
 
 	// PreFilter. candidates are indices into nodes/nodesB.
 	candidates := make([]int, len(nodes))

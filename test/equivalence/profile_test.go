@@ -291,7 +291,7 @@ func compareProfileCycle(r *recorder, ctx context.Context, sc *Scenario, a, b pr
 	if !ok {
 		return
 	}
-	stA, stB := framework.NewCycleState(), framework.NewCycleState()
+	stA, stB := newCycleState(sc), newCycleState(sc)
 	var resA, resB *fwk.PreFilterResult
 	var sA, sB *fwk.Status
 	var withNodesA, withNodesB []string

@@ -513,6 +513,7 @@ func (r *seqRun) compareCycle(c *SeqCycle, pod *v1.Pod, events []Event) []mismat
 	sc.Nominated = c.Nominated
 	sc.Preemption = c.Preemption
 	sc.NoStateChecks = c.NoStateChecks
+	sc.PodGroupCycle = len(c.Group) > 0
 	sc.Events = events
 	for n := range r.nodes {
 		sc.ScoreNodes = append(sc.ScoreNodes, n)
@@ -542,7 +543,7 @@ func (r *seqRun) pickFeasible(c *SeqCycle, pod *v1.Pod) string {
 		return ""
 	}
 	ctx := r.ctx
-	st := framework.NewCycleState()
+	st := newCycleState(&Scenario{PodGroupCycle: len(c.Group) > 0})
 	res, s, _ := r.upstreamProfile.RunPreFilterPlugins(ctx, st, pod)
 	if !s.IsSuccess() {
 		return ""

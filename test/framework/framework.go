@@ -87,6 +87,11 @@ type Options struct {
 	// Cluster, if set, makes it a full cluster (cluster.go):
 	// kube-controller-manager, optionally upstream kube-scheduler and KWOK.
 	Cluster *ClusterOptions
+	// AuditPolicy, if set, is an audit.k8s.io/v1 Policy the apiserver logs
+	// requests by, as JSON lines into Env.AuditLog: the apiserver's own
+	// record of what clients did (every binding, say), which survives the
+	// clients being killed.
+	AuditPolicy []byte
 }
 
 // Env is a running control plane and what tests need to use it. Its fields
@@ -102,6 +107,8 @@ type Env struct {
 	Binary string
 	// Timeout bounds every wait helper.
 	Timeout time.Duration
+	// AuditLog is the apiserver's audit log (Options.AuditPolicy), or "".
+	AuditLog string
 
 	dir       string
 	removeDir bool
@@ -113,6 +120,10 @@ type Env struct {
 	// Full cluster only (cluster.go).
 	serviceAccountKey string
 	components        []*component
+	// Control-plane processes stopped or restarted in place
+	// (controlplane.go), by binary name.
+	stopped   map[string]stoppedProcess
+	restarted map[string]*component
 }
 
 // Start brings up etcd and kube-apiserver and creates the namespace the
@@ -125,7 +136,8 @@ type Env struct {
 // namespace's default ServiceAccount here. With Options.Cluster both stay
 // on, because those controllers run.
 func Start(opts Options) (_ *Env, err error) {
-	e := &Env{Binary: opts.Binary, Timeout: opts.Timeout, dir: opts.Dir, assets: opts.AssetsDir}
+	e := &Env{Binary: opts.Binary, Timeout: opts.Timeout, dir: opts.Dir, assets: opts.AssetsDir,
+		stopped: map[string]stoppedProcess{}, restarted: map[string]*component{}}
 	if e.Timeout == 0 {
 		e.Timeout = DefaultTimeout
 	}
@@ -160,6 +172,15 @@ func Start(opts Options) (_ *Env, err error) {
 		}
 	} else {
 		apiserverArgs.Set("disable-admission-plugins", "ServiceAccount", "TaintNodesByCondition")
+	}
+	if opts.AuditPolicy != nil {
+		policy := filepath.Join(e.dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, opts.AuditPolicy, 0o644); err != nil {
+			return nil, err
+		}
+		e.AuditLog = filepath.Join(e.dir, "audit.log")
+		apiserverArgs.Set("audit-policy-file", policy)
+		apiserverArgs.Set("audit-log-path", e.AuditLog)
 	}
 	if e.Config, err = e.testenv.Start(); err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", e.assets, err)
@@ -199,11 +220,11 @@ func Start(opts Options) (_ *Env, err error) {
 
 // Stop stops the shared scheduler, if any, then the full cluster's
 // components (KWOK, kube-scheduler, kube-controller-manager), then
-// kube-apiserver and etcd, and
+// kube-apiserver and etcd (a restarted one in envtest's order), and
 // removes the scratch directory if Start made it.
 func (e *Env) Stop() error {
 	e.StopSharedScheduler()
-	err := errors.Join(e.stopComponents(), e.testenv.Stop())
+	err := errors.Join(e.stopComponents(), e.stopRestarted(APIServerProcess), e.testenv.Stop(), e.stopRestarted(EtcdProcess))
 	if e.removeDir {
 		err = errors.Join(err, os.RemoveAll(e.dir))
 	}

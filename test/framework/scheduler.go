@@ -266,24 +266,36 @@ func (s *Scheduler) LogTail(n int) string {
 // certificate is self-signed, so it is not verified, as kubelet does not
 // verify it for HTTPS probes.
 func (s *Scheduler) Get(path, token string) (int, error) {
+	code, _, err := s.GetBody(path, token)
+	return code, err
+}
+
+// GetBody is Get that also returns the response body (/metrics,
+// /debug/pprof/...).
+func (s *Scheduler) GetBody(path, token string) (int, []byte, error) {
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", s.port, path), nil)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	// No keep-alive: each call is one request, as a probe is, and must not
+	// leave a connection (and its goroutines) open in the process measured.
 	client := &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed, like kubelet probes
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed, like kubelet probes
+			DisableKeepAlives: true,
+		},
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }
 
 // WaitForGet polls path on the secure port until it answers want.

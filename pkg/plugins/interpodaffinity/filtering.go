@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -63,9 +62,16 @@ func (c topologyCounts) add(nodeLabels map[string]string, key string, delta int6
 	}
 }
 
-func (c topologyCounts) merge(t nodeTally) {
+// apply adds (sign 1) or takes back (sign -1) one node's tally. Tallies
+// hold positive counts only, so a domain whose count drops to zero has
+// no pod left and is deleted, as add does.
+func (c topologyCounts) apply(t nodeTally, sign int64) {
 	for _, d := range t {
-		c[d.pair] += d.count
+		if n := c[d.pair] + sign*d.count; n != 0 {
+			c[d.pair] = n
+		} else {
+			delete(c, d.pair)
+		}
 	}
 }
 
@@ -193,6 +199,10 @@ type preFilterState struct {
 	// antiAffinity counts, per domain of each counted anti-affinity term,
 	// the pods matching that term.
 	antiAffinity topologyCounts
+	// ownsCounts: the three count maps are this state's own. Until then
+	// they are shared with the cross-cycle index and with clones, and are
+	// read-only.
+	ownsCounts bool
 
 	// selfMatch: the incoming pod matches all of its own required affinity
 	// terms. It decides the first-pod-of-a-series exception and cannot
@@ -210,22 +220,33 @@ type preFilterState struct {
 	existingHostAnti bool
 }
 
-// Clone copies the counts, which AddPod/RemovePod modify; terms, the pod and
-// the namespace labels are immutable after PreFilter and are shared.
+// Clone shares everything that no one modifies: terms, the pod, the
+// namespace labels, and the counts as long as they are PreFilter's (the
+// index's sums, which are immutable once handed out). Counts that
+// AddPod/RemovePod have modified belong to this state and are copied.
 func (s *preFilterState) Clone() fwk.StateData {
 	if s == nil {
 		return nil
 	}
 	c := *s
-	c.existingAntiAffinity = s.existingAntiAffinity.clone()
-	c.affinity = s.affinity.clone()
-	c.antiAffinity = s.antiAffinity.clone()
+	if s.ownsCounts {
+		c.existingAntiAffinity = s.existingAntiAffinity.clone()
+		c.affinity = s.affinity.clone()
+		c.antiAffinity = s.antiAffinity.clone()
+	}
 	return &c
 }
 
 // updateWithPod accounts for pi being added to (delta 1) or removed from
 // (delta -1) the node of ni, exactly as PreFilter would have counted it.
+// The first update copies the shared counts (copy on write).
 func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta int64) {
+	if !s.ownsCounts {
+		s.existingAntiAffinity = s.existingAntiAffinity.clone()
+		s.affinity = s.affinity.clone()
+		s.antiAffinity = s.antiAffinity.clone()
+		s.ownsCounts = true
+	}
 	nl := nodeLabels(ni)
 	incoming := s.podInfo.GetPod()
 	theirs := pi.GetRequiredAntiAffinityTerms()
@@ -363,8 +384,8 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 			return nil, st
 		}
 	}
-	pl.countExistingAntiAffinity(ctx, s, holders)
-	pl.countIncomingTerms(ctx, s, allNodes)
+	pl.countExistingAntiAffinity(ctx, cycleState, s, holders)
+	pl.countIncomingTerms(ctx, cycleState, s, allNodes)
 
 	ownTerms := len(affinityTerms) > 0 || len(antiAffinityTerms) > 0
 	if !ownTerms && len(s.existingAntiAffinity) == 0 && !s.existingHostAnti {
@@ -374,96 +395,141 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	return nil, nil
 }
 
+// existingAnti is one holder node's part of s.existingAntiAffinity.
+type existingAnti struct {
+	tally nodeTally
+	// hostScoped (fast path): a pod on the node has a hostname-scoped
+	// required anti-affinity term, which Filter checks on the node itself.
+	hostScoped bool
+}
+
+// existingAntiSum is s.existingAntiAffinity over all holder nodes, and how
+// many of them hold hostname-scoped terms.
+type existingAntiSum struct {
+	counts          topologyCounts
+	hostScopedNodes int64
+}
+
 // countExistingAntiAffinity fills s.existingAntiAffinity: the existing pods'
 // required anti-affinity terms that select the incoming pod, counted in the
 // domain of the existing pod's node. With the fast path, hostname-scoped
 // terms are left to Filter and only noted in s.existingHostAnti; nodes
 // whose pods have nothing but such terms are not even in the nonHost index.
-func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, s *preFilterState, holders antiAffinityHolders) {
+func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycleState fwk.CycleState, s *preFilterState, holders antiAffinityHolders) {
 	nodes := holders.all
 	if s.hostnameFastPath {
 		nodes = holders.nonHost
 		s.existingHostAnti = len(holders.all) > len(holders.nonHost)
 	}
 	incoming := s.podInfo.GetPod()
-	tallies := make([]nodeTally, len(nodes))
-	var sawHostScoped atomic.Bool
-	pl.parallelizer.Until(ctx, len(nodes), func(i int) {
-		ni := nodes[i]
-		nl := nodeLabels(ni)
-		var tally nodeTally
-		for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
-			terms := existing.GetRequiredAntiAffinityTerms()
-			for j := range terms {
-				if s.hostnameFastPath && hostScoped(terms[j]) {
-					sawHostScoped.Store(true)
-					continue
-				}
-				if terms[j].Matches(incoming, s.nsLabels) {
-					tally.add(nl, terms[j].TopologyKey, 1)
+	// A node's part depends on its pods and labels and on the incoming
+	// pod's namespace, namespace labels, and those of its labels that the
+	// holders' terms select on.
+	keys := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, "anti-affinity holders", nodes, selectorKeys)
+	var sig signature
+	sig.str(incoming.Namespace)
+	sig.labelSet(labelsSelectedOn(incoming.Labels, keys))
+	sig.labelSet(s.nsLabels)
+	sum := pl.index.existingAnti.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, sumOps[existingAnti, *existingAntiSum]{
+		compute: func(ni fwk.NodeInfo) existingAnti {
+			nl := nodeLabels(ni)
+			var r existingAnti
+			for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
+				terms := existing.GetRequiredAntiAffinityTerms()
+				for j := range terms {
+					if s.hostnameFastPath && hostScoped(terms[j]) {
+						r.hostScoped = true
+						continue
+					}
+					if terms[j].Matches(incoming, s.nsLabels) {
+						r.tally.add(nl, terms[j].TopologyKey, 1)
+					}
 				}
 			}
-		}
-		tallies[i] = tally
-	}, pl.Name())
-
-	s.existingAntiAffinity = make(topologyCounts)
-	for _, t := range tallies {
-		s.existingAntiAffinity.merge(t)
-	}
-	if sawHostScoped.Load() {
+			return r
+		},
+		newSum: func() *existingAntiSum { return &existingAntiSum{counts: make(topologyCounts)} },
+		apply: func(sum *existingAntiSum, v existingAnti, sign int64) {
+			sum.counts.apply(v.tally, sign)
+			if v.hostScoped {
+				sum.hostScopedNodes += sign
+			}
+		},
+		clone: func(sum *existingAntiSum) *existingAntiSum {
+			return &existingAntiSum{counts: sum.counts.clone(), hostScopedNodes: sum.hostScopedNodes}
+		},
+	})
+	s.existingAntiAffinity = sum.counts
+	if sum.hostScopedNodes > 0 {
 		s.existingHostAnti = true
 	}
+}
+
+// incomingMatches is one node's part of the counts for the incoming pod's
+// required terms.
+type incomingMatches struct {
+	affinity, antiAffinity nodeTally
+	hostAffinity           int64
+}
+
+// incomingSum is incomingMatches over all nodes.
+type incomingSum struct {
+	affinity, antiAffinity topologyCounts
+	hostAffinity           int64
 }
 
 // countIncomingTerms scans every pod on every node (feasible or not) for the
 // incoming pod's required terms and fills s.affinity, s.antiAffinity and
 // s.hostAffinityMatches. A pod on a node lacking a term's topology key
 // counts in no domain of that term.
-func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, s *preFilterState, allNodes []fwk.NodeInfo) {
-	s.affinity = make(topologyCounts)
-	s.antiAffinity = make(topologyCounts)
+func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState fwk.CycleState, s *preFilterState, allNodes []fwk.NodeInfo) {
 	t := &s.terms
 	if len(t.affinity) == 0 && len(t.antiAffinity) == 0 && len(t.hostAffinity) == 0 {
+		s.affinity = make(topologyCounts)
+		s.antiAffinity = make(topologyCounts)
 		return
 	}
-	type nodeResult struct {
-		affinity, antiAffinity nodeTally
-	}
-	results := make([]nodeResult, len(allNodes))
-	var hostAffinityMatches atomic.Int64
-	pl.parallelizer.Until(ctx, len(allNodes), func(i int) {
-		ni := allNodes[i]
-		nl := nodeLabels(ni)
-		var r nodeResult
-		var hostMatches int64
-		for _, existing := range ni.GetPods() {
-			pod := existing.GetPod()
-			if matchesAll(t.affinity, pod) {
-				for j := range t.affinity {
-					r.affinity.add(nl, t.affinity[j].TopologyKey, 1)
+	// A node's part depends on its pods and labels and on the terms
+	// (their namespaces resolved), sorted as Filter evaluates them.
+	var sig signature
+	sig.terms(t.affinity)
+	sig.terms(t.antiAffinity)
+	sig.terms(t.hostAffinity)
+	sum := pl.index.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, sumOps[incomingMatches, *incomingSum]{
+		compute: func(ni fwk.NodeInfo) incomingMatches {
+			nl := nodeLabels(ni)
+			var r incomingMatches
+			for _, existing := range ni.GetPods() {
+				pod := existing.GetPod()
+				if matchesAll(t.affinity, pod) {
+					for j := range t.affinity {
+						r.affinity.add(nl, t.affinity[j].TopologyKey, 1)
+					}
+				}
+				for j := range t.antiAffinity {
+					if t.antiAffinity[j].Matches(pod, nil) {
+						r.antiAffinity.add(nl, t.antiAffinity[j].TopologyKey, 1)
+					}
+				}
+				if matchesAll(t.hostAffinity, pod) {
+					r.hostAffinity++
 				}
 			}
-			for j := range t.antiAffinity {
-				if t.antiAffinity[j].Matches(pod, nil) {
-					r.antiAffinity.add(nl, t.antiAffinity[j].TopologyKey, 1)
-				}
-			}
-			if matchesAll(t.hostAffinity, pod) {
-				hostMatches++
-			}
-		}
-		results[i] = r
-		if hostMatches > 0 {
-			hostAffinityMatches.Add(hostMatches)
-		}
-	}, pl.Name())
-
-	for _, r := range results {
-		s.affinity.merge(r.affinity)
-		s.antiAffinity.merge(r.antiAffinity)
-	}
-	s.hostAffinityMatches = hostAffinityMatches.Load()
+			return r
+		},
+		newSum: func() *incomingSum {
+			return &incomingSum{affinity: make(topologyCounts), antiAffinity: make(topologyCounts)}
+		},
+		apply: func(sum *incomingSum, v incomingMatches, sign int64) {
+			sum.affinity.apply(v.affinity, sign)
+			sum.antiAffinity.apply(v.antiAffinity, sign)
+			sum.hostAffinity += sign * v.hostAffinity
+		},
+		clone: func(sum *incomingSum) *incomingSum {
+			return &incomingSum{affinity: sum.affinity.clone(), antiAffinity: sum.antiAffinity.clone(), hostAffinity: sum.hostAffinity}
+		},
+	})
+	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
 }
 
 // PreFilterExtensions returns the plugin itself: nominated pods and

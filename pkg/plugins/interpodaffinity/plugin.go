@@ -45,6 +45,33 @@ type InterPodAffinity struct {
 	// in-place resize is deferred
 	// (gate InPlacePodVerticalScalingSchedulerPreemption).
 	skipDeferredResize bool
+	// index keeps per-node contributions across cycles (index.go).
+	index *indexes
+}
+
+// indexes are the cross-cycle indexes behind PreFilter's and PreScore's
+// cluster-wide sums.
+type indexes struct {
+	existingAnti nodeIndex[existingAnti, *existingAntiSum]
+	incoming     nodeIndex[incomingMatches, *incomingSum]
+	score        nodeIndex[nodeTally, *scoreSum]
+	// keys holds, per node list, the label keys existing pods' terms
+	// select on (selectorKeys).
+	keys nodeIndex[[]string, keyCounts]
+}
+
+// newIndexes enables the indexes unless gate GenericWorkload is on: its
+// pod-group cycles assume and forget pods in the snapshot while restoring
+// the node's previous generation, so a generation no longer identifies
+// what is on a node.
+func newIndexes(fts feature.Features) *indexes {
+	on := !fts.EnableGenericWorkload
+	x := &indexes{}
+	x.existingAnti.enabled = on
+	x.incoming.enabled = on
+	x.score.enabled = on
+	x.keys.enabled = on
+	return x
 }
 
 var (
@@ -79,6 +106,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle, fts feature.Featur
 		nsLister:           h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
 		hostnameFastPath:   fts.EnableInterPodAffinityHostnameFastPath,
 		skipDeferredResize: fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+		index:              newIndexes(fts),
 	}, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,31 +19,62 @@ import (
 // preScoreStateKey is upstream's key (policy in package cyclestate).
 const preScoreStateKey fwk.StateKey = "PreScoreInterPodAffinity"
 
-// topologyScores holds the summed weights per topology key and value, as
-// PreScore merges them.
-type topologyScores map[string]map[string]int64
+// scoreSum holds the summed weights per topology domain, as PreScore merges
+// them over all nodes. A domain is in it while some node's tally has an
+// entry for it, even when the weights cancel out to zero: such an entry
+// still counts as something to score, as upstream.
+type scoreSum struct {
+	domains map[topologyPair]domainWeight
+	// keys counts the domains of each topology key.
+	keys map[string]int64
+}
 
-// keyScores are the weights of one topology key by value.
-type keyScores struct {
-	key     string
-	byValue map[string]int64
+type domainWeight struct {
+	weight int64
+	// entries: how many node tallies have an entry for the domain.
+	entries int64
+}
+
+func newScoreSum() *scoreSum {
+	return &scoreSum{domains: make(map[topologyPair]domainWeight), keys: make(map[string]int64)}
+}
+
+// apply adds (sign 1) or takes back (sign -1) one node's tally.
+func (s *scoreSum) apply(t nodeTally, sign int64) {
+	for _, d := range t {
+		w := s.domains[d.pair]
+		w.weight += sign * d.count
+		w.entries += sign
+		if w.entries != 0 {
+			s.domains[d.pair] = w
+		} else {
+			delete(s.domains, d.pair)
+		}
+		if n := s.keys[d.pair.key] + sign; n != 0 {
+			s.keys[d.pair.key] = n
+		} else {
+			delete(s.keys, d.pair.key)
+		}
+	}
+}
+
+func (s *scoreSum) clone() *scoreSum {
+	return &scoreSum{domains: maps.Clone(s.domains), keys: maps.Clone(s.keys)}
 }
 
 // preScoreState is never modified after PreScore.
 type preScoreState struct {
-	// scores is topologyScores flattened once, so that Score, called for
-	// every feasible node, walks a slice instead of iterating a map. A node
-	// scores the sum, over the keys it has, of its value's entry; integer
-	// addition does not care about the order.
-	scores []keyScores
+	// keys are the scored topology keys, so that Score, called for every
+	// feasible node, walks a slice instead of iterating a map. A node
+	// scores the sum, over the keys it has, of its domain's weight;
+	// integer addition does not care about the order.
+	keys []string
+	// domains is the index's sum, shared and read-only.
+	domains map[topologyPair]domainWeight
 }
 
-func newPreScoreState(ts topologyScores) *preScoreState {
-	s := &preScoreState{scores: make([]keyScores, 0, len(ts))}
-	for key, byValue := range ts {
-		s.scores = append(s.scores, keyScores{key: key, byValue: byValue})
-	}
-	return s
+func newPreScoreState(sum *scoreSum) *preScoreState {
+	return &preScoreState{keys: slices.Collect(maps.Keys(sum.keys)), domains: sum.domains}
 }
 
 // Clone returns the receiver: the state is immutable.
@@ -96,43 +129,48 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	}
 	nsLabels := pl.namespaceLabels(klog.FromContext(ctx), pod.Namespace)
 
-	tallies := make([]nodeTally, len(nodes))
-	pl.parallelizer.Until(ctx, len(nodes), func(i int) {
-		ni := nodes[i]
-		nl := nodeLabels(ni)
-		if len(nl) == 0 {
-			// A node without labels is in no domain; upstream skips its
-			// pods outright.
-			return
-		}
-		existingPods := ni.GetPodsWithAffinity()
-		if hasPreferred {
-			existingPods = ni.GetPods()
-		}
-		var tally nodeTally
-		for _, existing := range existingPods {
-			pl.scoreExistingPod(&tally, nl, pi, nsLabels, existing)
-		}
-		tallies[i] = tally
-	}, pl.Name())
-
-	// Entries whose weights cancel out still count as "something to score",
-	// as upstream.
-	scores := make(topologyScores)
-	for _, t := range tallies {
-		for _, d := range t {
-			byValue := scores[d.pair.key]
-			if byValue == nil {
-				byValue = make(map[string]int64)
-				scores[d.pair.key] = byValue
-			}
-			byValue[d.pair.value] += d.count
-		}
+	// A node's tally depends on its pods and labels and on the incoming
+	// pod: its preferred terms (namespaces resolved), namespace, namespace
+	// labels and those of its labels that the existing pods' terms select
+	// on, and on which of the node's pods are visited.
+	list := "nodes with pod affinity"
+	if hasPreferred {
+		list = "all nodes"
 	}
-	if len(scores) == 0 {
+	keys := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, list, nodes, selectorKeys)
+	var sig signature
+	sig.flag(hasPreferred)
+	sig.weightedTerms(preferred)
+	sig.weightedTerms(preferredAnti)
+	sig.str(pod.Namespace)
+	sig.labelSet(labelsSelectedOn(pod.Labels, keys))
+	sig.labelSet(nsLabels)
+	sum := pl.index.score.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, sumOps[nodeTally, *scoreSum]{
+		compute: func(ni fwk.NodeInfo) nodeTally {
+			nl := nodeLabels(ni)
+			if len(nl) == 0 {
+				// A node without labels is in no domain; upstream skips
+				// its pods outright.
+				return nil
+			}
+			existingPods := ni.GetPodsWithAffinity()
+			if hasPreferred {
+				existingPods = ni.GetPods()
+			}
+			var tally nodeTally
+			for _, existing := range existingPods {
+				pl.scoreExistingPod(&tally, nl, pi, nsLabels, existing)
+			}
+			return tally
+		},
+		newSum: newScoreSum,
+		apply:  (*scoreSum).apply,
+		clone:  (*scoreSum).clone,
+	})
+	if len(sum.domains) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	cycleState.Write(preScoreStateKey, newPreScoreState(scores))
+	cycleState.Write(preScoreStateKey, newPreScoreState(sum))
 	return nil
 }
 
@@ -189,9 +227,9 @@ func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, 
 	}
 	nl := nodeLabels(nodeInfo)
 	var score int64
-	for _, ks := range s.scores {
-		if v, ok := nl[ks.key]; ok {
-			score += ks.byValue[v]
+	for _, key := range s.keys {
+		if v, ok := nl[key]; ok {
+			score += s.domains[topologyPair{key: key, value: v}].weight
 		}
 	}
 	return score, nil
@@ -212,7 +250,7 @@ func (pl *InterPodAffinity) NormalizeScore(_ context.Context, cycleState fwk.Cyc
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if len(s.scores) == 0 || len(scores) == 0 {
+	if len(s.keys) == 0 || len(scores) == 0 {
 		return nil
 	}
 	lowest, highest := scores[0].Score, scores[0].Score

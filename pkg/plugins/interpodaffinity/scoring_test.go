@@ -236,7 +236,9 @@ func TestNormalizeScore(t *testing.T) {
 	e := newEnv(t, nil, feature.Features{}, nil, nil)
 	for _, tc := range tests {
 		cs := framework.NewCycleState()
-		cs.Write(preScoreStateKey, newPreScoreState(topologyScores{zone: {"z1": 1}}))
+		sum := newScoreSum()
+		sum.apply(nodeTally{{pair: topologyPair{key: zone, value: "z1"}, count: 1}}, 1)
+		cs.Write(preScoreStateKey, newPreScoreState(sum))
 		list := make(fwk.NodeScoreList, len(tc.raw))
 		for i, s := range tc.raw {
 			list[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}

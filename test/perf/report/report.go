@@ -99,8 +99,13 @@ type Sample struct {
 	DurationS float64 `json:"durationS"`
 	// Plugins holds scheduler_plugin_execution_duration_seconds Average in
 	// ms per plugin and extension point (the scheduler samples 10% of
-	// cycles for this metric).
+	// cycles for this metric, and drops observations; see
+	// pluginMetricCaveat).
 	Plugins map[string]map[string]float64 `json:"plugins,omitempty"`
+	// ExtensionPoints holds scheduler_framework_extension_point_duration_seconds
+	// Average in ms per extension point: the whole profile's time at that
+	// point per scheduling cycle, observed for every cycle and never dropped.
+	ExtensionPoints map[string]float64 `json:"extensionPoints,omitempty"`
 }
 
 // Results are all samples found in a directory.
@@ -213,6 +218,11 @@ func addItem(s *Sample, it DataItem) {
 		s.PeakHeapMB = it.Data["Max"]
 	case "SchedulingDuration":
 		s.DurationS = it.Data["Duration"]
+	case "scheduler_framework_extension_point_duration_seconds":
+		if s.ExtensionPoints == nil {
+			s.ExtensionPoints = map[string]float64{}
+		}
+		s.ExtensionPoints[it.Labels["extension_point"]] = it.Data["Average"]
 	case "scheduler_plugin_execution_duration_seconds":
 		if s.Plugins == nil {
 			s.Plugins = map[string]map[string]float64{}
@@ -306,6 +316,13 @@ type PluginStat struct {
 	OursMs         Stat   `json:"oursAverageMs"`
 }
 
+// ExtensionPointStat compares the two profiles' time at one extension point.
+type ExtensionPointStat struct {
+	ExtensionPoint string `json:"extensionPoint"`
+	UpstreamMs     Stat   `json:"upstreamAverageMs"`
+	OursMs         Stat   `json:"oursAverageMs"`
+}
+
 // Row is one Key's comparison.
 type Row struct {
 	Key
@@ -315,6 +332,9 @@ type Row struct {
 	// missing.
 	Ratio   *float64     `json:"throughputRatio"`
 	Plugins []PluginStat `json:"plugins,omitempty"`
+	// ExtensionPoints: whole-profile time per cycle; the profiles differ
+	// only in our four plugins, so a difference here is theirs.
+	ExtensionPoints []ExtensionPointStat `json:"extensionPoints,omitempty"`
 }
 
 // Table holds the rows of one workload name (one scale), e.g. 500Nodes.
@@ -413,15 +433,7 @@ func buildRow(k Key, samples []Sample) Row {
 		}
 		for _, ep := range sortedExtensionPoints(points) {
 			pick := func(list []Sample, plugin string) Stat {
-				vs := make([]float64, 0, len(list))
-				for _, s := range list {
-					v, ok := s.Plugins[plugin][ep]
-					if !ok {
-						v = math.NaN()
-					}
-					vs = append(vs, v)
-				}
-				return NewStat(vs)
+				return pickStat(list, func(s Sample) (float64, bool) { v, ok := s.Plugins[plugin][ep]; return v, ok })
 			}
 			row.Plugins = append(row.Plugins, PluginStat{
 				Upstream: name, Ours: ours, ExtensionPoint: ep,
@@ -430,7 +442,33 @@ func buildRow(k Key, samples []Sample) Row {
 			})
 		}
 	}
+	points := map[string]bool{}
+	for _, s := range samples {
+		for ep := range s.ExtensionPoints {
+			points[ep] = true
+		}
+	}
+	for _, ep := range sortedExtensionPoints(points) {
+		get := func(s Sample) (float64, bool) { v, ok := s.ExtensionPoints[ep]; return v, ok }
+		row.ExtensionPoints = append(row.ExtensionPoints, ExtensionPointStat{
+			ExtensionPoint: ep, UpstreamMs: pickStat(by[Upstream], get), OursMs: pickStat(by[Ours], get),
+		})
+	}
 	return row
+}
+
+// pickStat summarises one value over samples; a sample without it counts
+// as missing.
+func pickStat(list []Sample, get func(Sample) (float64, bool)) Stat {
+	vs := make([]float64, 0, len(list))
+	for _, s := range list {
+		v, ok := get(s)
+		if !ok {
+			v = math.NaN()
+		}
+		vs = append(vs, v)
+	}
+	return NewStat(vs)
 }
 
 // extensionPointOrder is the framework's order of the points plugins run at.
@@ -520,6 +558,7 @@ func Markdown(r *Report) string {
 				cell(row.Upstream.AttemptP99, 2), cell(row.Ours.AttemptP99, 2),
 				cell(row.Upstream.PeakHeapMB, 0), cell(row.Ours.PeakHeapMB, 0))
 		}
+		writeExtensionPointTable(&b, t)
 		writePluginTable(&b, t)
 	}
 	if len(r.Tables) == 0 {
@@ -546,28 +585,78 @@ func writePluginTable(b *strings.Builder, t Table) {
 			byPair[pair][p.ExtensionPoint] = p
 		}
 		for _, pair := range pairs {
-			cells := make([]string, 0, len(pluginTablePoints))
-			have := false
-			for _, ep := range pluginTablePoints {
-				p, ok := byPair[pair][ep]
-				if !ok || (p.UpstreamMs.N == 0 && p.OursMs.N == 0) {
-					cells = append(cells, "")
-					continue
-				}
-				have = true
-				cells = append(cells, meanOnly(p.UpstreamMs)+" / "+meanOnly(p.OursMs))
-			}
-			if have {
-				lines = append(lines, fmt.Sprintf("| %s | %s | %s |\n", row.Case, pair, strings.Join(cells, " | ")))
+			if cells, ok := pointCells(func(ep string) (Stat, Stat) {
+				p := byPair[pair][ep]
+				return p.UpstreamMs, p.OursMs
+			}); ok {
+				lines = append(lines, fmt.Sprintf("| %s | %s | %s |\n", row.Case, pair, cells))
 			}
 		}
 	}
+	writeTimeTable(b, "Per-plugin time: scheduler_plugin_execution_duration_seconds Average, ms, mean over repeats, upstream / ours. "+pluginMetricCaveat+
+		" report.json has every extension point with its spread.", []string{"Test case", "plugin"}, lines)
+}
+
+// pluginMetricCaveat is why the per-plugin table has gaps and few samples.
+// kube-scheduler records plugin execution time for a random 10% of cycles,
+// through an asynchronous recorder whose buffer holds 1000 observations
+// and is flushed once a second; when it is full, observations are dropped
+// silently. Filter is observed per plugin per node, so at 5000 nodes one
+// sampled cycle's Filter phase (hundreds of nodes times several plugins)
+// fills the buffer, and the PreScore, Score and Normalize observations that
+// follow in that cycle are dropped unless a flush happens to fall in
+// between: a PreScore cell there rests on a handful of cycles, or none
+// ("–"), and which profile gets one is chance.
+const pluginMetricCaveat = "Sampled (a random 10% of cycles) and lossy: the scheduler's asynchronous metric buffer (1000 observations, flushed every second) " +
+	"overflows with per-node Filter observations in large clusters, so PreScore/Score values after them are mostly dropped. " +
+	"A gap (–) means no observation survived, not that the plugin took no time; compare the per-extension-point table, which has every cycle."
+
+// writeExtensionPointTable renders the whole profile's time per cycle at
+// pluginTablePoints, upstream / ours.
+func writeExtensionPointTable(b *strings.Builder, t Table) {
+	var lines []string
+	for _, row := range t.Rows {
+		byPoint := map[string]ExtensionPointStat{}
+		for _, e := range row.ExtensionPoints {
+			byPoint[e.ExtensionPoint] = e
+		}
+		if cells, ok := pointCells(func(ep string) (Stat, Stat) {
+			e := byPoint[ep]
+			return e.UpstreamMs, e.OursMs
+		}); ok {
+			lines = append(lines, fmt.Sprintf("| %s | %s |\n", row.Case, cells))
+		}
+	}
+	writeTimeTable(b, "Per extension point, whole profile: scheduler_framework_extension_point_duration_seconds Average, ms per scheduling cycle, mean over repeats, upstream / ours. "+
+		"Every cycle is observed (Filter: the whole filtering phase). The profiles differ only in our four plugins, so a difference here is theirs.",
+		[]string{"Test case"}, lines)
+}
+
+// pointCells renders "upstream / ours" for each of pluginTablePoints, empty
+// where neither side has a value; ok is false when no cell has one.
+func pointCells(get func(ep string) (upstream, ours Stat)) (cells string, ok bool) {
+	out := make([]string, 0, len(pluginTablePoints))
+	for _, ep := range pluginTablePoints {
+		u, o := get(ep)
+		if u.N == 0 && o.N == 0 {
+			out = append(out, "")
+			continue
+		}
+		ok = true
+		out = append(out, meanOnly(u)+" / "+meanOnly(o))
+	}
+	return strings.Join(out, " | "), ok
+}
+
+// writeTimeTable writes intro and a table whose columns are lead then
+// pluginTablePoints, unless there are no lines.
+func writeTimeTable(b *strings.Builder, intro string, lead []string, lines []string) {
 	if len(lines) == 0 {
 		return
 	}
-	b.WriteString("\nPer-plugin time: scheduler_plugin_execution_duration_seconds Average, ms, mean over repeats, upstream / ours. " +
-		"The scheduler records this metric for a random 10% of cycles, so small workloads may have gaps (–); report.json has every extension point with its spread.\n\n")
-	fmt.Fprintf(b, "| Test case | plugin | %s |\n|---|---|%s\n", strings.Join(pluginTablePoints, " | "), strings.Repeat("---:|", len(pluginTablePoints)))
+	b.WriteString("\n" + intro + "\n\n")
+	fmt.Fprintf(b, "| %s | %s |\n|%s%s\n", strings.Join(lead, " | "), strings.Join(pluginTablePoints, " | "),
+		strings.Repeat("---|", len(lead)), strings.Repeat("---:|", len(pluginTablePoints)))
 	for _, l := range lines {
 		b.WriteString(l)
 	}

@@ -1,0 +1,381 @@
+package interpodaffinity
+
+// This file holds the plugin's only speed structure: an index that keeps,
+// across scheduling cycles, what each node contributed to a cluster-wide sum
+// (topology counts in PreFilter, weights in PreScore) and the sum itself.
+// Between two cycles usually one node changed (the last bind), so a cycle
+// recomputes that node's contribution and patches the sum instead of
+// scanning every pod on every node. The behaviour is still the scan's:
+// filtering.go and scoring.go say what a node contributes; the index only
+// decides which contributions are still valid.
+
+import (
+	"context"
+	"encoding/binary"
+	"maps"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// maxSignatures bounds the signatures an index remembers. A signature is
+// what the contributions depend on besides the nodes (the incoming pod's
+// terms, labels, namespace and its labels), so pods of one workload share
+// one; the least recently used is dropped. Memory per signature grows with
+// the nodes visited: one slot per node plus the contributions and their sum.
+const maxSignatures = 8
+
+// nodeSlot is one node's contribution as of the node's generation.
+//
+// A slot is valid for a NodeInfo with the same node name and generation.
+// Generations come from one process-wide counter and change on every pod
+// or label change the snapshot sees, while the snapshot reuses NodeInfo
+// pointers: the pointer says nothing. The one place where a NodeInfo
+// changes and keeps its generation is a pod-group cycle
+// (Snapshot.AssumePod/ForgetPod, gate GenericWorkload): see sum, and
+// newIndexes, which keeps the index off while that gate is on.
+type nodeSlot[V any] struct {
+	name string
+	gen  int64
+	// seen is the entry's epoch of the last call that listed the node.
+	seen uint64
+	v    V
+}
+
+// sumOps says how per-node values of type V add up into a sum of type A (a
+// pointer type, mutated in place by apply).
+type sumOps[V, A any] struct {
+	// compute is one node's contribution; it must depend only on the node
+	// (its labels and pods) and on what the signature encodes.
+	compute func(ni fwk.NodeInfo) V
+	newSum  func() A
+	// apply adds v to the sum (sign 1) or takes it out again (sign -1).
+	apply func(sum A, v V, sign int64)
+	clone func(A) A
+}
+
+// indexEntry is the state of one signature: a slot per node of the list
+// last seen, and their sum.
+type indexEntry[V, A any] struct {
+	slots map[string]*nodeSlot[V]
+	// order is the last list's slots by position. The snapshot's lists
+	// keep their order between cycles, so a node is usually found at the
+	// same position without hashing its name; but a node joining a list
+	// of nodes with affinity pods shifts the ones after it, so the map
+	// is the fallback.
+	order []*nodeSlot[V]
+	sum   A
+	// lent: sum has been handed to a cycle and must never change again;
+	// the next update patches a copy.
+	lent    bool
+	epoch   uint64
+	lastUse uint64
+}
+
+// nodeIndex is the cross-cycle index for one kind of sum. The zero value
+// is disabled (recomputes everything every time, keeping nothing).
+type nodeIndex[V, A any] struct {
+	enabled bool
+	mu      sync.Mutex
+	entries map[string]*indexEntry[V, A]
+	clock   uint64
+}
+
+// sum returns the sum of ops.compute over nodes for signature sig. The
+// result is shared with later cycles and must not be modified.
+//
+// A pod-group scheduling cycle is answered by a plain scan, and neither
+// reads nor changes the index: it assumes its members on the snapshot
+// itself and keeps each node's generation, so within it a generation does
+// not identify a node's pods. Its ForgetPod calls restore the nodes
+// exactly, so what the index holds is valid again afterwards. So is a list
+// with a NodeInfo that has no node (test snapshots hold pods on unknown
+// nodes; kube-scheduler's lists never do): it has no name to key by.
+func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
+	if !x.enabled || cs.IsPodGroupSchedulingCycle() || slices.ContainsFunc(nodes, func(ni fwk.NodeInfo) bool { return ni.Node() == nil }) {
+		return computeSum(ctx, par, nodes, ops)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.entry(sig, ops)
+	e.epoch++
+
+	var stale []int
+	moved := len(e.order) != len(nodes)
+	for i, ni := range nodes {
+		name, gen := ni.Node().Name, ni.GetGeneration()
+		var s *nodeSlot[V]
+		if i < len(e.order) && e.order[i].name == name {
+			s = e.order[i]
+		} else {
+			s, moved = e.slots[name], true
+		}
+		if s == nil || s.gen != gen {
+			stale = append(stale, i)
+			continue
+		}
+		s.seen = e.epoch
+	}
+	if len(stale) == 0 && len(e.slots) == len(nodes) {
+		// Every node is where it was, or was found by name.
+		if moved {
+			e.reorder(nodes)
+		}
+		e.lent = true
+		return e.sum
+	}
+
+	fresh := make([]V, len(stale))
+	computeAt := func(j int) { fresh[j] = ops.compute(nodes[stale[j]]) }
+	if len(stale) <= 4 {
+		for j := range stale {
+			computeAt(j)
+		}
+	} else {
+		par.Until(ctx, len(stale), computeAt, Name)
+		if ctx.Err() != nil {
+			// Some values may not have been computed. Nothing partial is
+			// kept: the signature starts over next time, and this cycle,
+			// which is being abandoned, gets the scan's partial answer.
+			delete(x.entries, sig)
+			return computeSum(ctx, par, nodes, ops)
+		}
+	}
+
+	if e.lent {
+		e.sum = ops.clone(e.sum)
+		e.lent = false
+	}
+	if len(e.slots) == 0 {
+		e.slots = make(map[string]*nodeSlot[V], len(nodes))
+	}
+	// New slots come from one allocation: a signature's first cycle
+	// creates one per node.
+	var slab []nodeSlot[V]
+	for j, i := range stale {
+		ni := nodes[i]
+		name := ni.Node().Name
+		s := e.slots[name]
+		if s == nil {
+			if len(slab) == 0 {
+				slab = make([]nodeSlot[V], len(stale)-j)
+			}
+			s, slab = &slab[0], slab[1:]
+			s.name = name
+			e.slots[name] = s
+		} else {
+			ops.apply(e.sum, s.v, -1)
+		}
+		s.gen, s.seen, s.v = ni.GetGeneration(), e.epoch, fresh[j]
+		ops.apply(e.sum, s.v, 1)
+	}
+	if len(e.slots) > len(nodes) {
+		// Nodes that left the list take their contribution with them.
+		for name, s := range e.slots {
+			if s.seen != e.epoch {
+				ops.apply(e.sum, s.v, -1)
+				delete(e.slots, name)
+			}
+		}
+	}
+	if len(e.slots) != len(nodes) {
+		// A name listed twice: the slots cannot stand for the list.
+		delete(x.entries, sig)
+		return computeSum(ctx, par, nodes, ops)
+	}
+	e.reorder(nodes)
+	e.lent = true
+	return e.sum
+}
+
+// reorder records the slots in the order of nodes.
+func (e *indexEntry[V, A]) reorder(nodes []fwk.NodeInfo) {
+	clear(e.order)
+	e.order = slices.Grow(e.order[:0], len(nodes))[:len(nodes)]
+	for i, ni := range nodes {
+		e.order[i] = e.slots[ni.Node().Name]
+	}
+}
+
+// entry returns sig's entry, creating it (and dropping the least recently
+// used one beyond maxSignatures) if needed.
+func (x *nodeIndex[V, A]) entry(sig string, ops sumOps[V, A]) *indexEntry[V, A] {
+	x.clock++
+	if e, ok := x.entries[sig]; ok {
+		e.lastUse = x.clock
+		return e
+	}
+	if x.entries == nil {
+		x.entries = make(map[string]*indexEntry[V, A])
+	}
+	if len(x.entries) >= maxSignatures {
+		var oldest string
+		var oldestUse uint64
+		for k, e := range x.entries {
+			if oldest == "" || e.lastUse < oldestUse {
+				oldest, oldestUse = k, e.lastUse
+			}
+		}
+		delete(x.entries, oldest)
+	}
+	e := &indexEntry[V, A]{slots: make(map[string]*nodeSlot[V]), sum: ops.newSum(), lastUse: x.clock}
+	x.entries[sig] = e
+	return e
+}
+
+// computeSum is the plain scan: every node's contribution, computed in
+// parallel and added up serially.
+func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
+	vals := make([]V, len(nodes))
+	par.Until(ctx, len(nodes), func(i int) { vals[i] = ops.compute(nodes[i]) }, Name)
+	sum := ops.newSum()
+	for _, v := range vals {
+		ops.apply(sum, v, 1)
+	}
+	return sum
+}
+
+// signature encodes what a sum depends on besides the nodes. Every part is
+// length-prefixed, so different inputs never encode alike.
+type signature struct{ b []byte }
+
+func (w *signature) String() string { return string(w.b) }
+
+func (w *signature) str(s string) {
+	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+
+func (w *signature) flag(b bool) {
+	if b {
+		w.b = append(w.b, 1)
+	} else {
+		w.b = append(w.b, 0)
+	}
+}
+
+func (w *signature) int(n int64) { w.b = binary.AppendVarint(w.b, n) }
+
+// labelSet encodes a label set in key order; nil and empty differ.
+func (w *signature) labelSet(m map[string]string) {
+	w.flag(m == nil)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.int(int64(len(keys)))
+	for _, k := range keys {
+		w.str(k)
+		w.str(m[k])
+	}
+}
+
+// selector encodes a parsed selector. String() is canonical for the
+// selectors term parsing produces (keys and values are validated, so they
+// cannot contain the separators), except that Nothing and Everything both
+// print as "", hence the kind byte.
+func (w *signature) selector(s labels.Selector) {
+	switch {
+	case s == nil:
+		w.b = append(w.b, 'n')
+	case s.Empty():
+		w.b = append(w.b, 'e')
+	default:
+		if _, selectsSome := s.Requirements(); !selectsSome {
+			w.b = append(w.b, '0')
+			return
+		}
+		w.b = append(w.b, 's')
+		w.str(s.String())
+	}
+}
+
+func (w *signature) term(t fwk.AffinityTerm) {
+	w.str(t.TopologyKey)
+	w.int(int64(t.Namespaces.Len()))
+	for _, ns := range sets.List(t.Namespaces) {
+		w.str(ns)
+	}
+	w.selector(t.Selector)
+	w.selector(t.NamespaceSelector)
+}
+
+func (w *signature) terms(ts []fwk.AffinityTerm) {
+	w.int(int64(len(ts)))
+	for i := range ts {
+		w.term(ts[i])
+	}
+}
+
+func (w *signature) weightedTerms(ts []fwk.WeightedAffinityTerm) {
+	w.int(int64(len(ts)))
+	for i := range ts {
+		w.int(int64(ts[i].Weight))
+		w.term(ts[i].AffinityTerm)
+	}
+}
+
+// keyCounts counts, per label key, the nodes whose pods have a term that
+// selects on it.
+type keyCounts map[string]int64
+
+// selectorKeys is an index's sumOps for the label keys that the terms of
+// the pods with pod (anti-)affinity on a node select on. Existing pods'
+// terms are matched against the incoming pod, so a sum that depends on
+// them depends on the incoming pod's labels only through these keys: two
+// pods that agree on them match every such term alike. Keying by all
+// labels instead would miss whenever pods carry a label of their own
+// (a StatefulSet's pod name, scheduler_perf's per-pod signature label).
+var selectorKeys = sumOps[[]string, keyCounts]{
+	compute: func(ni fwk.NodeInfo) []string {
+		var keys []string
+		addKeys := func(t *fwk.AffinityTerm) {
+			if reqs, selectsSome := t.Selector.Requirements(); selectsSome {
+				for _, r := range reqs {
+					if !slices.Contains(keys, r.Key()) {
+						keys = append(keys, r.Key())
+					}
+				}
+			}
+		}
+		for _, p := range ni.GetPodsWithAffinity() {
+			for _, ts := range [][]fwk.AffinityTerm{p.GetRequiredAffinityTerms(), p.GetRequiredAntiAffinityTerms()} {
+				for i := range ts {
+					addKeys(&ts[i])
+				}
+			}
+			for _, ts := range [][]fwk.WeightedAffinityTerm{p.GetPreferredAffinityTerms(), p.GetPreferredAntiAffinityTerms()} {
+				for i := range ts {
+					addKeys(&ts[i].AffinityTerm)
+				}
+			}
+		}
+		return keys
+	},
+	newSum: func() keyCounts { return keyCounts{} },
+	apply: func(sum keyCounts, keys []string, sign int64) {
+		for _, k := range keys {
+			if n := sum[k] + sign; n != 0 {
+				sum[k] = n
+			} else {
+				delete(sum, k)
+			}
+		}
+	},
+	clone: maps.Clone[keyCounts],
+}
+
+// labelsSelectedOn returns the labels whose keys are in keys.
+func labelsSelectedOn(lbls map[string]string, keys keyCounts) map[string]string {
+	out := make(map[string]string, min(len(lbls), len(keys)))
+	for k, v := range lbls {
+		if keys[k] > 0 {
+			out[k] = v
+		}
+	}
+	return out
+}

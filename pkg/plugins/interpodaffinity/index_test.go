@@ -1,0 +1,381 @@
+package interpodaffinity
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+)
+
+// podsByZone is a test sum: pods per zone label value, with a count of
+// compute calls to see what the index recomputes.
+type podsByZone map[string]int64
+
+func zoneOps(calls *atomic.Int64) sumOps[podsByZone, podsByZone] {
+	return sumOps[podsByZone, podsByZone]{
+		compute: func(ni fwk.NodeInfo) podsByZone {
+			calls.Add(1)
+			z, ok := nodeLabels(ni)[zone]
+			if !ok || len(ni.GetPods()) == 0 {
+				return nil
+			}
+			return podsByZone{z: int64(len(ni.GetPods()))}
+		},
+		newSum: func() podsByZone { return podsByZone{} },
+		apply: func(sum podsByZone, v podsByZone, sign int64) {
+			for z, n := range v {
+				if sum[z] += sign * n; sum[z] == 0 {
+					delete(sum, z)
+				}
+			}
+		},
+		clone: maps.Clone[podsByZone],
+	}
+}
+
+func zoneNode(name, z string, pods ...string) *framework.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(tu.MakeNode(name).Label(zone, z).Obj())
+	for _, p := range pods {
+		ni.AddPod(placed("default", p, name).Obj())
+	}
+	return ni
+}
+
+// TestNodeIndexFollowsTheNodes evolves a node list the ways a snapshot
+// does and checks after every step that the index's sum equals a full scan
+// and that only the nodes that changed were recomputed.
+func TestNodeIndexFollowsTheNodes(t *testing.T) {
+	schedmetrics.Register() // Parallelizer.Until reports a metric
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
+
+	var nodes []fwk.NodeInfo
+	for i := range 12 {
+		nodes = append(nodes, zoneNode(fmt.Sprintf("n%d", i), fmt.Sprintf("z%d", i%3), fmt.Sprintf("p%d", i)))
+	}
+	check := func(step string, wantComputed int64) {
+		t.Helper()
+		calls.Store(0)
+		got := maps.Clone(x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops))
+		computed := calls.Load()
+		want := computeSum(ctx, par, nodes, ops)
+		if !cmp.Equal(want, got) {
+			t.Errorf("%s: index sum %v, full scan %v", step, got, want)
+		}
+		if computed != wantComputed {
+			t.Errorf("%s: recomputed %d nodes, want %d", step, computed, wantComputed)
+		}
+	}
+
+	check("first cycle", 12)
+	check("nothing changed", 0)
+
+	nodes[3].(*framework.NodeInfo).AddPod(placed("default", "bound", "n3").Obj())
+	check("a pod bound to n3", 1)
+
+	relabelled := nodes[5].Node().DeepCopy()
+	relabelled.Labels[zone] = "z9"
+	nodes[5].(*framework.NodeInfo).SetNode(relabelled)
+	check("n5 moved to another zone", 1)
+
+	// A removal as the snapshot's lists do it: the last node takes the
+	// removed one's place, and is found by name there.
+	nodes[2] = nodes[len(nodes)-1]
+	nodes = nodes[:len(nodes)-1]
+	check("n2 removed", 0)
+
+	// A node joining mid-list, as one joins the list of nodes with
+	// affinity pods: the ones after it shift, and are found by name.
+	nodes = slices.Insert(nodes, 4, fwk.NodeInfo(zoneNode("n20", "z2", "q")))
+	check("n20 inserted mid-list", 1)
+
+	nodes = append(nodes, zoneNode("n2", "z0"))
+	check("n2 re-added, empty", 1)
+
+	// Same name, new NodeInfo: the generation tells them apart.
+	nodes[0] = zoneNode("n0", "z0", "x", "y", "z")
+	check("n0 replaced under the same name", 1)
+
+	nodes = nodes[:4]
+	check("most nodes gone", 0)
+
+	nodes[0], nodes[1] = nodes[1], nodes[0]
+	check("two nodes swapped places", 0)
+
+	// A node listed twice (no snapshot does that) is counted twice, as the
+	// plain scan counts it.
+	nodes = append(nodes, nodes[0])
+	check("a node listed twice", 5)
+	nodes = nodes[:len(nodes)-1]
+	check("listed once again", 4)
+}
+
+// TestNodeIndexSumsAreImmutableOnceHandedOut: a cycle keeps reading the sum
+// it was given (Filter runs long after PreFilter, clones share it) while a
+// later cycle patches its own copy.
+func TestNodeIndexSumsAreImmutableOnceHandedOut(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
+	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z2", "p2")}
+
+	first := x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops)
+	before := maps.Clone(first)
+	nodes[0].(*framework.NodeInfo).AddPod(placed("default", "p3", "a").Obj())
+	second := x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops)
+
+	if !cmp.Equal(before, first) {
+		t.Errorf("the first cycle's sum changed under it: %v, was %v", first, before)
+	}
+	if want := (podsByZone{"z1": 2, "z2": 1}); !cmp.Equal(want, second) {
+		t.Errorf("second sum %v, want %v", second, want)
+	}
+}
+
+// TestNodeIndexSignatures: sums of different signatures never mix, and the
+// least recently used signature is dropped beyond maxSignatures.
+func TestNodeIndexSignatures(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
+	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1")}
+
+	for i := range maxSignatures + 1 {
+		x.sum(ctx, framework.NewCycleState(), par, fmt.Sprint(i), nodes, ops)
+	}
+	if len(x.entries) != maxSignatures {
+		t.Fatalf("%d signatures kept, want %d", len(x.entries), maxSignatures)
+	}
+	if _, ok := x.entries["0"]; ok {
+		t.Errorf("the least recently used signature was kept")
+	}
+	calls.Store(0)
+	x.sum(ctx, framework.NewCycleState(), par, "1", nodes, ops)
+	x.sum(ctx, framework.NewCycleState(), par, "0", nodes, ops)
+	if got := calls.Load(); got != 1 {
+		t.Errorf("recomputed %d nodes for one kept and one dropped signature, want 1", got)
+	}
+}
+
+// TestNodeIndexDisabled: with the index off nothing is kept and every call
+// is a full scan.
+func TestNodeIndexDisabled(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	var x nodeIndex[podsByZone, podsByZone]
+	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z1")}
+	x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops)
+	x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops)
+	if got := calls.Load(); got != 4 || len(x.entries) != 0 {
+		t.Errorf("disabled index: %d computes and %d entries, want 4 and 0", got, len(x.entries))
+	}
+}
+
+// TestIndexOffUnderGenericWorkload: pod-group cycles restore generations,
+// so the plugin must not trust them with that gate on.
+func TestIndexOffUnderGenericWorkload(t *testing.T) {
+	for _, gate := range []bool{false, true} {
+		e := newEnv(t, nil, feature.Features{EnableGenericWorkload: gate}, nil, fixtureNodes())
+		x := e.pl.index
+		if on := x.existingAnti.enabled && x.incoming.enabled && x.score.enabled; on == gate {
+			t.Errorf("GenericWorkload=%v: indexes enabled=%v", gate, on)
+		}
+	}
+}
+
+// TestSignaturesTellInputsApart: inputs that match differently never share
+// a signature.
+func TestSignaturesTellInputsApart(t *testing.T) {
+	term := func(key string, ns []string, sel, nsSel labels.Selector) fwk.AffinityTerm {
+		return fwk.AffinityTerm{TopologyKey: key, Namespaces: sets.New(ns...), Selector: sel, NamespaceSelector: nsSel}
+	}
+	parsed := func(ls *metav1.LabelSelector) labels.Selector {
+		s, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	app := parsed(sel("app", "web"))
+	encode := map[string]func(*signature){
+		"everything":      func(w *signature) { w.term(term(zone, nil, labels.Everything(), labels.Nothing())) },
+		"nothing":         func(w *signature) { w.term(term(zone, nil, labels.Nothing(), labels.Nothing())) },
+		"app=web":         func(w *signature) { w.term(term(zone, nil, app, labels.Nothing())) },
+		"app=web, all ns": func(w *signature) { w.term(term(zone, nil, app, labels.Everything())) },
+		"app=web in a":    func(w *signature) { w.term(term(zone, []string{"a"}, app, labels.Nothing())) },
+		"app=web in a,b":  func(w *signature) { w.term(term(zone, []string{"a", "b"}, app, labels.Nothing())) },
+		"app=web in ab":   func(w *signature) { w.term(term(zone, []string{"ab"}, app, labels.Nothing())) },
+		"app=web by host": func(w *signature) { w.term(term(host, nil, app, labels.Nothing())) },
+		"app in (web)": func(w *signature) {
+			w.term(term(zone, nil, parsed(tu.Selector(nil, tu.SelectorExpr("app", "In", "web"))), labels.Nothing()))
+		},
+		"nil labels":   func(w *signature) { w.labelSet(nil) },
+		"empty labels": func(w *signature) { w.labelSet(map[string]string{}) },
+		"labels a=bc":  func(w *signature) { w.labelSet(map[string]string{"a": "bc"}) },
+		"labels ab=c":  func(w *signature) { w.labelSet(map[string]string{"ab": "c"}) },
+		"weight 1": func(w *signature) {
+			w.weightedTerms([]fwk.WeightedAffinityTerm{{AffinityTerm: term(zone, nil, app, labels.Nothing()), Weight: 1}})
+		},
+		"weight 2": func(w *signature) {
+			w.weightedTerms([]fwk.WeightedAffinityTerm{{AffinityTerm: term(zone, nil, app, labels.Nothing()), Weight: 2}})
+		},
+		"two terms": func(w *signature) {
+			w.terms([]fwk.AffinityTerm{term(zone, nil, app, labels.Nothing()), term(zone, nil, app, labels.Nothing())})
+		},
+		"one term, in list":  func(w *signature) { w.terms([]fwk.AffinityTerm{term(zone, nil, app, labels.Nothing())}) },
+		"no terms, then one": func(w *signature) { w.terms(nil); w.terms([]fwk.AffinityTerm{term(zone, nil, app, labels.Nothing())}) },
+		"one term, then none": func(w *signature) {
+			w.terms([]fwk.AffinityTerm{term(zone, nil, app, labels.Nothing())})
+			w.terms(nil)
+		},
+	}
+	seen := map[string]string{}
+	for name, enc := range encode {
+		var w signature
+		enc(&w)
+		if other, dup := seen[w.String()]; dup {
+			t.Errorf("%q and %q encode alike", name, other)
+		}
+		seen[w.String()] = name
+	}
+}
+
+// TestPreFilterStateCopyOnWrite: PreFilter's counts are the index's shared
+// sums; AddPod on a clone must not reach them, nor the original state, nor
+// the next cycle.
+func TestPreFilterStateCopyOnWrite(t *testing.T) {
+	pods := []*v1.Pod{placed("default", "web-1", "n1").Label("app", "web").Obj()}
+	e := newEnv(t, nil, feature.Features{}, pods, fixtureNodes())
+	pod := incoming("default").Label("app", "web").RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "web"))).Obj()
+	cs, st := e.preFilter(t, pod)
+	if !st.IsSuccess() {
+		t.Fatalf("PreFilter = %v", st)
+	}
+	orig := mustState(t, cs)
+	want := maps.Clone(orig.antiAffinity)
+
+	clone := cs.Clone()
+	other := placed("default", "web-2", "n3").Label("app", "web").Obj()
+	if st := e.pl.AddPod(e.ctx, clone, pod, mustPodInfo(t, other), e.nodeInfo(t, "n3")); !st.IsSuccess() {
+		t.Fatalf("AddPod = %v", st)
+	}
+	if got := mustState(t, clone).antiAffinity; got[topologyPair{key: zone, value: "z2"}] != 1 {
+		t.Errorf("clone after AddPod: %v, want z2 counted", got)
+	}
+	if !cmp.Equal(want, orig.antiAffinity) {
+		t.Errorf("original state changed by AddPod on its clone: %v, want %v", orig.antiAffinity, want)
+	}
+	cs2, _ := e.preFilter(t, pod)
+	if got := mustState(t, cs2).antiAffinity; !cmp.Equal(want, got) {
+		t.Errorf("next cycle saw the clone's AddPod: %v, want %v", got, want)
+	}
+}
+
+// TestNodeIndexSitsOutPodGroupCycles: a pod-group cycle assumes pods on
+// the snapshot and keeps the node's generation, so the index must neither
+// answer it nor learn from it.
+func TestNodeIndexSitsOutPodGroupCycles(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
+	ni := zoneNode("a", "z1", "p1")
+	nodes := []fwk.NodeInfo{ni}
+	x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops)
+
+	// As Snapshot.AssumePod does: one more pod, same generation.
+	gen := ni.Generation
+	ni.AddPod(placed("default", "member", "a").Obj())
+	ni.Generation = gen
+	group := framework.NewCycleState()
+	group.SetPodGroupSchedulingCycle(framework.NewCycleState())
+	if got, want := x.sum(ctx, group, par, "sig", nodes, ops), (podsByZone{"z1": 2}); !cmp.Equal(want, got) {
+		t.Errorf("pod-group cycle: %v, want %v", got, want)
+	}
+	// As Snapshot.ForgetPod does.
+	if err := ni.RemovePod(klog.Background(), placed("default", "member", "a").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	ni.Generation = gen
+	calls.Store(0)
+	if got, want := x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, ops), (podsByZone{"z1": 1}); !cmp.Equal(want, got) {
+		t.Errorf("after the pod-group cycle: %v, want %v", got, want)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the index recomputed %d nodes after the pod-group cycle; it should not have learnt from it", n)
+	}
+}
+
+// TestSignaturesIgnoreLabelsNoTermSelectsOn: pods that differ only in a
+// label no existing pod's term selects on (a StatefulSet pod's name,
+// scheduler_perf's per-pod signature label) share the index's entries,
+// while a label some term selects on splits them and is matched right.
+func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
+	pods := []*v1.Pod{
+		placed("default", "guard", "n1").Label("app", "guard").
+			RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "web"))).
+			PreferredPodAffinity(tu.Weighted(3, tu.AffinityTerm(zone, sel("tier", "front")))).Obj(),
+	}
+	e := newEnv(t, nil, feature.Features{}, pods, fixtureNodes(), tu.MakeNamespace("default", nil))
+	run := func(p *v1.Pod) (string, scoreResult) {
+		cs, st := e.preFilter(t, p)
+		out := tu.StatusString(st)
+		if st.IsSuccess() {
+			out = fmt.Sprint(e.filterAll(t, cs, p))
+		}
+		return out, e.score(t, p)
+	}
+	web1, score1 := run(incoming("default").Label("app", "web").Label("pod-name", "web-1").Obj())
+	web2, score2 := run(incoming("default").Label("app", "web").Label("pod-name", "web-2").Obj())
+	if web1 != web2 || !cmp.Equal(score1, score2, cmp.AllowUnexported(scoreResult{})) {
+		t.Errorf("pods differing in an unselected label decided differently: %s %+v vs %s %+v", web1, score1, web2, score2)
+	}
+	if n := len(e.pl.index.existingAnti.entries); n != 1 {
+		t.Errorf("%d existing anti-affinity entries for two pods that differ only in an unselected label, want 1", n)
+	}
+	if n := len(e.pl.index.score.entries); n != 1 {
+		t.Errorf("%d score entries for two pods that differ only in an unselected label, want 1", n)
+	}
+
+	front, frontScore := run(incoming("default").Label("app", "api").Label("tier", "front").Obj())
+	if front != skip {
+		t.Errorf("app=api: PreFilter %s, want %s (no existing term selects it)", front, skip)
+	}
+	if want := scores(3, 3, 0, 0); !cmp.Equal(want, frontScore.raw) {
+		t.Errorf("tier=front: raw scores %v, want %v", frontScore.raw, want)
+	}
+	if want := fmt.Sprint(statuses(existingReject, existingReject, pass, pass)); web1 != want {
+		t.Errorf("app=web: Filter %s, want %s", web1, want)
+	}
+}

@@ -1,0 +1,48 @@
+package reliability
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
+)
+
+// env is the control plane TestMain starts for every test in this binary,
+// set once before m.Run and only read afterwards.
+var env *framework.Env
+
+// auditPolicy records every binding at Metadata level (who, which pod,
+// response code, when) and nothing else: the apiserver's own account of
+// how often each pod was bound, which a SIGKILLed scheduler cannot lose.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: Metadata
+    resources:
+      - group: ""
+        resources: ["pods/binding"]
+  - level: None
+`
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	var err error
+	// Waits here cover thousands of pods on a shared 2-core machine; a
+	// failure still names what it waited for.
+	if env, err = framework.Start(framework.Options{AuditPolicy: []byte(auditPolicy), Timeout: 3 * time.Minute}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	return m.Run()
+}

@@ -14,12 +14,14 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 // outcome is what the apiserver says happened to a stream of pods.
@@ -79,11 +81,14 @@ func (o outcome) firstBindAfter(t time.Time) (time.Time, bool) {
 }
 
 // waitAllBound polls until no pod of ns is unbound. It asks only for the
-// unbound ones, so that polling a namespace of thousands stays cheap.
+// unbound ones, so that polling a namespace of thousands stays cheap, and
+// reads consistently: a list at resourceVersion 0 may be served from a
+// watch cache that has not yet seen the last pods created, so none of
+// them would be unbound yet.
 func waitAllBound(t testing.TB, ns string) {
 	t.Helper()
 	env.Poll(t, "every pod of "+ns+" to be bound", func(ctx context.Context) (bool, error) {
-		list, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=", ResourceVersion: "0"})
+		list, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
 		if err != nil {
 			return false, nil // the apiserver may be coming back
 		}
@@ -169,15 +174,21 @@ func checkStream(t testing.TB, ns string, created int, recheck bool, rec streamR
 	// nothing to wait for).
 	var binds map[string][]binding
 	var torn int
-	env.Poll(t, "the audit log to record every bound pod's binding", func(context.Context) (bool, error) {
+	var missing []string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, env.Timeout, true, func(context.Context) (bool, error) {
 		binds, torn = bindings(t, ns)
+		missing = missing[:0]
 		for _, p := range pods {
 			if p.Spec.NodeName != "" && !slices.ContainsFunc(binds[p.Name], couldHaveBound(p)) && !recordLost(p, seen, gap) {
-				return false, nil
+				missing = append(missing, describeBinding(p, binds[p.Name], seen, gap))
 			}
 		}
-		return true, nil
+		return len(missing) == 0, nil
 	})
+	if err != nil {
+		t.Fatalf("waiting for the audit log to record every bound pod's binding: %v; %d pods without (at most 10 shown):\n%s",
+			err, len(missing), strings.Join(missing[:min(10, len(missing))], "\n"))
+	}
 	v := judgeBindings(pods, binds, seen, gap)
 	v.Created, v.Lost, v.TornRecords = created, created-v.Bound, torn
 	if torn > 0 && gap.from.IsZero() {
@@ -321,6 +332,21 @@ func couldHaveBound(p *v1.Pod) func(binding) bool {
 	return func(b binding) bool {
 		return b.succeeded() || b.unanswered() && b.Target == p.Spec.NodeName
 	}
+}
+
+// describeBinding is what the record says of p's binding, for a failure.
+func describeBinding(p *v1.Pod, bs []binding, seen func(string) podSeen, gap interval) string {
+	var s podSeen
+	if seen != nil {
+		s = seen(p.Name)
+	}
+	cond := "none"
+	if c := framework.PodCondition(p, v1.PodScheduled); c != nil {
+		cond = fmt.Sprintf("%s at %s (%s)", c.Status, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Reason)
+	}
+	return fmt.Sprintf("pod %s on %q (resourceVersion %s, PodScheduled %s): binding requests %+v; first seen bound %s on %v; SIGKILL window %s – %s",
+		p.Name, p.Spec.NodeName, p.ResourceVersion, cond, bs, s.firstBound.UTC().Format(time.RFC3339Nano), s.nodes,
+		gap.from.UTC().Format(time.RFC3339Nano), gap.to.UTC().Format(time.RFC3339Nano))
 }
 
 // recordLost says whether p's binding may lack its audit record: the

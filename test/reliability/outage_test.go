@@ -150,7 +150,7 @@ func TestControlPlaneOutages(t *testing.T) {
 				watch:          watch,
 			}
 			if f.stopsAPIServer {
-				rec.apiserverKill = interval{downAt, stoppedAt}
+				rec.apiserverDown = interval{downAt, readyAt}
 			}
 			o := checkStream(t, ns, pods, true, rec)
 			recovery := "no bind after recovery"

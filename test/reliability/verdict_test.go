@@ -19,7 +19,7 @@ func TestJudgeBindings(t *testing.T) {
 	req := func(code int32, node string, received float64) binding {
 		return binding{Code: code, Target: node, Received: at(received), At: at(received + 0.01)}
 	}
-	kill := interval{at(100), at(120)} // SIGKILL ± inFlight to the first list after the restart
+	kill := interval{at(100), at(120)} // from inFlight before the SIGKILL to restartSettle after the restart
 	for _, c := range []struct {
 		name  string
 		node  string // where the pod is bound; "" unbound

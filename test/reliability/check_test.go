@@ -52,8 +52,8 @@ type outcome struct {
 	Unanswered int
 	// AuditLost counts pods bound by a request the audit log has no
 	// record of, all first seen bound in the window around a SIGKILL of
-	// kube-apiserver: it stored the binding and died before logging it.
-	// TornRecords counts audit lines a SIGKILL cut short.
+	// kube-apiserver and its restart (see inFlight). TornRecords counts
+	// audit lines a SIGKILL cut short.
 	AuditLost, TornRecords int
 	// Violations are bindings our plugins' Filter rejects on the final
 	// cluster.
@@ -65,7 +65,7 @@ type outcome struct {
 func (o outcome) String() string {
 	lost := ""
 	if o.AuditLost > 0 || o.TornRecords > 0 {
-		lost = fmt.Sprintf("; bound by a request whose audit record the apiserver's SIGKILL lost: %d (torn audit lines: %d)", o.AuditLost, o.TornRecords)
+		lost = fmt.Sprintf("; bound with no audit record, inside the apiserver's kill-and-restart window: %d (torn audit lines: %d)", o.AuditLost, o.TornRecords)
 	}
 	return fmt.Sprintf("pods created %d, bound %d, lost %d, double-bound %d (binding requests refused or unanswered, by code: %v; pods bound by an unanswered request: %d%s; bound without a Scheduled event: %d), bindings our Filter rejects on the final cluster: %d",
 		o.Created, o.Bound, o.Lost, o.DoubleBound, o.Rejected, o.Unanswered, lost, o.NoEvent, o.Violations)
@@ -187,9 +187,8 @@ func checkStream(t testing.TB, ns string, created int, recheck bool, rec streamR
 	// The apiserver writes a request's audit event once it has answered,
 	// a moment after the binding is visible: wait for those of the bound
 	// pods (a success, or an unanswered request that may have stored it),
-	// except those whose record a SIGKILLed apiserver may have taken with
-	// it (that one was gone before the restarted one came up: there is
-	// nothing to wait for).
+	// except those bound in the kill-and-restart window, whose record may
+	// never come (see inFlight).
 	var binds map[string][]binding
 	var torn int
 	var missing []string

@@ -127,7 +127,7 @@ func TestControlPlaneOutages(t *testing.T) {
 				t.Fatal(err)
 			}
 			readyAt := time.Now()
-			stamp := func(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+			stamp := func(at time.Time) string { return at.UTC().Format("15:04:05.000") }
 			t.Logf("fault from %s (in effect %s) to %s; apiserver answering %s", stamp(downAt), stamp(stoppedAt), stamp(upAt), stamp(readyAt))
 			if err := <-created; err != nil {
 				t.Fatal(err)

@@ -176,13 +176,15 @@ RELIABILITY_REPORT ?= $(CURDIR)/results/reliability-$(shell date -u +%Y%m%d-%H%M
 RELIABILITY_RUN    ?= .
 
 .PHONY: test-reliability-short
-# TestControlPlaneOutages stays out of the short run until its checks stop
-# depending on best-effort records: after a kube-apiserver SIGKILL the audit
-# log can miss a binding the apiserver stored, and after a network cut the
-# Scheduled events can be dropped (two CI failures on 2026-11-23). It runs in
-# test-reliability.
+# Every reliability test, TestControlPlaneOutages included: its checks no
+# longer wait on best-effort records with a hard deadline. Pod state proves a
+# pod bound; the audit log proves it bound once, except for a binding whose
+# record a SIGKILLed kube-apiserver lost, which passes only if the test's own
+# watch first saw the pod bound (on one node only) around the kill and
+# restart; Scheduled events are required only for binds 30 s after the
+# apiserver answers again (test/reliability/README.md).
 test-reliability-short: build controlplane ## The reliability tests' short variants (part of make test).
-	$(GO) test -count=1 -timeout 20m -skip '^TestControlPlaneOutages$$' ./test/reliability/...
+	$(GO) test -count=1 -timeout 20m ./test/reliability/...
 
 .PHONY: test-reliability
 test-reliability: build controlplane ## The reliability tests' long variants (issue 15's figures), results in RELIABILITY_REPORT.

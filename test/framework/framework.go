@@ -181,6 +181,9 @@ func Start(opts Options) (_ *Env, err error) {
 		e.AuditLog = filepath.Join(e.dir, "audit.log")
 		apiserverArgs.Set("audit-policy-file", policy)
 		apiserverArgs.Set("audit-log-path", e.AuditLog)
+		// Never rotated (the default rotates at 100 MB): a test reads the
+		// whole record from this one file.
+		apiserverArgs.Set("audit-log-maxsize", "0")
 	}
 	if e.Config, err = e.testenv.Start(); err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", e.assets, err)

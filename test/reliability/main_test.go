@@ -13,14 +13,15 @@ import (
 // set once before m.Run and only read afterwards.
 var env *framework.Env
 
-// auditPolicy records every binding at Metadata level (who, which pod,
-// response code, when) and nothing else: the apiserver's own account of
-// how often each pod was bound, which a SIGKILLed scheduler cannot lose.
+// auditPolicy records every binding at Request level (who, which pod, to
+// which node, response code, when) and nothing else: the apiserver's own
+// account of how often each pod was bound, and where, which a SIGKILLed
+// scheduler cannot lose.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
-  - level: Metadata
+  - level: Request
     resources:
       - group: ""
         resources: ["pods/binding"]

@@ -125,6 +125,10 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	found := slices.Grow(e.found[:0], len(nodes))[:len(nodes)]
 	e.found = found
 	moved := len(e.order) != len(nodes)
+	// back: a node was found before the place looked in, so a node may be
+	// listed twice (no snapshot does that, but then the slots cannot
+	// stand for the list); checked below.
+	back := false
 	next := 0
 	for i, ni := range nodes {
 		gen := ni.GetGeneration()
@@ -156,6 +160,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 			stale = append(stale, i)
 			continue
 		}
+		back = back || s.pos < next
 		next = s.pos + 1
 		if s.pos != i {
 			moved = true
@@ -163,6 +168,10 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		if s.gen != gen {
 			stale = append(stale, i)
 		}
+	}
+	if back && markSeen(found, e.epoch) {
+		delete(x.entries, sig)
+		return computeSum(ctx, par, nodes, ops)
 	}
 	if len(stale) == 0 && len(e.slots) == len(nodes) {
 		// Every node is where it was, or was found by name.
@@ -224,9 +233,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	}
 	if len(e.slots) > len(nodes) {
 		// Nodes that left the list take their contribution with them.
-		for _, s := range found {
-			s.seen = e.epoch
-		}
+		markSeen(found, e.epoch)
 		for name, s := range e.slots {
 			if s.seen != e.epoch {
 				ops.apply(e.sum, s.v, -1)
@@ -242,6 +249,19 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	e.settle(moved, stale)
 	e.lent = true
 	return e.sum
+}
+
+// markSeen marks the slots found as seen in epoch, and reports whether one
+// was found for two nodes of the list.
+func markSeen[V any](found []*nodeSlot[V], epoch uint64) (twice bool) {
+	for _, s := range found {
+		if s == nil {
+			continue
+		}
+		twice = twice || s.seen == epoch
+		s.seen = epoch
+	}
+	return twice
 }
 
 // settle ends a call: if the list's nodes moved, the slots found are the

@@ -138,6 +138,14 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	check("a node listed twice", 5)
 	nodes = nodes[:len(nodes)-1]
 	check("listed once again", 4)
+
+	// The same, in another node's place: the list keeps its length.
+	gone := nodes[3]
+	nodes[3] = nodes[0]
+	check("a node listed twice in another's place", 4)
+	nodes[3] = gone
+	check("each node once again", 4)
+	check("and nothing changed since", 0)
 }
 
 // TestNodeIndexSumsAreImmutableOnceHandedOut: a cycle keeps reading the sum

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -75,12 +76,14 @@ func (c topologyCounts) apply(t nodeTally, sign int64) {
 	}
 }
 
+// clone copies the map wholesale (maps.Clone copies the table instead of
+// inserting entry by entry: at thousands of domains, as hostname-scoped
+// terms give, this is what a cycle that patches a lent sum pays).
 func (c topologyCounts) clone() topologyCounts {
-	out := make(topologyCounts, len(c))
-	for p, n := range c {
-		out[p] = n
+	if c == nil {
+		return topologyCounts{}
 	}
-	return out
+	return maps.Clone(c)
 }
 
 // coversNode reports whether a node with labels nl lies in a domain with a

@@ -40,9 +40,12 @@ const maxSignatures = 8
 type nodeSlot[V any] struct {
 	name string
 	gen  int64
-	// seen is the entry's epoch of the last call that listed the node.
+	// seen is the entry's epoch of the last call that listed the node; it
+	// is only kept up to date when nodes left the list.
 	seen uint64
-	v    V
+	// pos is the slot's position in its entry's order.
+	pos int
+	v   V
 }
 
 // sumOps says how per-node values of type V add up into a sum of type A (a
@@ -67,6 +70,11 @@ type indexEntry[V, A any] struct {
 	// of nodes with affinity pods shifts the ones after it, so the map
 	// is the fallback.
 	order []*nodeSlot[V]
+	// gens are the order's generations, to check a node against without
+	// reading its slot.
+	gens []int64
+	// found is scratch for one call: the slot of each listed node.
+	found []*nodeSlot[V]
 	sum   A
 	// lent: sum has been handed to a cycle and must never change again;
 	// the next update patches a copy.
@@ -95,7 +103,7 @@ type nodeIndex[V, A any] struct {
 // with a NodeInfo that has no node (test snapshots hold pods on unknown
 // nodes; kube-scheduler's lists never do): it has no name to key by.
 func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
-	if !x.enabled || cs.IsPodGroupSchedulingCycle() || slices.ContainsFunc(nodes, func(ni fwk.NodeInfo) bool { return ni.Node() == nil }) {
+	if !x.enabled || cs.IsPodGroupSchedulingCycle() {
 		return computeSum(ctx, par, nodes, ops)
 	}
 	x.mu.Lock()
@@ -103,27 +111,71 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	e := x.entry(sig, ops)
 	e.epoch++
 
+	// One pass over the list finds each node's slot and checks it. This
+	// pass is the index's cost per cycle, so its common case reads one
+	// field of each NodeInfo and nothing else: the snapshot keeps its
+	// lists in order between cycles, and a node is looked for where the
+	// previous node was found plus one. If its generation is the one
+	// recorded there, it is that slot's node, unchanged: generations come
+	// from one process-wide counter, so one generation never belongs to
+	// two nodes (0, which hand-built NodeInfos carry, proves nothing).
+	// Otherwise the name decides, and only a node that joined, left or
+	// moved costs a map lookup, which also finds where to go on.
 	var stale []int
+	found := slices.Grow(e.found[:0], len(nodes))[:len(nodes)]
+	e.found = found
 	moved := len(e.order) != len(nodes)
+	// back: a node was found before the place looked in, so a node may be
+	// listed twice (no snapshot does that, but then the slots cannot
+	// stand for the list); checked below.
+	back := false
+	next := 0
 	for i, ni := range nodes {
-		name, gen := ni.Node().Name, ni.GetGeneration()
-		var s *nodeSlot[V]
-		if i < len(e.order) && e.order[i].name == name {
-			s = e.order[i]
-		} else {
-			s, moved = e.slots[name], true
+		gen := ni.GetGeneration()
+		if next < len(e.gens) && gen != 0 && e.gens[next] == gen {
+			found[i] = e.order[next]
+			if next != i {
+				moved = true
+			}
+			next++
+			continue
 		}
-		if s == nil || s.gen != gen {
+		node := ni.Node()
+		if node == nil {
+			// No name to key by (test snapshots hold pods on unknown
+			// nodes; kube-scheduler's lists never do).
+			clear(found)
+			return computeSum(ctx, par, nodes, ops)
+		}
+		name := node.Name
+		var s *nodeSlot[V]
+		if next < len(e.order) && e.order[next].name == name {
+			s = e.order[next]
+		} else {
+			s = e.slots[name]
+		}
+		found[i] = s
+		if s == nil {
+			moved = true
 			stale = append(stale, i)
 			continue
 		}
-		s.seen = e.epoch
+		back = back || s.pos < next
+		next = s.pos + 1
+		if s.pos != i {
+			moved = true
+		}
+		if s.gen != gen {
+			stale = append(stale, i)
+		}
+	}
+	if back && markSeen(found, e.epoch) {
+		delete(x.entries, sig)
+		return computeSum(ctx, par, nodes, ops)
 	}
 	if len(stale) == 0 && len(e.slots) == len(nodes) {
 		// Every node is where it was, or was found by name.
-		if moved {
-			e.reorder(nodes)
-		}
+		e.settle(moved, stale)
 		e.lent = true
 		return e.sum
 	}
@@ -157,23 +209,31 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	var slab []nodeSlot[V]
 	for j, i := range stale {
 		ni := nodes[i]
-		name := ni.Node().Name
-		s := e.slots[name]
+		s := found[i]
 		if s == nil {
-			if len(slab) == 0 {
-				slab = make([]nodeSlot[V], len(stale)-j)
+			// Not in the index under its name, unless listed twice.
+			name := ni.Node().Name
+			s = e.slots[name]
+			if s == nil {
+				if len(slab) == 0 {
+					slab = make([]nodeSlot[V], len(stale)-j)
+				}
+				s, slab = &slab[0], slab[1:]
+				s.name = name
+				e.slots[name] = s
+			} else {
+				ops.apply(e.sum, s.v, -1)
 			}
-			s, slab = &slab[0], slab[1:]
-			s.name = name
-			e.slots[name] = s
+			found[i] = s
 		} else {
 			ops.apply(e.sum, s.v, -1)
 		}
-		s.gen, s.seen, s.v = ni.GetGeneration(), e.epoch, fresh[j]
+		s.gen, s.v = ni.GetGeneration(), fresh[j]
 		ops.apply(e.sum, s.v, 1)
 	}
 	if len(e.slots) > len(nodes) {
 		// Nodes that left the list take their contribution with them.
+		markSeen(found, e.epoch)
 		for name, s := range e.slots {
 			if s.seen != e.epoch {
 				ops.apply(e.sum, s.v, -1)
@@ -186,18 +246,40 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		delete(x.entries, sig)
 		return computeSum(ctx, par, nodes, ops)
 	}
-	e.reorder(nodes)
+	e.settle(moved, stale)
 	e.lent = true
 	return e.sum
 }
 
-// reorder records the slots in the order of nodes.
-func (e *indexEntry[V, A]) reorder(nodes []fwk.NodeInfo) {
-	clear(e.order)
-	e.order = slices.Grow(e.order[:0], len(nodes))[:len(nodes)]
-	for i, ni := range nodes {
-		e.order[i] = e.slots[ni.Node().Name]
+// markSeen marks the slots found as seen in epoch, and reports whether one
+// was found for two nodes of the list.
+func markSeen[V any](found []*nodeSlot[V], epoch uint64) (twice bool) {
+	for _, s := range found {
+		if s == nil {
+			continue
+		}
+		twice = twice || s.seen == epoch
+		s.seen = epoch
 	}
+	return twice
+}
+
+// settle ends a call: if the list's nodes moved, the slots found are the
+// order to look in next time, numbered by position; otherwise only the
+// stale positions have new generations. The scratch keeps no slot alive.
+func (e *indexEntry[V, A]) settle(moved bool, stale []int) {
+	if moved {
+		e.order, e.found = e.found, e.order
+		e.gens = slices.Grow(e.gens[:0], len(e.order))[:len(e.order)]
+		for i, s := range e.order {
+			s.pos, e.gens[i] = i, s.gen
+		}
+	} else {
+		for _, i := range stale {
+			e.gens[i] = e.order[i].gen
+		}
+	}
+	clear(e.found)
 }
 
 // entry returns sig's entry, creating it (and dropping the least recently

@@ -85,6 +85,16 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 		if computed != wantComputed {
 			t.Errorf("%s: recomputed %d nodes, want %d", step, computed, wantComputed)
 		}
+		// The next cycle looks for each node where this one found it.
+		if e := x.entries["sig"]; e != nil {
+			for i, s := range e.order {
+				if s == nil || s.pos != i || i >= len(nodes) || s.name != nodes[i].Node().Name {
+					t.Errorf("%s: order[%d] = %+v, want node %d's slot at position %d", step, i, s, i, i)
+				} else if e.gens[i] != nodes[i].GetGeneration() {
+					t.Errorf("%s: gens[%d] = %d, want node %d's generation %d", step, i, e.gens[i], i, nodes[i].GetGeneration())
+				}
+			}
+		}
 	}
 
 	check("first cycle", 12)
@@ -128,6 +138,14 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	check("a node listed twice", 5)
 	nodes = nodes[:len(nodes)-1]
 	check("listed once again", 4)
+
+	// The same, in another node's place: the list keeps its length.
+	gone := nodes[3]
+	nodes[3] = nodes[0]
+	check("a node listed twice in another's place", 4)
+	nodes[3] = gone
+	check("each node once again", 4)
+	check("and nothing changed since", 0)
 }
 
 // TestNodeIndexSumsAreImmutableOnceHandedOut: a cycle keeps reading the sum

@@ -24,7 +24,9 @@ const preScoreStateKey fwk.StateKey = "PreScoreInterPodAffinity"
 // entry for it, even when the weights cancel out to zero: such an entry
 // still counts as something to score, as upstream.
 type scoreSum struct {
-	domains map[topologyPair]domainWeight
+	// domains is layered: the index patches a fork of a sum it has
+	// handed out, which costs a fraction of copying a domain per node.
+	domains layered[topologyPair, domainWeight]
 	// keys counts the domains of each topology key.
 	keys map[string]int64
 }
@@ -36,20 +38,20 @@ type domainWeight struct {
 }
 
 func newScoreSum() *scoreSum {
-	return &scoreSum{domains: make(map[topologyPair]domainWeight), keys: make(map[string]int64)}
+	return &scoreSum{domains: newLayered[topologyPair, domainWeight](), keys: make(map[string]int64)}
 }
 
 // apply adds (sign 1) or takes back (sign -1) one node's tally.
 func (s *scoreSum) apply(t nodeTally, sign int64) {
 	for _, d := range t {
-		w := s.domains[d.pair]
+		w, _ := s.domains.get(d.pair)
 		w.weight += sign * d.count
 		w.entries += sign
-		if w.entries != 0 {
-			s.domains[d.pair] = w
-		} else {
-			delete(s.domains, d.pair)
+		if w.entries == 0 {
+			// No tally has the domain any more (its weight is 0 too).
+			w = domainWeight{}
 		}
+		s.domains.set(d.pair, w)
 		if n := s.keys[d.pair.key] + sign; n != 0 {
 			s.keys[d.pair.key] = n
 		} else {
@@ -59,7 +61,7 @@ func (s *scoreSum) apply(t nodeTally, sign int64) {
 }
 
 func (s *scoreSum) clone() *scoreSum {
-	return &scoreSum{domains: maps.Clone(s.domains), keys: maps.Clone(s.keys)}
+	return &scoreSum{domains: s.domains.fork(), keys: maps.Clone(s.keys)}
 }
 
 // preScoreState is never modified after PreScore.
@@ -70,7 +72,7 @@ type preScoreState struct {
 	// integer addition does not care about the order.
 	keys []string
 	// domains is the index's sum, shared and read-only.
-	domains map[topologyPair]domainWeight
+	domains layered[topologyPair, domainWeight]
 }
 
 func newPreScoreState(sum *scoreSum) *preScoreState {
@@ -167,7 +169,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 		apply:  (*scoreSum).apply,
 		clone:  (*scoreSum).clone,
 	})
-	if len(sum.domains) == 0 {
+	if sum.domains.len() == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	cycleState.Write(preScoreStateKey, newPreScoreState(sum))
@@ -229,7 +231,8 @@ func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, 
 	var score int64
 	for _, key := range s.keys {
 		if v, ok := nl[key]; ok {
-			score += s.domains[topologyPair{key: key, value: v}].weight
+			w, _ := s.domains.get(topologyPair{key: key, value: v})
+			score += w.weight
 		}
 	}
 	return score, nil

@@ -1,0 +1,76 @@
+package interpodaffinity
+
+// This file holds a speed structure of the index (index.go): a map that a
+// cycle can keep reading while the index goes on patching the sum for the
+// next cycles, without copying the whole map each time.
+
+import "maps"
+
+// layered is a map from K to V, in two layers: base, which is never
+// changed once shared, and delta, the changes made over base since. The
+// zero V is never stored as a value: setting it deletes the key, and in
+// delta it marks a key of base as deleted.
+//
+// Copying a layered value shares both maps, and then neither copy may be
+// changed; fork makes a changeable one. fork copies delta alone while it
+// is small next to base and otherwise folds it into a new base: with the
+// fold at |delta|² > 2|base|, a sum of N keys that changes a few keys per
+// cycle costs about √(2N) key copies per cycle, instead of the N that
+// copying the map costs.
+type layered[K comparable, V comparable] struct {
+	base, delta map[K]V
+	// n counts the keys present.
+	n int
+}
+
+func newLayered[K comparable, V comparable]() layered[K, V] {
+	return layered[K, V]{base: map[K]V{}, delta: map[K]V{}}
+}
+
+// get returns k's value and whether k is present.
+func (m *layered[K, V]) get(k K) (V, bool) {
+	var zero V
+	if v, ok := m.delta[k]; ok {
+		return v, v != zero
+	}
+	v, ok := m.base[k]
+	return v, ok
+}
+
+// len is the number of keys present.
+func (m *layered[K, V]) len() int { return m.n }
+
+// set sets k to v, or deletes k when v is the zero V. m must not be shared.
+func (m *layered[K, V]) set(k K, v V) {
+	var zero V
+	_, had := m.get(k)
+	switch _, inBase := m.base[k]; {
+	case v != zero || inBase:
+		m.delta[k] = v
+	default:
+		delete(m.delta, k)
+	}
+	switch has := v != zero; {
+	case has && !had:
+		m.n++
+	case !has && had:
+		m.n--
+	}
+}
+
+// fork returns a copy of m that may be changed while m, shared, is not.
+func (m *layered[K, V]) fork() layered[K, V] {
+	if len(m.delta) <= 32 || len(m.delta)*len(m.delta) <= 2*len(m.base) {
+		return layered[K, V]{base: m.base, delta: maps.Clone(m.delta), n: m.n}
+	}
+	var zero V
+	base := maps.Clone(m.base)
+	for k, v := range m.delta {
+		if v == zero {
+			delete(base, k)
+		} else {
+			base[k] = v
+		}
+	}
+	return layered[K, V]{base: base, delta: map[K]V{}, n: m.n}
+}

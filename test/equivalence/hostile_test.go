@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,13 +70,8 @@ func fuzzPlugin(f *testing.F, inTree string) {
 				return comparePluginWith(&recorder{plugin: k.Name, oursMustNotPanic: true}, e, sc, k.Upstream, k.Ours)
 			}
 			mms := compare()
-			// A selector with several invalid matchLabels entries is
-			// reported by whichever entry Go's map order visits first,
-			// upstream (metav1.LabelSelectorAsSelector) and ours alike, so
-			// the text varies from run to run. Such a mismatch stands only
-			// if no rerun agrees.
-			for try := 0; try < 30 && mapOrderDependent(mms); try++ {
-				mms = compare()
+			if mapOrderDependent(mms) {
+				mms = settleMapOrder(mms, compare)
 			}
 			done <- mms
 		}()
@@ -103,6 +99,65 @@ func mapOrderDependent(mms []mismatch) bool {
 		}
 	}
 	return len(mms) > 0
+}
+
+// settleMapOrder reruns a comparison whose mismatches are all selector
+// parse errors. A selector with several invalid matchLabels entries is
+// reported by whichever entry Go's map order visits first, upstream
+// (metav1.LabelSelectorAsSelector) and ours alike, and each side draws its
+// order independently, so with n invalid entries one run agrees by a 1/n
+// chance. Instead, per place (plugin, check, where), the texts each side
+// produced are collected over the reruns: the place is settled once one
+// text has come from both sides, or a rerun agreed there. Any other kind
+// of mismatch, or a place still open after the reruns, stands.
+func settleMapOrder(first []mismatch, compare func() []mismatch) []mismatch {
+	type texts struct{ upstream, ours map[string]bool }
+	place := func(m mismatch) string { return m.Plugin + "/" + m.Check + "/" + m.Where }
+	open := map[string]*texts{}
+	settled := map[string]bool{}
+	last := map[string]mismatch{}
+	note := func(mms []mismatch) {
+		for _, m := range mms {
+			p := place(m)
+			if settled[p] {
+				continue
+			}
+			t := open[p]
+			if t == nil {
+				t = &texts{upstream: map[string]bool{}, ours: map[string]bool{}}
+				open[p] = t
+			}
+			t.upstream[m.Upstream], t.ours[m.Ours] = true, true
+			last[p] = m
+		}
+	}
+	note(first)
+	for try := 0; try < 30 && len(open) > 0; try++ {
+		mms := compare()
+		if !mapOrderDependent(mms) && len(mms) > 0 {
+			return mms
+		}
+		note(mms)
+		mismatched := map[string]bool{}
+		for _, m := range mms {
+			mismatched[place(m)] = true
+		}
+		for p, t := range open {
+			agreed := !mismatched[p]
+			for text := range t.upstream {
+				agreed = agreed || t.ours[text]
+			}
+			if agreed {
+				delete(open, p)
+				settled[p] = true
+			}
+		}
+	}
+	var stand []mismatch
+	for p := range open {
+		stand = append(stand, last[p])
+	}
+	return stand
 }
 
 func mismatchesString(mms []mismatch) string {
@@ -814,5 +869,44 @@ func TestHostileDecoderReachesCorners(t *testing.T) {
 		if !seen[corner] {
 			t.Errorf("3000 random inputs decoded to no scenario with %s", corner)
 		}
+	}
+}
+
+// TestSettleMapOrder: texts drawn from the same entries on both sides
+// settle even when no single run agrees; texts no run of upstream gives,
+// and a mismatch of another kind, stand.
+func TestSettleMapOrder(t *testing.T) {
+	entries := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	invalid := func(e string) string { return "key: Invalid value: " + strconv.Quote(e) }
+	run := func(ours func() string) func() []mismatch {
+		return func() []mismatch {
+			up, o := invalid(entries[rng.IntN(len(entries))]), ours()
+			if up == o {
+				return nil
+			}
+			return []mismatch{{Plugin: "InterPodAffinity", Check: "PreFilter", Upstream: up, Ours: o}}
+		}
+	}
+	sameEntries := run(func() string { return invalid(entries[rng.IntN(len(entries))]) })
+	neverUpstreams := run(func() string { return invalid("z" + entries[rng.IntN(len(entries))]) })
+
+	for i := range 200 {
+		first := sameEntries()
+		if first == nil {
+			continue
+		}
+		if got := settleMapOrder(first, sameEntries); len(got) > 0 {
+			t.Fatalf("round %d: texts from the same entries did not settle: %v", i, got)
+		}
+	}
+	first := neverUpstreams()
+	if got := settleMapOrder(first, neverUpstreams); len(got) != 1 {
+		t.Fatalf("ours naming an entry upstream never names: got %v, want the mismatch to stand", got)
+	}
+	other := mismatch{Plugin: "InterPodAffinity", Check: "Filter", Where: "n1", Upstream: "Success", Ours: "Unschedulable"}
+	got := settleMapOrder(first, func() []mismatch { return []mismatch{other} })
+	if len(got) != 1 || got[0] != other {
+		t.Fatalf("a mismatch of another kind in a rerun: got %v, want it returned", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,16 +107,27 @@ func mapOrderDependent(mms []mismatch) bool {
 // reported by whichever entry Go's map order visits first, upstream
 // (metav1.LabelSelectorAsSelector) and ours alike, and each side draws its
 // order independently, so with n invalid entries one run agrees by a 1/n
-// chance. Instead, per place (plugin, check, where), the texts each side
-// produced are collected over the reruns: the place is settled once one
-// text has come from both sides, or a rerun agreed there. Any other kind
-// of mismatch, or a place still open after the reruns, stands.
+// chance, and a pod whose term lists each fail that way multiplies the
+// chances. Instead, each text is cut into its parts (parseSegments: one per
+// term list that failed to parse), and per place (plugin, check, where) and
+// part the texts each side produced are collected over the reruns: the
+// place is settled once every part has had one text from both sides, or a
+// rerun agreed there. Any other kind of mismatch, or a place still open
+// after the reruns, stands.
 func settleMapOrder(first []mismatch, compare func() []mismatch) []mismatch {
-	type texts struct{ upstream, ours map[string]bool }
+	type texts struct{ upstream, ours map[string]map[string]bool }
 	place := func(m mismatch) string { return m.Plugin + "/" + m.Check + "/" + m.Where }
 	open := map[string]*texts{}
 	settled := map[string]bool{}
 	last := map[string]mismatch{}
+	collect := func(into map[string]map[string]bool, text string) {
+		for part, t := range parseSegments(text) {
+			if into[part] == nil {
+				into[part] = map[string]bool{}
+			}
+			into[part][t] = true
+		}
+	}
 	note := func(mms []mismatch) {
 		for _, m := range mms {
 			p := place(m)
@@ -124,12 +136,27 @@ func settleMapOrder(first []mismatch, compare func() []mismatch) []mismatch {
 			}
 			t := open[p]
 			if t == nil {
-				t = &texts{upstream: map[string]bool{}, ours: map[string]bool{}}
+				t = &texts{upstream: map[string]map[string]bool{}, ours: map[string]map[string]bool{}}
 				open[p] = t
 			}
-			t.upstream[m.Upstream], t.ours[m.Ours] = true, true
+			collect(t.upstream, m.Upstream)
+			collect(t.ours, m.Ours)
 			last[p] = m
 		}
+	}
+	bothSaid := func(t *texts) bool {
+		for _, side := range []map[string]map[string]bool{t.upstream, t.ours} {
+			for part := range side {
+				common := false
+				for text := range t.upstream[part] {
+					common = common || t.ours[part][text]
+				}
+				if !common {
+					return false
+				}
+			}
+		}
+		return true
 	}
 	note(first)
 	for try := 0; try < 30 && len(open) > 0; try++ {
@@ -143,11 +170,7 @@ func settleMapOrder(first []mismatch, compare func() []mismatch) []mismatch {
 			mismatched[place(m)] = true
 		}
 		for p, t := range open {
-			agreed := !mismatched[p]
-			for text := range t.upstream {
-				agreed = agreed || t.ours[text]
-			}
-			if agreed {
+			if !mismatched[p] || bothSaid(t) {
 				delete(open, p)
 				settled[p] = true
 			}
@@ -158,6 +181,25 @@ func settleMapOrder(first []mismatch, compare func() []mismatch) []mismatch {
 		stand = append(stand, last[p])
 	}
 	return stand
+}
+
+// podParseParts are the term lists framework.NewPodInfo names in a parse
+// error, each reported from its own selector.
+var podParseParts = regexp.MustCompile(`(required|preferred)(Anti)?AffinityTerms: `)
+
+// parseSegments cuts a text at each term list it names: the part before the
+// first, and one part per list, keyed by the list's name.
+func parseSegments(text string) map[string]string {
+	parts := map[string]string{}
+	cuts := podParseParts.FindAllStringIndex(text, -1)
+	end := len(text)
+	for i := len(cuts) - 1; i >= 0; i-- {
+		name := text[cuts[i][0]:cuts[i][1]]
+		parts[name] += text[cuts[i][1]:end]
+		end = cuts[i][0]
+	}
+	parts[""] = text[:end]
+	return parts
 }
 
 func mismatchesString(mms []mismatch) string {
@@ -898,6 +940,26 @@ func TestSettleMapOrder(t *testing.T) {
 		}
 		if got := settleMapOrder(first, sameEntries); len(got) > 0 {
 			t.Fatalf("round %d: texts from the same entries did not settle: %v", i, got)
+		}
+	}
+	// Three term lists, each naming its own entry by map order: 512 texts
+	// per side, which 30 reruns rarely match whole.
+	threeLists := func() []mismatch {
+		text := func() string {
+			return "parsing pod: [requiredAffinityTerms: " + invalid(entries[rng.IntN(len(entries))]) +
+				", requiredAntiAffinityTerms: " + invalid(entries[rng.IntN(len(entries))]) +
+				", preferredAffinityTerms: " + invalid(entries[rng.IntN(len(entries))]) + "]"
+		}
+		if up, o := text(), text(); up != o {
+			return []mismatch{{Plugin: "InterPodAffinity", Check: "PreFilter", Upstream: up, Ours: o}}
+		}
+		return nil
+	}
+	for i := range 200 {
+		if first := threeLists(); first != nil {
+			if got := settleMapOrder(first, threeLists); len(got) > 0 {
+				t.Fatalf("round %d: three lists of texts from the same entries did not settle: %v", i, got)
+			}
 		}
 	}
 	first := neverUpstreams()

@@ -159,7 +159,7 @@ func settleMapOrder(first []mismatch, compare func() []mismatch) []mismatch {
 		return true
 	}
 	note(first)
-	for try := 0; try < 30 && len(open) > 0; try++ {
+	for try := 0; try < mapOrderReruns && len(open) > 0; try++ {
 		mms := compare()
 		if !mapOrderDependent(mms) && len(mms) > 0 {
 			return mms
@@ -182,6 +182,13 @@ func settleMapOrder(first []mismatch, compare func() []mismatch) []mismatch {
 	}
 	return stand
 }
+
+// mapOrderReruns bounds settleMapOrder's reruns. With n invalid entries in
+// one list, r reruns give each side r texts and about r²/n of them in
+// common: hostile pods carry hundreds of entries (a failure at 30 reruns
+// had k521 and k106), and 100 reruns leave n = 600 unsettled with a chance
+// of about e^-17. A rerun costs one comparison of a small scenario.
+const mapOrderReruns = 100
 
 // podParseParts are the term lists framework.NewPodInfo names in a parse
 // error, each reported from its own selector.

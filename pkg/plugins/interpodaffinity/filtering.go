@@ -425,14 +425,12 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 		s.existingHostAnti = len(holders.all) > len(holders.nonHost)
 	}
 	incoming := s.podInfo.GetPod()
-	// A node's part depends on its pods and labels and on the incoming
-	// pod's namespace, namespace labels, and those of its labels that the
-	// holders' terms select on.
-	keys := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, "anti-affinity holders", nodes, selectorKeys)
+	// A node's part depends on its pods and labels and on what the
+	// holders' terms read of the incoming pod: its namespace, its labels
+	// and its namespace's labels.
+	inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, "anti-affinity holders", nodes, selectorKeys)
 	var sig signature
-	sig.str(incoming.Namespace)
-	sig.labelSet(labelsSelectedOn(incoming.Labels, keys))
-	sig.labelSet(s.nsLabels)
+	inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
 	sum := pl.index.existingAnti.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, sumOps[existingAnti, *existingAntiSum]{
 		compute: func(ni fwk.NodeInfo) existingAnti {
 			nl := nodeLabels(ni)

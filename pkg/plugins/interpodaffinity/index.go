@@ -401,57 +401,111 @@ func (w *signature) weightedTerms(ts []fwk.WeightedAffinityTerm) {
 	}
 }
 
-// keyCounts counts, per label key, the nodes whose pods have a term that
-// selects on it.
+// keyCounts counts, per name (a label key or a namespace), the nodes whose
+// pods have a term that reads it.
 type keyCounts map[string]int64
 
-// selectorKeys is an index's sumOps for the label keys that the terms of
-// the pods with pod (anti-)affinity on a node select on. Existing pods'
-// terms are matched against the incoming pod, so a sum that depends on
-// them depends on the incoming pod's labels only through these keys: two
-// pods that agree on them match every such term alike. Keying by all
-// labels instead would miss whenever pods carry a label of their own
-// (a StatefulSet's pod name, scheduler_perf's per-pod signature label).
-var selectorKeys = sumOps[[]string, keyCounts]{
-	compute: func(ni fwk.NodeInfo) []string {
-		var keys []string
-		addKeys := func(t *fwk.AffinityTerm) {
-			if reqs, selectsSome := t.Selector.Requirements(); selectsSome {
+func (c keyCounts) apply(names []string, sign int64) {
+	for _, k := range names {
+		if n := c[k] + sign; n != 0 {
+			c[k] = n
+		} else {
+			delete(c, k)
+		}
+	}
+}
+
+// termInputs is what the terms of the existing pods with pod
+// (anti-)affinity read of an incoming pod, counted per node of a list:
+// existing pods' terms are matched against the incoming pod, so a sum
+// that depends on them depends on the incoming pod only through these.
+// Two pods that agree on them match every such term alike. Keying by the
+// whole pod instead would miss whenever pods carry a label of their own
+// (a StatefulSet's pod name, scheduler_perf's per-pod signature label),
+// or come from many namespaces (every namespace carries its own
+// kubernetes.io/metadata.name label).
+type termInputs struct {
+	// podKeys are the label keys the terms' label selectors select on.
+	podKeys keyCounts
+	// nsKeys are the namespace label keys the terms' namespace selectors
+	// select on.
+	nsKeys keyCounts
+	// namespaces are the namespaces the terms list (a term without a
+	// namespace selector lists its own pod's namespace).
+	namespaces keyCounts
+}
+
+// nodeTermInputs is one node's part of termInputs, each name once.
+type nodeTermInputs struct {
+	podKeys, nsKeys, namespaces []string
+}
+
+// selectorKeys is an index's sumOps for termInputs.
+var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
+	compute: func(ni fwk.NodeInfo) nodeTermInputs {
+		var in nodeTermInputs
+		addKeys := func(keys *[]string, s labels.Selector) {
+			if reqs, selectsSome := s.Requirements(); selectsSome {
 				for _, r := range reqs {
-					if !slices.Contains(keys, r.Key()) {
-						keys = append(keys, r.Key())
+					if !slices.Contains(*keys, r.Key()) {
+						*keys = append(*keys, r.Key())
 					}
+				}
+			}
+		}
+		addTerm := func(t *fwk.AffinityTerm) {
+			addKeys(&in.podKeys, t.Selector)
+			addKeys(&in.nsKeys, t.NamespaceSelector)
+			for ns := range t.Namespaces {
+				if !slices.Contains(in.namespaces, ns) {
+					in.namespaces = append(in.namespaces, ns)
 				}
 			}
 		}
 		for _, p := range ni.GetPodsWithAffinity() {
 			for _, ts := range [][]fwk.AffinityTerm{p.GetRequiredAffinityTerms(), p.GetRequiredAntiAffinityTerms()} {
 				for i := range ts {
-					addKeys(&ts[i])
+					addTerm(&ts[i])
 				}
 			}
 			for _, ts := range [][]fwk.WeightedAffinityTerm{p.GetPreferredAffinityTerms(), p.GetPreferredAntiAffinityTerms()} {
 				for i := range ts {
-					addKeys(&ts[i].AffinityTerm)
+					addTerm(&ts[i].AffinityTerm)
 				}
 			}
 		}
-		return keys
+		return in
 	},
-	newSum: func() keyCounts { return keyCounts{} },
-	apply: func(sum keyCounts, keys []string, sign int64) {
-		for _, k := range keys {
-			if n := sum[k] + sign; n != 0 {
-				sum[k] = n
-			} else {
-				delete(sum, k)
-			}
-		}
+	newSum: func() *termInputs {
+		return &termInputs{podKeys: keyCounts{}, nsKeys: keyCounts{}, namespaces: keyCounts{}}
 	},
-	clone: maps.Clone[keyCounts],
+	apply: func(sum *termInputs, in nodeTermInputs, sign int64) {
+		sum.podKeys.apply(in.podKeys, sign)
+		sum.nsKeys.apply(in.nsKeys, sign)
+		sum.namespaces.apply(in.namespaces, sign)
+	},
+	clone: func(sum *termInputs) *termInputs {
+		return &termInputs{podKeys: maps.Clone(sum.podKeys), nsKeys: maps.Clone(sum.nsKeys), namespaces: maps.Clone(sum.namespaces)}
+	},
 }
 
-// labelsSelectedOn returns the labels whose keys are in keys.
+// encode writes to w what the terms can read of a pod in namespace ns
+// with labels podLabels, in a namespace labelled nsLabels. A namespace no
+// term lists is encoded as unlisted, whatever its name: Matches asks of
+// the name only whether a term lists it.
+func (in *termInputs) encode(w *signature, ns string, podLabels, nsLabels map[string]string) {
+	listed := in.namespaces[ns] > 0
+	w.flag(listed)
+	if listed {
+		w.str(ns)
+	}
+	w.labelSet(labelsSelectedOn(podLabels, in.podKeys))
+	w.labelSet(labelsSelectedOn(nsLabels, in.nsKeys))
+}
+
+// labelsSelectedOn returns the labels whose keys are in keys. Nil and
+// empty label sets give the same (empty) result: no selector tells them
+// apart.
 func labelsSelectedOn(lbls map[string]string, keys keyCounts) map[string]string {
 	out := make(map[string]string, min(len(lbls), len(keys)))
 	for k, v := range lbls {

@@ -397,3 +397,63 @@ func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
 		t.Errorf("app=web: Filter %s, want %s", web1, want)
 	}
 }
+
+// TestSignaturesIgnoreNamespacesNoTermReads: pods from namespaces that no
+// existing term lists, and whose labels agree on what the terms' namespace
+// selectors read, share the index's entries, though each namespace has a
+// kubernetes.io/metadata.name label of its own (scheduler_perf's
+// *WithNSSelector workloads: pods from 100 namespaces). A namespace a term
+// lists by name, or one its selector tells apart, splits them and is
+// matched right.
+func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
+	devops := sel("team", "devops")
+	web := tu.AffinityTerm(zone, sel("app", "web"))
+	pods := []*v1.Pod{
+		placed("ops", "guard", "n1").Label("app", "guard").
+			RequiredPodAntiAffinity(tu.WithNamespaceSelector(web, devops)).
+			PreferredPodAntiAffinity(tu.Weighted(5, tu.WithNamespaceSelector(web, devops))).Obj(),
+		placed("ops", "lister", "n3").Label("app", "lister").
+			RequiredPodAntiAffinity(tu.InNamespaces(web, "b")).Obj(),
+	}
+	namespace := func(name, team string) *v1.Namespace {
+		return tu.MakeNamespace(name, map[string]string{v1.LabelMetadataName: name, "team": team})
+	}
+	e := newEnv(t, nil, feature.Features{}, pods, fixtureNodes(),
+		namespace("ops", "ops"), namespace("a", "devops"), namespace("a2", "devops"), namespace("b", "qa"), namespace("qa", "qa"))
+	run := func(ns string) (string, scoreResult) {
+		p := incoming(ns).Label("app", "web").Obj()
+		cs, st := e.preFilter(t, p)
+		out := tu.StatusString(st)
+		if st.IsSuccess() {
+			out = fmt.Sprint(e.filterAll(t, cs, p))
+		}
+		return out, e.score(t, p)
+	}
+	entries := func() (int, int) { return len(e.pl.index.existingAnti.entries), len(e.pl.index.score.entries) }
+
+	a, aScore := run("a")
+	a2, a2Score := run("a2")
+	if want := fmt.Sprint(statuses(existingReject, existingReject, pass, pass)); a != want || a2 != want {
+		t.Errorf("team=devops namespaces: Filter %s and %s, want %s", a, a2, want)
+	}
+	if want := scores(-5, -5, 0, 0); !cmp.Equal(want, aScore.raw) || !cmp.Equal(want, a2Score.raw) {
+		t.Errorf("team=devops namespaces: raw scores %v and %v, want %v", aScore.raw, a2Score.raw, want)
+	}
+	if anti, score := entries(); anti != 1 || score != 1 {
+		t.Errorf("two namespaces no term tells apart: %d existing anti-affinity and %d score entries, want 1 and 1", anti, score)
+	}
+
+	b, bScore := run("b")
+	if want := fmt.Sprint(statuses(pass, pass, existingReject, pass)); b != want {
+		t.Errorf("namespace b (listed, team=qa): Filter %s, want %s", b, want)
+	}
+	if bScore.preScore != skip {
+		t.Errorf("namespace b: PreScore %s, want %s (no preferred term selects it)", bScore.preScore, skip)
+	}
+	if qa, _ := run("qa"); qa != skip {
+		t.Errorf("namespace qa (unlisted, team=qa): PreFilter %s, want %s", qa, skip)
+	}
+	if anti, _ := entries(); anti != 3 {
+		t.Errorf("%d existing anti-affinity entries after namespaces a, a2, b and qa, want 3", anti)
+	}
+}

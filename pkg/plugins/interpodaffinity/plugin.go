@@ -55,9 +55,9 @@ type indexes struct {
 	existingAnti nodeIndex[existingAnti, *existingAntiSum]
 	incoming     nodeIndex[incomingMatches, *incomingSum]
 	score        nodeIndex[nodeTally, *scoreSum]
-	// keys holds, per node list, the label keys existing pods' terms
-	// select on (selectorKeys).
-	keys nodeIndex[[]string, keyCounts]
+	// keys holds, per node list, what existing pods' terms read of an
+	// incoming pod (selectorKeys).
+	keys nodeIndex[nodeTermInputs, *termInputs]
 }
 
 // newIndexes enables the indexes unless gate GenericWorkload is on: its

@@ -132,21 +132,19 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	nsLabels := pl.namespaceLabels(klog.FromContext(ctx), pod.Namespace)
 
 	// A node's tally depends on its pods and labels and on the incoming
-	// pod: its preferred terms (namespaces resolved), namespace, namespace
-	// labels and those of its labels that the existing pods' terms select
-	// on, and on which of the node's pods are visited.
+	// pod: its preferred terms (namespaces resolved), what the existing
+	// pods' terms read of it (namespace, labels, namespace labels), and
+	// which of the node's pods are visited.
 	list := "nodes with pod affinity"
 	if hasPreferred {
 		list = "all nodes"
 	}
-	keys := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, list, nodes, selectorKeys)
+	inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, list, nodes, selectorKeys)
 	var sig signature
 	sig.flag(hasPreferred)
 	sig.weightedTerms(preferred)
 	sig.weightedTerms(preferredAnti)
-	sig.str(pod.Namespace)
-	sig.labelSet(labelsSelectedOn(pod.Labels, keys))
-	sig.labelSet(nsLabels)
+	inputs.encode(&sig, pod.Namespace, pod.Labels, nsLabels)
 	sum := pl.index.score.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, sumOps[nodeTally, *scoreSum]{
 		compute: func(ni fwk.NodeInfo) nodeTally {
 			nl := nodeLabels(ni)

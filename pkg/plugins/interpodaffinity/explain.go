@@ -105,7 +105,7 @@ func affinityCauses(s *preFilterState, nl map[string]string) []explanation.Cause
 		switch {
 		case !ok:
 			out = append(out, explanation.Cause{Message: fmt.Sprintf("required affinity %s: node has no label %s", term(t), t.TopologyKey)})
-		case len(s.terms.hostAffinity) == 0 && s.affinity[topologyPair{key: t.TopologyKey, value: v}] > 0:
+		case len(s.terms.hostAffinity) == 0 && s.affinity.get(topologyPair{key: t.TopologyKey, value: v}) > 0:
 			// This term's domain is satisfied; another one is not.
 		default:
 			msg := fmt.Sprintf("required affinity %s: no pod matching all required affinity terms in %s=%s", term(t), t.TopologyKey, v)

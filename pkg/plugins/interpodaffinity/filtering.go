@@ -46,66 +46,97 @@ type topologyPair struct {
 // drops to zero through AddPod/RemovePod is deleted, so that an empty map
 // keeps meaning "no such pod anywhere" (the first-pod-of-a-series rule relies
 // on it).
-type topologyCounts map[topologyPair]int64
+//
+// The counts are layered (layered.go): the index hands counts out to a
+// cycle and then patches a fork of them for the next one, which costs the
+// few domains that changed instead of a copy of every domain (thousands
+// for hostname-scoped terms).
+type topologyCounts struct {
+	domains layered[topologyPair, int64]
+	// keys counts the domains present per topology key, so that
+	// coversNode looks up only the node's labels that can match.
+	keys []keyDomains
+}
+
+type keyDomains struct {
+	key string
+	n   int64
+}
+
+func newTopologyCounts() topologyCounts {
+	return topologyCounts{domains: newLayered[topologyPair, int64]()}
+}
+
+// get is the count of domain p (0 when absent).
+func (c *topologyCounts) get(p topologyPair) int64 {
+	n, _ := c.domains.get(p)
+	return n
+}
+
+// len is the number of domains present.
+func (c *topologyCounts) len() int { return c.domains.len() }
+
+// addTo adds delta to domain p, deleting it when it drops to zero.
+func (c *topologyCounts) addTo(p topologyPair, delta int64) {
+	old, had := c.domains.get(p)
+	n := old + delta
+	c.domains.set(p, n)
+	switch {
+	case !had && n != 0:
+		c.countKey(p.key, 1)
+	case had && n == 0:
+		c.countKey(p.key, -1)
+	}
+}
+
+// countKey adds delta to the domains counted for key.
+func (c *topologyCounts) countKey(key string, delta int64) {
+	for i := range c.keys {
+		if c.keys[i].key == key {
+			if c.keys[i].n += delta; c.keys[i].n == 0 {
+				c.keys = slices.Delete(c.keys, i, i+1)
+			}
+			return
+		}
+	}
+	c.keys = append(c.keys, keyDomains{key: key, n: delta})
+}
 
 // add adds delta to the domain of key on a node with nodeLabels; a node
 // without the key belongs to no domain of it and counts nowhere.
-func (c topologyCounts) add(nodeLabels map[string]string, key string, delta int64) {
+func (c *topologyCounts) add(nodeLabels map[string]string, key string, delta int64) {
 	v, ok := nodeLabels[key]
 	if !ok {
 		return
 	}
-	p := topologyPair{key: key, value: v}
-	if n := c[p] + delta; n != 0 {
-		c[p] = n
-	} else {
-		delete(c, p)
-	}
+	c.addTo(topologyPair{key: key, value: v}, delta)
 }
 
 // apply adds (sign 1) or takes back (sign -1) one node's tally. Tallies
 // hold positive counts only, so a domain whose count drops to zero has
 // no pod left and is deleted, as add does.
-func (c topologyCounts) apply(t nodeTally, sign int64) {
+func (c *topologyCounts) apply(t nodeTally, sign int64) {
 	for _, d := range t {
-		if n := c[d.pair] + sign*d.count; n != 0 {
-			c[d.pair] = n
-		} else {
-			delete(c, d.pair)
-		}
+		c.addTo(d.pair, sign*d.count)
 	}
 }
 
-// clone copies the map wholesale (maps.Clone copies the table instead of
-// inserting entry by entry: at thousands of domains, as hostname-scoped
-// terms give, this is what a cycle that patches a lent sum pays).
-func (c topologyCounts) clone() topologyCounts {
-	if c == nil {
-		return topologyCounts{}
-	}
-	return maps.Clone(c)
+// fork returns counts that may be changed while c, shared, is not.
+func (c *topologyCounts) fork() topologyCounts {
+	return topologyCounts{domains: c.domains.fork(), keys: slices.Clone(c.keys)}
 }
+
+// toMap is the counts as a plain map, for messages and tests.
+func (c *topologyCounts) toMap() map[topologyPair]int64 { return maps.Collect(c.domains.all()) }
+
+func (c topologyCounts) String() string { return fmt.Sprint(c.toMap()) }
 
 // coversNode reports whether a node with labels nl lies in a domain with a
-// positive count. It walks whichever side is smaller: the counts usually
-// hold a handful of domains while nodes carry a dozen labels, but a
-// hostname-scoped term counts one domain per node.
-func (c topologyCounts) coversNode(nl map[string]string) bool {
-	if len(c) == 0 {
-		return false
-	}
-	if len(c) < len(nl) {
-		for p, n := range c {
-			if n > 0 {
-				if v, ok := nl[p.key]; ok && v == p.value {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for k, v := range nl {
-		if c[topologyPair{key: k, value: v}] > 0 {
+// positive count. Only the keys that have domains are looked up: usually
+// one or two, while nodes carry a dozen labels.
+func (c *topologyCounts) coversNode(nl map[string]string) bool {
+	for _, kd := range c.keys {
+		if v, ok := nl[kd.key]; ok && c.get(topologyPair{key: kd.key, value: v}) > 0 {
 			return true
 		}
 	}
@@ -233,9 +264,9 @@ func (s *preFilterState) Clone() fwk.StateData {
 	}
 	c := *s
 	if s.ownsCounts {
-		c.existingAntiAffinity = s.existingAntiAffinity.clone()
-		c.affinity = s.affinity.clone()
-		c.antiAffinity = s.antiAffinity.clone()
+		c.existingAntiAffinity = s.existingAntiAffinity.fork()
+		c.affinity = s.affinity.fork()
+		c.antiAffinity = s.antiAffinity.fork()
 	}
 	return &c
 }
@@ -245,9 +276,9 @@ func (s *preFilterState) Clone() fwk.StateData {
 // The first update copies the shared counts (copy on write).
 func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta int64) {
 	if !s.ownsCounts {
-		s.existingAntiAffinity = s.existingAntiAffinity.clone()
-		s.affinity = s.affinity.clone()
-		s.antiAffinity = s.antiAffinity.clone()
+		s.existingAntiAffinity = s.existingAntiAffinity.fork()
+		s.affinity = s.affinity.fork()
+		s.antiAffinity = s.antiAffinity.fork()
 		s.ownsCounts = true
 	}
 	nl := nodeLabels(ni)
@@ -391,7 +422,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	pl.countIncomingTerms(ctx, cycleState, s, allNodes)
 
 	ownTerms := len(affinityTerms) > 0 || len(antiAffinityTerms) > 0
-	if !ownTerms && len(s.existingAntiAffinity) == 0 && !s.existingHostAnti {
+	if !ownTerms && s.existingAntiAffinity.len() == 0 && !s.existingHostAnti {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	cycleState.Write(preFilterStateKey, s)
@@ -449,7 +480,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 			}
 			return r
 		},
-		newSum: func() *existingAntiSum { return &existingAntiSum{counts: make(topologyCounts)} },
+		newSum: func() *existingAntiSum { return &existingAntiSum{counts: newTopologyCounts()} },
 		apply: func(sum *existingAntiSum, v existingAnti, sign int64) {
 			sum.counts.apply(v.tally, sign)
 			if v.hostScoped {
@@ -457,7 +488,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 			}
 		},
 		clone: func(sum *existingAntiSum) *existingAntiSum {
-			return &existingAntiSum{counts: sum.counts.clone(), hostScopedNodes: sum.hostScopedNodes}
+			return &existingAntiSum{counts: sum.counts.fork(), hostScopedNodes: sum.hostScopedNodes}
 		},
 	})
 	s.existingAntiAffinity = sum.counts
@@ -486,8 +517,8 @@ type incomingSum struct {
 func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState fwk.CycleState, s *preFilterState, allNodes []fwk.NodeInfo) {
 	t := &s.terms
 	if len(t.affinity) == 0 && len(t.antiAffinity) == 0 && len(t.hostAffinity) == 0 {
-		s.affinity = make(topologyCounts)
-		s.antiAffinity = make(topologyCounts)
+		s.affinity = newTopologyCounts()
+		s.antiAffinity = newTopologyCounts()
 		return
 	}
 	// A node's part depends on its pods and labels and on the terms
@@ -519,7 +550,7 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 			return r
 		},
 		newSum: func() *incomingSum {
-			return &incomingSum{affinity: make(topologyCounts), antiAffinity: make(topologyCounts)}
+			return &incomingSum{affinity: newTopologyCounts(), antiAffinity: newTopologyCounts()}
 		},
 		apply: func(sum *incomingSum, v incomingMatches, sign int64) {
 			sum.affinity.apply(v.affinity, sign)
@@ -527,7 +558,7 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 			sum.hostAffinity += sign * v.hostAffinity
 		},
 		clone: func(sum *incomingSum) *incomingSum {
-			return &incomingSum{affinity: sum.affinity.clone(), antiAffinity: sum.antiAffinity.clone(), hostAffinity: sum.hostAffinity}
+			return &incomingSum{affinity: sum.affinity.fork(), antiAffinity: sum.antiAffinity.fork(), hostAffinity: sum.hostAffinity}
 		},
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
@@ -625,7 +656,7 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nl map[string]string
 		if !ok {
 			return false
 		}
-		if s.affinity[topologyPair{key: key, value: v}] <= 0 {
+		if s.affinity.get(topologyPair{key: key, value: v}) <= 0 {
 			everyDomainHasOne = false
 		}
 	}
@@ -634,7 +665,7 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nl map[string]string
 	}
 	// A matching pod somewhere else (in any domain) means the group has
 	// started; the pod must then join it.
-	return len(s.affinity) == 0 && s.mayBeFirstOfSeries()
+	return s.affinity.len() == 0 && s.mayBeFirstOfSeries()
 }
 
 // mayBeFirstOfSeries lets the first pod of a group with affinity to itself
@@ -648,10 +679,10 @@ func (s *preFilterState) mayBeFirstOfSeries() bool {
 // violatesAntiAffinity: some anti-affinity term's domain of the node holds a
 // pod the term selects. A node lacking the key is never rejected by a term.
 func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nl map[string]string) bool {
-	if len(s.antiAffinity) > 0 {
+	if s.antiAffinity.len() > 0 {
 		for i := range s.terms.antiAffinity {
 			key := s.terms.antiAffinity[i].TopologyKey
-			if v, ok := nl[key]; ok && s.antiAffinity[topologyPair{key: key, value: v}] > 0 {
+			if v, ok := nl[key]; ok && s.antiAffinity.get(topologyPair{key: key, value: v}) > 0 {
 				return true
 			}
 		}

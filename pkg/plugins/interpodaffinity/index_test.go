@@ -299,21 +299,21 @@ func TestPreFilterStateCopyOnWrite(t *testing.T) {
 		t.Fatalf("PreFilter = %v", st)
 	}
 	orig := mustState(t, cs)
-	want := maps.Clone(orig.antiAffinity)
+	want := orig.antiAffinity.toMap()
 
 	clone := cs.Clone()
 	other := placed("default", "web-2", "n3").Label("app", "web").Obj()
 	if st := e.pl.AddPod(e.ctx, clone, pod, mustPodInfo(t, other), e.nodeInfo(t, "n3")); !st.IsSuccess() {
 		t.Fatalf("AddPod = %v", st)
 	}
-	if got := mustState(t, clone).antiAffinity; got[topologyPair{key: zone, value: "z2"}] != 1 {
+	if got := mustState(t, clone).antiAffinity; got.get(topologyPair{key: zone, value: "z2"}) != 1 {
 		t.Errorf("clone after AddPod: %v, want z2 counted", got)
 	}
-	if !cmp.Equal(want, orig.antiAffinity) {
+	if !cmp.Equal(want, orig.antiAffinity.toMap()) {
 		t.Errorf("original state changed by AddPod on its clone: %v, want %v", orig.antiAffinity, want)
 	}
 	cs2, _ := e.preFilter(t, pod)
-	if got := mustState(t, cs2).antiAffinity; !cmp.Equal(want, got) {
+	if got := mustState(t, cs2).antiAffinity.toMap(); !cmp.Equal(want, got) {
 		t.Errorf("next cycle saw the clone's AddPod: %v, want %v", got, want)
 	}
 }

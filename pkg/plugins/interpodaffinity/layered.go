@@ -4,7 +4,10 @@ package interpodaffinity
 // cycle can keep reading while the index goes on patching the sum for the
 // next cycles, without copying the whole map each time.
 
-import "maps"
+import (
+	"iter"
+	"maps"
+)
 
 // layered is a map from K to V, in two layers: base, which is never
 // changed once shared, and delta, the changes made over base since. The
@@ -43,11 +46,17 @@ func (m *layered[K, V]) len() int { return m.n }
 // set sets k to v, or deletes k when v is the zero V. m must not be shared.
 func (m *layered[K, V]) set(k K, v V) {
 	var zero V
-	_, had := m.get(k)
-	switch _, inBase := m.base[k]; {
+	dv, inDelta := m.delta[k]
+	_, inBase := m.base[k]
+	had := inBase
+	if inDelta {
+		had = dv != zero
+	}
+	switch {
 	case v != zero || inBase:
+		// A zero in delta marks a key of base as deleted.
 		m.delta[k] = v
-	default:
+	case inDelta:
 		delete(m.delta, k)
 	}
 	switch has := v != zero; {
@@ -55,6 +64,23 @@ func (m *layered[K, V]) set(k K, v V) {
 		m.n++
 	case !has && had:
 		m.n--
+	}
+}
+
+// all yields the keys present with their values, in no particular order.
+func (m *layered[K, V]) all() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		var zero V
+		for k, v := range m.delta {
+			if v != zero && !yield(k, v) {
+				return
+			}
+		}
+		for k, v := range m.base {
+			if _, changed := m.delta[k]; !changed && !yield(k, v) {
+				return
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package interpodaffinity
 
 import (
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"testing"
@@ -53,6 +54,9 @@ func TestLayeredIsAMap(t *testing.T) {
 		if m.len() != len(want) {
 			t.Fatalf("step %d: len %d, want %d", step, m.len(), len(want))
 		}
+		if got := maps.Collect(m.all()); !maps.Equal(got, want) {
+			t.Fatalf("step %d: all() yields %v, want %v", step, got, want)
+		}
 	}
 	if len(handedOut) < 100 {
 		t.Fatalf("only %d forks: the test exercised too little", len(handedOut))
@@ -68,5 +72,76 @@ func TestLayeredIsAMap(t *testing.T) {
 	}
 	if folded == 0 {
 		t.Fatalf("no fork folded its delta into a new base: the fold was not exercised")
+	}
+}
+
+// TestTopologyCountsIsACountMap drives topologyCounts and a plain count
+// map through the same random adds and removals (removals of uncounted
+// pods included, which leave negative counts), forking at random as the
+// index and AddPod do, and checks after every step the counts, their
+// size, and coversNode for every node against a scan of the plain map.
+func TestTopologyCountsIsACountMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := []string{"zone", "rack", "host"}
+	var nodes []map[string]string
+	for i := range 40 {
+		nl := map[string]string{"other": "x"}
+		for j, k := range keys {
+			if (i+j)%5 != 0 { // some nodes lack some keys
+				nl[k] = fmt.Sprintf("%s-%d", k, rng.IntN(6))
+			}
+		}
+		nodes = append(nodes, nl)
+	}
+	covers := func(want map[topologyPair]int64, nl map[string]string) bool {
+		for p, n := range want {
+			if n > 0 && nl[p.key] == p.value {
+				if _, ok := nl[p.key]; ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	c := newTopologyCounts()
+	want := map[topologyPair]int64{}
+	type lent struct {
+		c    topologyCounts
+		want map[topologyPair]int64
+	}
+	var handedOut []lent
+	for step := range 5000 {
+		if rng.IntN(100) < 3 {
+			handedOut = append(handedOut, lent{c: c, want: maps.Clone(want)})
+			c = c.fork()
+		}
+		nl, key := nodes[rng.IntN(len(nodes))], keys[rng.IntN(len(keys))]
+		delta := int64(1)
+		if rng.IntN(100) < 45 {
+			delta = -1
+		}
+		c.add(nl, key, delta)
+		if v, ok := nl[key]; ok {
+			p := topologyPair{key: key, value: v}
+			if want[p] += delta; want[p] == 0 {
+				delete(want, p)
+			}
+		}
+		if got := c.toMap(); !maps.Equal(got, want) || c.len() != len(want) {
+			t.Fatalf("step %d: counts %v (len %d), want %v", step, got, c.len(), want)
+		}
+		for i, nl := range nodes {
+			if got, w := c.coversNode(nl), covers(want, nl); got != w {
+				t.Fatalf("step %d: coversNode(node %d %v) = %v, want %v; counts %v", step, i, nl, got, w, want)
+			}
+		}
+	}
+	if len(handedOut) < 50 {
+		t.Fatalf("only %d forks: the test exercised too little", len(handedOut))
+	}
+	for i, h := range handedOut {
+		if got := h.c.toMap(); !maps.Equal(got, h.want) {
+			t.Fatalf("fork %d changed after it was handed out: %v, held %v", i, got, h.want)
+		}
 	}
 }

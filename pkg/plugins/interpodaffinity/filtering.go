@@ -490,6 +490,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 		clone: func(sum *existingAntiSum) *existingAntiSum {
 			return &existingAntiSum{counts: sum.counts.fork(), hostScopedNodes: sum.hostScopedNodes}
 		},
+		seal: func(sum *existingAntiSum) { sum.counts.domains.seal() },
 	})
 	s.existingAntiAffinity = sum.counts
 	if sum.hostScopedNodes > 0 {
@@ -559,6 +560,10 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 		},
 		clone: func(sum *incomingSum) *incomingSum {
 			return &incomingSum{affinity: sum.affinity.fork(), antiAffinity: sum.antiAffinity.fork(), hostAffinity: sum.hostAffinity}
+		},
+		seal: func(sum *incomingSum) {
+			sum.affinity.domains.seal()
+			sum.antiAffinity.domains.seal()
 		},
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity

@@ -58,6 +58,8 @@ type sumOps[V, A any] struct {
 	// apply adds v to the sum (sign 1) or takes it out again (sign -1).
 	apply func(sum A, v V, sign int64)
 	clone func(A) A
+	// seal, if set, readies a sum to be handed out (layered.seal).
+	seal func(A)
 }
 
 // indexEntry is the state of one signature: a slot per node of the list
@@ -247,6 +249,9 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		return computeSum(ctx, par, nodes, ops)
 	}
 	e.settle(moved, stale)
+	if ops.seal != nil {
+		ops.seal(e.sum)
+	}
 	e.lent = true
 	return e.sum
 }
@@ -316,6 +321,9 @@ func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk
 	sum := ops.newSum()
 	for _, v := range vals {
 		ops.apply(sum, v, 1)
+	}
+	if ops.seal != nil {
+		ops.seal(sum)
 	}
 	return sum
 }

@@ -86,9 +86,36 @@ func (m *layered[K, V]) all() iter.Seq2[K, V] {
 
 // fork returns a copy of m that may be changed while m, shared, is not.
 func (m *layered[K, V]) fork() layered[K, V] {
-	if len(m.delta) <= 32 || len(m.delta)*len(m.delta) <= 2*len(m.base) {
+	if !m.foldDue() {
 		return layered[K, V]{base: m.base, delta: maps.Clone(m.delta), n: m.n}
 	}
+	return layered[K, V]{base: m.folded(), delta: map[K]V{}, n: m.n}
+}
+
+// seal readies m to be shared: its owner folds a delta that is large next
+// to base now, once, instead of every fork made of m later (AddPod forks
+// the counts a cycle was handed, once per clone). A sum built from scratch
+// is all delta over an empty base, which then becomes the base as it is.
+// m must not be shared yet.
+func (m *layered[K, V]) seal() {
+	switch {
+	case !m.foldDue():
+	case len(m.base) == 0:
+		// Over an empty base, delta holds no deletion marks.
+		m.base, m.delta = m.delta, map[K]V{}
+	default:
+		m.base, m.delta = m.folded(), map[K]V{}
+	}
+}
+
+// foldDue: delta is large enough next to base that folding it costs less,
+// over the forks to come, than copying it into each.
+func (m *layered[K, V]) foldDue() bool {
+	return len(m.delta) > 32 && len(m.delta)*len(m.delta) > 2*len(m.base)
+}
+
+// folded is a new base: base with delta applied.
+func (m *layered[K, V]) folded() map[K]V {
 	var zero V
 	base := maps.Clone(m.base)
 	for k, v := range m.delta {
@@ -98,5 +125,5 @@ func (m *layered[K, V]) fork() layered[K, V] {
 			base[k] = v
 		}
 	}
-	return layered[K, V]{base: base, delta: map[K]V{}, n: m.n}
+	return base
 }

@@ -35,7 +35,11 @@ func TestLayeredIsAMap(t *testing.T) {
 	for step := range 20000 {
 		switch r := rng.IntN(100); {
 		case r < 3:
-			// Hand the current map out and go on with a fork.
+			// Hand the current map out, sealed or not, as the index
+			// does, and go on with a fork.
+			if rng.IntN(2) == 0 {
+				m.seal()
+			}
 			handedOut = append(handedOut, lent{m: m, want: maps.Clone(want)})
 			m = m.fork()
 		case r < 40:

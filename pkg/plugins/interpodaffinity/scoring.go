@@ -166,6 +166,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 		newSum: newScoreSum,
 		apply:  (*scoreSum).apply,
 		clone:  (*scoreSum).clone,
+		seal:   func(sum *scoreSum) { sum.domains.seal() },
 	})
 	if sum.domains.len() == 0 {
 		return fwk.NewStatus(fwk.Skip)

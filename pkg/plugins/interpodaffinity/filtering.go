@@ -55,12 +55,7 @@ type topologyCounts struct {
 	domains layered[topologyPair, int64]
 	// keys counts the domains present per topology key, so that
 	// coversNode looks up only the node's labels that can match.
-	keys []keyDomains
-}
-
-type keyDomains struct {
-	key string
-	n   int64
+	keys keyTally
 }
 
 func newTopologyCounts() topologyCounts {
@@ -83,23 +78,10 @@ func (c *topologyCounts) addTo(p topologyPair, delta int64) {
 	c.domains.set(p, n)
 	switch {
 	case !had && n != 0:
-		c.countKey(p.key, 1)
+		c.keys.add(p.key, 1)
 	case had && n == 0:
-		c.countKey(p.key, -1)
+		c.keys.add(p.key, -1)
 	}
-}
-
-// countKey adds delta to the domains counted for key.
-func (c *topologyCounts) countKey(key string, delta int64) {
-	for i := range c.keys {
-		if c.keys[i].key == key {
-			if c.keys[i].n += delta; c.keys[i].n == 0 {
-				c.keys = slices.Delete(c.keys, i, i+1)
-			}
-			return
-		}
-	}
-	c.keys = append(c.keys, keyDomains{key: key, n: delta})
 }
 
 // add adds delta to the domain of key on a node with nodeLabels; a node
@@ -126,6 +108,9 @@ func (c *topologyCounts) fork() topologyCounts {
 	return topologyCounts{domains: c.domains.fork(), keys: slices.Clone(c.keys)}
 }
 
+// seal readies the counts to be handed out (layered.seal).
+func (c *topologyCounts) seal() { c.domains.seal() }
+
 // toMap is the counts as a plain map, for messages and tests.
 func (c *topologyCounts) toMap() map[topologyPair]int64 { return maps.Collect(c.domains.all()) }
 
@@ -135,12 +120,35 @@ func (c topologyCounts) String() string { return fmt.Sprint(c.toMap()) }
 // positive count. Only the keys that have domains are looked up: usually
 // one or two, while nodes carry a dozen labels.
 func (c *topologyCounts) coversNode(nl map[string]string) bool {
-	for _, kd := range c.keys {
-		if v, ok := nl[kd.key]; ok && c.get(topologyPair{key: kd.key, value: v}) > 0 {
+	for _, kc := range c.keys {
+		if v, ok := nl[kc.key]; ok && c.get(topologyPair{key: kc.key, value: v}) > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// keyTally counts something per topology key (the domains a sum holds
+// under it, or the tally entries that made them) and drops a key whose
+// count reaches zero. A slice, not a map: sums hold a key or two, and
+// Filter and Score walk them for every node.
+type keyTally []keyCount
+
+type keyCount struct {
+	key string
+	n   int64
+}
+
+func (t *keyTally) add(key string, delta int64) {
+	for i := range *t {
+		if (*t)[i].key == key {
+			if (*t)[i].n += delta; (*t)[i].n == 0 {
+				*t = slices.Delete(*t, i, i+1)
+			}
+			return
+		}
+	}
+	*t = append(*t, keyCount{key: key, n: delta})
 }
 
 // nodeTally is one node's contribution to a topologyCounts (or to a score
@@ -490,7 +498,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 		clone: func(sum *existingAntiSum) *existingAntiSum {
 			return &existingAntiSum{counts: sum.counts.fork(), hostScopedNodes: sum.hostScopedNodes}
 		},
-		seal: func(sum *existingAntiSum) { sum.counts.domains.seal() },
+		seal: func(sum *existingAntiSum) { sum.counts.seal() },
 	})
 	s.existingAntiAffinity = sum.counts
 	if sum.hostScopedNodes > 0 {
@@ -562,8 +570,8 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 			return &incomingSum{affinity: sum.affinity.fork(), antiAffinity: sum.antiAffinity.fork(), hostAffinity: sum.hostAffinity}
 		},
 		seal: func(sum *incomingSum) {
-			sum.affinity.domains.seal()
-			sum.antiAffinity.domains.seal()
+			sum.affinity.seal()
+			sum.antiAffinity.seal()
 		},
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -27,8 +26,8 @@ type scoreSum struct {
 	// domains is layered: the index patches a fork of a sum it has
 	// handed out, which costs a fraction of copying a domain per node.
 	domains layered[topologyPair, domainWeight]
-	// keys counts the domains of each topology key.
-	keys map[string]int64
+	// keys counts the tally entries of each topology key.
+	keys keyTally
 }
 
 type domainWeight struct {
@@ -38,7 +37,7 @@ type domainWeight struct {
 }
 
 func newScoreSum() *scoreSum {
-	return &scoreSum{domains: newLayered[topologyPair, domainWeight](), keys: make(map[string]int64)}
+	return &scoreSum{domains: newLayered[topologyPair, domainWeight]()}
 }
 
 // apply adds (sign 1) or takes back (sign -1) one node's tally.
@@ -52,31 +51,26 @@ func (s *scoreSum) apply(t nodeTally, sign int64) {
 			w = domainWeight{}
 		}
 		s.domains.set(d.pair, w)
-		if n := s.keys[d.pair.key] + sign; n != 0 {
-			s.keys[d.pair.key] = n
-		} else {
-			delete(s.keys, d.pair.key)
-		}
+		s.keys.add(d.pair.key, sign)
 	}
 }
 
 func (s *scoreSum) clone() *scoreSum {
-	return &scoreSum{domains: s.domains.fork(), keys: maps.Clone(s.keys)}
+	return &scoreSum{domains: s.domains.fork(), keys: slices.Clone(s.keys)}
 }
 
 // preScoreState is never modified after PreScore.
 type preScoreState struct {
-	// keys are the scored topology keys, so that Score, called for every
-	// feasible node, walks a slice instead of iterating a map. A node
+	// keys are the scored topology keys (the sum's, shared). A node
 	// scores the sum, over the keys it has, of its domain's weight;
 	// integer addition does not care about the order.
-	keys []string
+	keys keyTally
 	// domains is the index's sum, shared and read-only.
 	domains layered[topologyPair, domainWeight]
 }
 
 func newPreScoreState(sum *scoreSum) *preScoreState {
-	return &preScoreState{keys: slices.Collect(maps.Keys(sum.keys)), domains: sum.domains}
+	return &preScoreState{keys: sum.keys, domains: sum.domains}
 }
 
 // Clone returns the receiver: the state is immutable.
@@ -228,9 +222,9 @@ func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, 
 	}
 	nl := nodeLabels(nodeInfo)
 	var score int64
-	for _, key := range s.keys {
-		if v, ok := nl[key]; ok {
-			w, _ := s.domains.get(topologyPair{key: key, value: v})
+	for _, kc := range s.keys {
+		if v, ok := nl[kc.key]; ok {
+			w, _ := s.domains.get(topologyPair{key: kc.key, value: v})
 			score += w.weight
 		}
 	}

@@ -56,11 +56,13 @@ func (pl *InterPodAffinity) ExplainFilter(_ context.Context, cycleState fwk.Cycl
 	}
 	es := pl.explainIndex(cycleState, s)
 	nl := nodeLabels(nodeInfo)
+	// Explanations read the node's own labels, as they read its pods.
+	nt := topologyOf(nil, nodeInfo)
 	var out []explanation.Cause
-	if !s.satisfiesAffinity(nodeInfo, nl) {
+	if !s.satisfiesAffinity(nodeInfo, &nt) {
 		out = append(out, affinityCauses(s, nl)...)
 	}
-	if s.violatesAntiAffinity(nodeInfo, nl) {
+	if s.violatesAntiAffinity(nodeInfo, &nt) {
 		for i, t := range s.terms.antiAffinity {
 			if v, ok := nl[t.TopologyKey]; ok && len(es.antiAffinity[i][v]) > 0 {
 				out = append(out, explanation.Cause{Message: fmt.Sprintf("required anti-affinity %s is violated in %s=%s by %s",

@@ -116,12 +116,12 @@ func (c *topologyCounts) toMap() map[topologyPair]int64 { return maps.Collect(c.
 
 func (c topologyCounts) String() string { return fmt.Sprint(c.toMap()) }
 
-// coversNode reports whether a node with labels nl lies in a domain with a
-// positive count. Only the keys that have domains are looked up: usually
-// one or two, while nodes carry a dozen labels.
-func (c *topologyCounts) coversNode(nl map[string]string) bool {
+// coversNode reports whether node nt lies in a domain with a positive
+// count. Only the keys that have domains are looked up: usually one or
+// two, while nodes carry a dozen labels.
+func (c *topologyCounts) coversNode(nt *nodeTopology) bool {
 	for _, kc := range c.keys {
-		if v, ok := nl[kc.key]; ok && c.get(topologyPair{key: kc.key, value: v}) > 0 {
+		if v, ok := nt.get(kc.key); ok && c.get(topologyPair{key: kc.key, value: v}) > 0 {
 			return true
 		}
 	}
@@ -260,6 +260,10 @@ type preFilterState struct {
 	// Filter need not scan the node's pods for one. It starts from what the
 	// snapshot holds and only AddPod sets it later.
 	existingHostAnti bool
+
+	// topology holds the topology labels of the cycle's nodes (nil: read
+	// them from the nodes). Shared by clones: never modified.
+	topology *topologyView
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the
@@ -467,10 +471,10 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 	// A node's part depends on its pods and labels and on what the
 	// holders' terms read of the incoming pod: its namespace, its labels
 	// and its namespace's labels.
-	inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, "anti-affinity holders", nodes, selectorKeys)
+	inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, "anti-affinity holders", nodes, nil, selectorKeys)
 	var sig signature
 	inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
-	sum := pl.index.existingAnti.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, sumOps[existingAnti, *existingAntiSum]{
+	sum := pl.index.existingAnti.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, nil, sumOps[existingAnti, *existingAntiSum]{
 		compute: func(ni fwk.NodeInfo) existingAnti {
 			nl := nodeLabels(ni)
 			var r existingAnti
@@ -536,7 +540,7 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	sig.terms(t.affinity)
 	sig.terms(t.antiAffinity)
 	sig.terms(t.hostAffinity)
-	sum := pl.index.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, sumOps[incomingMatches, *incomingSum]{
+	ops := sumOps[incomingMatches, *incomingSum]{
 		compute: func(ni fwk.NodeInfo) incomingMatches {
 			nl := nodeLabels(ni)
 			var r incomingMatches
@@ -573,8 +577,40 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 			sum.affinity.seal()
 			sum.antiAffinity.seal()
 		},
+	}
+	// This is the cycle's one walk over all nodes, and Filter will look
+	// up the keys of the counted terms on hundreds of them: the topology
+	// table reads the generations for both.
+	var sum *incomingSum
+	s.topology = pl.index.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64) {
+		sum = pl.index.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
+}
+
+// filterKeys are the node labels Filter reads for s: the counted terms'
+// topology keys, the existing anti-affinity's, and the hostname label
+// where node-local checks need it.
+func (s *preFilterState) filterKeys() []string {
+	var keys []string
+	add := func(k string) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for i := range s.terms.affinity {
+		add(s.terms.affinity[i].TopologyKey)
+	}
+	for i := range s.terms.antiAffinity {
+		add(s.terms.antiAffinity[i].TopologyKey)
+	}
+	for _, kc := range s.existingAntiAffinity.keys {
+		add(kc.key)
+	}
+	if len(s.terms.hostAffinity) > 0 || len(s.terms.hostAntiAffinity) > 0 || s.existingHostAnti {
+		add(v1.LabelHostname)
+	}
+	return keys
 }
 
 // PreFilterExtensions returns the plugin itself: nominated pods and
@@ -626,14 +662,14 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	nl := nodeLabels(nodeInfo)
-	if !s.satisfiesAffinity(nodeInfo, nl) {
+	nt := topologyOf(s.topology, nodeInfo)
+	if !s.satisfiesAffinity(nodeInfo, &nt) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 	}
-	if s.violatesAntiAffinity(nodeInfo, nl) {
+	if s.violatesAntiAffinity(nodeInfo, &nt) {
 		return fwk.NewStatus(fwk.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
 	}
-	if s.violatesExistingAntiAffinity(nodeInfo, nl) {
+	if s.violatesExistingAntiAffinity(nodeInfo, &nt) {
 		return fwk.NewStatus(fwk.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 	}
 	return nil
@@ -644,8 +680,8 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 // hostname-scoped terms can be neither satisfied nor violated there:
 // labelled is false and no pod is looked at. Otherwise found reports whether
 // one of pods passes test.
-func scanHostPods(nl map[string]string, pods []fwk.PodInfo, test func(fwk.PodInfo) bool) (labelled, found bool) {
-	if _, labelled = nl[v1.LabelHostname]; !labelled {
+func scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test func(fwk.PodInfo) bool) (labelled, found bool) {
+	if _, labelled = nt.get(v1.LabelHostname); !labelled {
 		return false, false
 	}
 	return true, slices.ContainsFunc(pods, test)
@@ -654,9 +690,9 @@ func scanHostPods(nl map[string]string, pods []fwk.PodInfo, test func(fwk.PodInf
 // satisfiesAffinity: every term's domain of the node must hold a pod that
 // matches all terms. A node lacking a term's key is rejected outright, even
 // for a pod that could satisfy its own terms.
-func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nl map[string]string) bool {
+func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if host := s.terms.hostAffinity; len(host) > 0 {
-		labelled, found := scanHostPods(nl, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAll(host, p.GetPod()) })
+		labelled, found := scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAll(host, p.GetPod()) })
 		if !labelled {
 			return false
 		}
@@ -665,7 +701,7 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nl map[string]string
 	everyDomainHasOne := true
 	for i := range s.terms.affinity {
 		key := s.terms.affinity[i].TopologyKey
-		v, ok := nl[key]
+		v, ok := nt.get(key)
 		if !ok {
 			return false
 		}
@@ -691,17 +727,17 @@ func (s *preFilterState) mayBeFirstOfSeries() bool {
 
 // violatesAntiAffinity: some anti-affinity term's domain of the node holds a
 // pod the term selects. A node lacking the key is never rejected by a term.
-func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nl map[string]string) bool {
+func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if s.antiAffinity.len() > 0 {
 		for i := range s.terms.antiAffinity {
 			key := s.terms.antiAffinity[i].TopologyKey
-			if v, ok := nl[key]; ok && s.antiAffinity.get(topologyPair{key: key, value: v}) > 0 {
+			if v, ok := nt.get(key); ok && s.antiAffinity.get(topologyPair{key: key, value: v}) > 0 {
 				return true
 			}
 		}
 	}
 	if host := s.terms.hostAntiAffinity; len(host) > 0 {
-		_, found := scanHostPods(nl, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAny(host, p.GetPod()) })
+		_, found := scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAny(host, p.GetPod()) })
 		return found
 	}
 	return false
@@ -709,15 +745,15 @@ func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nl map[string]str
 
 // violatesExistingAntiAffinity: some domain the node belongs to holds an
 // existing pod whose required anti-affinity selects the incoming pod.
-func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nl map[string]string) bool {
-	if s.existingAntiAffinity.coversNode(nl) {
+func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
+	if s.existingAntiAffinity.coversNode(nt) {
 		return true
 	}
 	if !s.existingHostAnti {
 		return false
 	}
 	incoming := s.podInfo.GetPod()
-	_, found := scanHostPods(nl, ni.GetPodsWithRequiredAntiAffinity(), func(p fwk.PodInfo) bool {
+	_, found := scanHostPods(nt, ni.GetPodsWithRequiredAntiAffinity(), func(p fwk.PodInfo) bool {
 		theirs := p.GetRequiredAntiAffinityTerms()
 		return slices.ContainsFunc(theirs, func(t fwk.AffinityTerm) bool {
 			return hostScoped(t) && t.Matches(incoming, s.nsLabels)

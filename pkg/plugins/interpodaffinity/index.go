@@ -43,7 +43,8 @@ type nodeSlot[V any] struct {
 	// seen is the entry's epoch of the last call that listed the node; it
 	// is only kept up to date when nodes left the list.
 	seen uint64
-	// pos is the slot's position in its entry's order.
+	// pos is the slot's position in its entry's order, while the entry's
+	// posValid holds (see indexEntry.position).
 	pos int
 	v   V
 }
@@ -75,9 +76,18 @@ type indexEntry[V, A any] struct {
 	// gens are the order's generations, to check a node against without
 	// reading its slot.
 	gens []int64
-	// found is scratch for one call: the slot of each listed node.
-	found []*nodeSlot[V]
-	sum   A
+	// posValid: every slot of order has its position in pos. A list that
+	// moved (a node joined the list of nodes with affinity pods, which
+	// happens every cycle while a workload spreads out) renumbers every
+	// slot after the change; that is left until a node is found by name
+	// away from where it was looked for, which is rare.
+	posValid bool
+	// found and foundGens are scratch for one call: the slot and the
+	// generation of each listed node. They become order and gens when
+	// the list moved.
+	found     []*nodeSlot[V]
+	foundGens []int64
+	sum       A
 	// lent: sum has been handed to a cycle and must never change again;
 	// the next update patches a copy.
 	lent    bool
@@ -95,7 +105,8 @@ type nodeIndex[V, A any] struct {
 }
 
 // sum returns the sum of ops.compute over nodes for signature sig. The
-// result is shared with later cycles and must not be modified.
+// result is shared with later cycles and must not be modified. gens, if
+// not nil, are the nodes' generations, already read by the caller.
 //
 // A pod-group scheduling cycle is answered by a plain scan, and neither
 // reads nor changes the index: it assumes its members on the snapshot
@@ -104,9 +115,12 @@ type nodeIndex[V, A any] struct {
 // exactly, so what the index holds is valid again afterwards. So is a list
 // with a NodeInfo that has no node (test snapshots hold pods on unknown
 // nodes; kube-scheduler's lists never do): it has no name to key by.
-func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
+func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) A {
 	if !x.enabled || cs.IsPodGroupSchedulingCycle() {
 		return computeSum(ctx, par, nodes, ops)
+	}
+	if len(gens) != len(nodes) {
+		gens = nil
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -126,6 +140,8 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	var stale []int
 	found := slices.Grow(e.found[:0], len(nodes))[:len(nodes)]
 	e.found = found
+	foundGens := slices.Grow(e.foundGens[:0], len(nodes))[:len(nodes)]
+	e.foundGens = foundGens
 	moved := len(e.order) != len(nodes)
 	// back: a node was found before the place looked in, so a node may be
 	// listed twice (no snapshot does that, but then the slots cannot
@@ -133,7 +149,13 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	back := false
 	next := 0
 	for i, ni := range nodes {
-		gen := ni.GetGeneration()
+		var gen int64
+		if gens != nil {
+			gen = gens[i]
+		} else {
+			gen = ni.GetGeneration()
+		}
+		foundGens[i] = gen
 		if next < len(e.gens) && gen != 0 && e.gens[next] == gen {
 			found[i] = e.order[next]
 			if next != i {
@@ -151,10 +173,11 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		}
 		name := node.Name
 		var s *nodeSlot[V]
+		at := next
 		if next < len(e.order) && e.order[next].name == name {
 			s = e.order[next]
-		} else {
-			s = e.slots[name]
+		} else if s = e.slots[name]; s != nil {
+			at = e.position(s)
 		}
 		found[i] = s
 		if s == nil {
@@ -162,12 +185,13 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 			stale = append(stale, i)
 			continue
 		}
-		back = back || s.pos < next
-		next = s.pos + 1
-		if s.pos != i {
+		back = back || at < next
+		next = at + 1
+		if at != i {
 			moved = true
 		}
-		if s.gen != gen {
+		if s.gen != gen || gen == 0 {
+			// 0 (hand-built NodeInfos) proves nothing.
 			stale = append(stale, i)
 		}
 	}
@@ -230,7 +254,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		} else {
 			ops.apply(e.sum, s.v, -1)
 		}
-		s.gen, s.v = ni.GetGeneration(), fresh[j]
+		s.gen, s.v = foundGens[i], fresh[j]
 		ops.apply(e.sum, s.v, 1)
 	}
 	if len(e.slots) > len(nodes) {
@@ -269,22 +293,33 @@ func markSeen[V any](found []*nodeSlot[V], epoch uint64) (twice bool) {
 	return twice
 }
 
-// settle ends a call: if the list's nodes moved, the slots found are the
-// order to look in next time, numbered by position; otherwise only the
-// stale positions have new generations. The scratch keeps no slot alive.
+// settle ends a call: if the list's nodes moved, the slots and
+// generations found are the order to look in next time, and the slots'
+// positions are left to position; otherwise only the stale positions have
+// new generations. The scratch may keep the previous order's slots alive
+// until the next call overwrites it: at most one list's worth.
 func (e *indexEntry[V, A]) settle(moved bool, stale []int) {
 	if moved {
 		e.order, e.found = e.found, e.order
-		e.gens = slices.Grow(e.gens[:0], len(e.order))[:len(e.order)]
-		for i, s := range e.order {
-			s.pos, e.gens[i] = i, s.gen
-		}
-	} else {
-		for _, i := range stale {
-			e.gens[i] = e.order[i].gen
-		}
+		e.gens, e.foundGens = e.foundGens, e.gens
+		e.posValid = false
+		return
 	}
-	clear(e.found)
+	for _, i := range stale {
+		e.gens[i] = e.foundGens[i]
+	}
+}
+
+// position returns s's position in e.order, numbering every slot first if
+// the order moved since they were last numbered.
+func (e *indexEntry[V, A]) position(s *nodeSlot[V]) int {
+	if !e.posValid {
+		for i, o := range e.order {
+			o.pos = i
+		}
+		e.posValid = true
+	}
+	return s.pos
 }
 
 // entry returns sig's entry, creating it (and dropping the least recently
@@ -441,11 +476,17 @@ type termInputs struct {
 	// namespaces are the namespaces the terms list (a term without a
 	// namespace selector lists its own pod's namespace).
 	namespaces keyCounts
+	// scoringNodes counts the nodes with a pod that has a term PreScore
+	// scores an incoming pod by: a preferred term, or a required affinity
+	// term (hardPodAffinityWeight). Without one, an incoming pod without
+	// preferred terms of its own scores nothing.
+	scoringNodes int64
 }
 
 // nodeTermInputs is one node's part of termInputs, each name once.
 type nodeTermInputs struct {
 	podKeys, nsKeys, namespaces []string
+	scoring                     bool
 }
 
 // selectorKeys is an index's sumOps for termInputs.
@@ -471,6 +512,8 @@ var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
 			}
 		}
 		for _, p := range ni.GetPodsWithAffinity() {
+			in.scoring = in.scoring || len(p.GetRequiredAffinityTerms()) > 0 ||
+				len(p.GetPreferredAffinityTerms()) > 0 || len(p.GetPreferredAntiAffinityTerms()) > 0
 			for _, ts := range [][]fwk.AffinityTerm{p.GetRequiredAffinityTerms(), p.GetRequiredAntiAffinityTerms()} {
 				for i := range ts {
 					addTerm(&ts[i])
@@ -491,9 +534,12 @@ var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
 		sum.podKeys.apply(in.podKeys, sign)
 		sum.nsKeys.apply(in.nsKeys, sign)
 		sum.namespaces.apply(in.namespaces, sign)
+		if in.scoring {
+			sum.scoringNodes += sign
+		}
 	},
 	clone: func(sum *termInputs) *termInputs {
-		return &termInputs{podKeys: maps.Clone(sum.podKeys), nsKeys: maps.Clone(sum.nsKeys), namespaces: maps.Clone(sum.namespaces)}
+		return &termInputs{podKeys: maps.Clone(sum.podKeys), nsKeys: maps.Clone(sum.nsKeys), namespaces: maps.Clone(sum.namespaces), scoringNodes: sum.scoringNodes}
 	},
 }
 

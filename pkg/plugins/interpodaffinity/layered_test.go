@@ -5,6 +5,11 @@ import (
 	"maps"
 	"math/rand/v2"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // contents reads every key of the test's key space through get.
@@ -97,6 +102,12 @@ func TestTopologyCountsIsACountMap(t *testing.T) {
 		}
 		nodes = append(nodes, nl)
 	}
+	infos := make([]fwk.NodeInfo, len(nodes))
+	for i, nl := range nodes {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i), Labels: nl}})
+		infos[i] = ni
+	}
 	covers := func(want map[topologyPair]int64, nl map[string]string) bool {
 		for p, n := range want {
 			if n > 0 && nl[p.key] == p.value {
@@ -135,7 +146,8 @@ func TestTopologyCountsIsACountMap(t *testing.T) {
 			t.Fatalf("step %d: counts %v (len %d), want %v", step, got, c.len(), want)
 		}
 		for i, nl := range nodes {
-			if got, w := c.coversNode(nl), covers(want, nl); got != w {
+			nt := topologyOf(nil, infos[i])
+			if got, w := c.coversNode(&nt), covers(want, nl); got != w {
 				t.Fatalf("step %d: coversNode(node %d %v) = %v, want %v; counts %v", step, i, nl, got, w, want)
 			}
 		}

@@ -58,6 +58,8 @@ type indexes struct {
 	// keys holds, per node list, what existing pods' terms read of an
 	// incoming pod (selectorKeys).
 	keys nodeIndex[nodeTermInputs, *termInputs]
+	// topology holds the topology labels Filter reads (topology.go).
+	topology topologyTable
 }
 
 // newIndexes enables the indexes unless gate GenericWorkload is on: its
@@ -71,6 +73,7 @@ func newIndexes(fts feature.Features) *indexes {
 	x.incoming.enabled = on
 	x.score.enabled = on
 	x.keys.enabled = on
+	x.topology.enabled = on
 	return x
 }
 

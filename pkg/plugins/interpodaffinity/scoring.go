@@ -67,10 +67,9 @@ type preScoreState struct {
 	keys keyTally
 	// domains is the index's sum, shared and read-only.
 	domains layered[topologyPair, domainWeight]
-}
-
-func newPreScoreState(sum *scoreSum) *preScoreState {
-	return &preScoreState{keys: sum.keys, domains: sum.domains}
+	// topology holds the topology labels of the cycle's nodes (nil: read
+	// them from the nodes).
+	topology *topologyView
 }
 
 // Clone returns the receiver: the state is immutable.
@@ -133,13 +132,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	if hasPreferred {
 		list = "all nodes"
 	}
-	inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, list, nodes, selectorKeys)
-	var sig signature
-	sig.flag(hasPreferred)
-	sig.weightedTerms(preferred)
-	sig.weightedTerms(preferredAnti)
-	inputs.encode(&sig, pod.Namespace, pod.Labels, nsLabels)
-	sum := pl.index.score.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, sumOps[nodeTally, *scoreSum]{
+	ops := sumOps[nodeTally, *scoreSum]{
 		compute: func(ni fwk.NodeInfo) nodeTally {
 			nl := nodeLabels(ni)
 			if len(nl) == 0 {
@@ -161,11 +154,49 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 		apply:  (*scoreSum).apply,
 		clone:  (*scoreSum).clone,
 		seal:   func(sum *scoreSum) { sum.domains.seal() },
-	})
-	if sum.domains.len() == 0 {
+	}
+	// sumOver returns the score sum over nodes, or nil when it is
+	// known to be empty; gens are the nodes' generations, if read.
+	sumOver := func(gens []int64) *scoreSum {
+		inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, list, nodes, gens, selectorKeys)
+		if !hasPreferred && inputs.scoringNodes == 0 {
+			// Only existing pods' terms could score, and none of the
+			// listed pods has one that does.
+			return nil
+		}
+		var sig signature
+		sig.flag(hasPreferred)
+		sig.weightedTerms(preferred)
+		sig.weightedTerms(preferredAnti)
+		inputs.encode(&sig, pod.Namespace, pod.Labels, nsLabels)
+		return pl.index.score.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, gens, ops)
+	}
+	var sum *scoreSum
+	var topology *topologyView
+	if hasPreferred {
+		// The walk over all nodes serves the topology table too, for
+		// the keys of the incoming pod's terms (existing pods' terms
+		// usually share them; others are read from the nodes).
+		var keys []string
+		for _, ts := range [][]fwk.WeightedAffinityTerm{preferred, preferredAnti} {
+			for i := range ts {
+				if k := ts[i].TopologyKey; !slices.Contains(keys, k) {
+					keys = append(keys, k)
+				}
+			}
+		}
+		topology = pl.index.topology.sync(cycleState, nodes, keys, func(gens []int64) { sum = sumOver(gens) })
+	} else {
+		sum = sumOver(nil)
+		if s, err := preFilterStateOf(cycleState); err == nil {
+			// PreFilter's view of this cycle's nodes, if it made one.
+			topology = s.topology
+		}
+	}
+	if sum == nil || sum.domains.len() == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	cycleState.Write(preScoreStateKey, newPreScoreState(sum))
+	cycleState.Write(preScoreStateKey, &preScoreState{keys: sum.keys, domains: sum.domains, topology: topology})
 	return nil
 }
 
@@ -220,10 +251,10 @@ func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, 
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	nl := nodeLabels(nodeInfo)
+	nt := topologyOf(s.topology, nodeInfo)
 	var score int64
 	for _, kc := range s.keys {
-		if v, ok := nl[kc.key]; ok {
+		if v, ok := nt.get(kc.key); ok {
 			w, _ := s.domains.get(topologyPair{key: kc.key, value: v})
 			score += w.weight
 		}

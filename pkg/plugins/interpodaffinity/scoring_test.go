@@ -99,6 +99,25 @@ func TestScoring(t *testing.T) {
 			want: scoreResult{raw: scores(0, 7, 7, 0), normalized: scores(0, 100, 100, 0)},
 		},
 		{
+			name: "existing pods' required anti-affinity only filters: Skip",
+			pod:  incoming("default").Label("app", "web").Obj(),
+			existing: []*v1.Pod{
+				placed("default", "loner", "n1").Label("app", "web").
+					RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "web"))).Obj(),
+				placed("default", "db", "n2").Label("app", "db").Obj(),
+			},
+			want: scoreResult{preScore: skip},
+		},
+		{
+			name: "existing pods' preferred terms score an incoming pod without terms of its own",
+			pod:  incoming("default").Label("app", "web").Obj(),
+			existing: []*v1.Pod{
+				placed("default", "loner", "n1").RequiredPodAntiAffinity(tu.AffinityTerm(zone, sel("app", "web"))).Obj(),
+				placed("default", "friend", "n3").PreferredPodAffinity(tu.Weighted(4, tu.AffinityTerm(zone, sel("app", "web")))).Obj(),
+			},
+			want: scoreResult{raw: scores(0, 0, 4, 0), normalized: scores(0, 0, 100, 0)},
+		},
+		{
 			name: "hardPodAffinityWeight 0 disables the symmetric score",
 			args: tu.RawArgs(`{"hardPodAffinityWeight": 0}`),
 			pod:  incoming("default").Label("app", "web").Obj(),
@@ -238,7 +257,7 @@ func TestNormalizeScore(t *testing.T) {
 		cs := framework.NewCycleState()
 		sum := newScoreSum()
 		sum.apply(nodeTally{{pair: topologyPair{key: zone, value: "z1"}, count: 1}}, 1)
-		cs.Write(preScoreStateKey, newPreScoreState(sum))
+		cs.Write(preScoreStateKey, &preScoreState{keys: sum.keys, domains: sum.domains})
 		list := make(fwk.NodeScoreList, len(tc.raw))
 		for i, s := range tc.raw {
 			list[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}

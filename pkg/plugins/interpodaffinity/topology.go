@@ -1,0 +1,270 @@
+package interpodaffinity
+
+// This file holds a speed structure for Filter: the topology labels of the
+// cycle's nodes, kept across cycles in arrays, so that Filter finds a
+// node's domain for a term without reading the node's label map. Filter
+// runs for hundreds of nodes per cycle, and each node's Node object and
+// label map are cold in memory: reading one label cost more than the rest
+// of the check. The labels are still the nodes' own; a node whose
+// NodeInfo is not one of the cycle's list (a clone for nominated pods or
+// preemption) is read directly.
+
+import (
+	"slices"
+	"sync"
+
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// maxTopologyKeys bounds the keys whose labels the table copies; a key
+// beyond it is read from the nodes. Terms use a key or two (hostname,
+// zone), so the bound only stops keys from piling up over time: the key
+// least recently asked for makes room.
+const maxTopologyKeys = 8
+
+// topologyValue is one node's label value for one key.
+type topologyValue struct {
+	value string
+	ok    bool
+}
+
+// topologyView answers, for the NodeInfos of one cycle's node list, the
+// value of each key the table copies. It is never changed once handed
+// out; the table makes a new one when labels or the list change.
+type topologyView struct {
+	// row is each listed NodeInfo's row in the columns. The key is the
+	// NodeInfo's pointer, which says nothing about what the NodeInfo holds
+	// in another cycle (the snapshot reuses NodeInfos); the view is only
+	// handed to a cycle after every row was checked against its list.
+	row map[*framework.NodeInfo]int32
+	// keys and cols: the copied keys, and for each a value per row.
+	keys []string
+	cols [][]topologyValue
+}
+
+// nodeTopology reads the topology labels of one node: from the view if the
+// node is one of its rows, otherwise from the node.
+type nodeTopology struct {
+	ni   fwk.NodeInfo
+	view *topologyView
+	row  int32
+	// inView: ni is one of view's rows.
+	inView bool
+}
+
+// topologyOf returns how to read ni's topology labels in a cycle that was
+// handed view (nil: no view).
+func topologyOf(view *topologyView, ni fwk.NodeInfo) nodeTopology {
+	t := nodeTopology{ni: ni, view: view}
+	if p, ok := ni.(*framework.NodeInfo); ok && view != nil {
+		t.row, t.inView = view.row[p]
+	}
+	return t
+}
+
+// get returns the node's value for key, and whether it has the label.
+func (t *nodeTopology) get(key string) (string, bool) {
+	if t.inView {
+		for i, k := range t.view.keys {
+			if k == key {
+				v := t.view.cols[i][t.row]
+				return v.value, v.ok
+			}
+		}
+	}
+	v, ok := nodeLabels(t.ni)[key]
+	return v, ok
+}
+
+// topologyTable keeps the view across cycles. The zero value is disabled.
+type topologyTable struct {
+	enabled bool
+	mu      sync.Mutex
+	// nodes and gens are the list last synced and its generations.
+	nodes []fwk.NodeInfo
+	gens  []int64
+	view  *topologyView
+	// lent: view has been handed out and must not change.
+	lent bool
+	// ownCol: the view's column of the same index is not shared with a
+	// view handed out before.
+	ownCol []bool
+	// lastUse per key of view.keys, in calls to sync.
+	lastUse []uint64
+	clock   uint64
+	// intern shares one copy of each value, so that the columns' strings
+	// lie together in memory instead of in every node's own objects.
+	intern map[string]string
+}
+
+// sync brings the view up to date with nodes for keys, calls use with the
+// generation of each of nodes (read once here, so that the indexes over
+// the same list need not read them again), and returns the view, which
+// the caller must not change. It returns nil when disabled, and in a
+// pod-group cycle, which the indexes answer by a plain scan too.
+func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use func(gens []int64)) *topologyView {
+	if !t.enabled || cs.IsPodGroupSchedulingCycle() {
+		use(nil)
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clock++
+	same := t.view != nil && len(t.nodes) == len(nodes)
+	var changed []int
+	for i := 0; same && i < len(nodes); i++ {
+		ni := nodes[i]
+		if ni != t.nodes[i] {
+			same = false
+		} else if g := ni.GetGeneration(); g != t.gens[i] || g == 0 {
+			// A generation changes with labels and with pods (the
+			// snapshot changes a node's labels only by SetNode, which
+			// takes a new one); 0 (hand-built NodeInfos) proves nothing.
+			t.gens[i] = g
+			changed = append(changed, i)
+		}
+	}
+	if !same {
+		changed = nil // every row is read anew
+		if !t.rebuild(nodes) {
+			use(nil)
+			return nil
+		}
+	}
+	for _, i := range changed {
+		t.refresh(i)
+	}
+	for _, k := range keys {
+		t.useKey(k)
+	}
+	use(t.gens)
+	t.lent = true
+	return t.view
+}
+
+// rebuild starts over from list nodes: every row, every copied key. A list
+// of NodeInfos of another implementation than the framework's has no view.
+func (t *topologyTable) rebuild(nodes []fwk.NodeInfo) bool {
+	var keys []string
+	if t.view != nil {
+		keys = t.view.keys
+	}
+	t.nodes, t.gens, t.view = nil, nil, nil
+	v := &topologyView{row: make(map[*framework.NodeInfo]int32, len(nodes)), keys: slices.Clone(keys)}
+	for i, ni := range nodes {
+		p, ok := ni.(*framework.NodeInfo)
+		if !ok {
+			t.lastUse, t.ownCol, t.lent = nil, nil, false
+			return false
+		}
+		v.row[p] = int32(i)
+	}
+	t.nodes = slices.Clone(nodes)
+	t.gens = make([]int64, len(nodes))
+	for i, ni := range nodes {
+		t.gens[i] = ni.GetGeneration()
+	}
+	v.cols = make([][]topologyValue, len(v.keys))
+	t.intern = make(map[string]string)
+	for j, k := range v.keys {
+		v.cols[j] = t.column(k)
+	}
+	t.ownCol = make([]bool, len(v.keys))
+	for j := range t.ownCol {
+		t.ownCol[j] = true
+	}
+	t.view, t.lent = v, false
+	return true
+}
+
+// refresh rereads row i's values, copying the view first if a value
+// changed while the view is lent.
+func (t *topologyTable) refresh(i int) {
+	if len(t.intern) > 2*len(t.nodes)*maxTopologyKeys {
+		// Values that came and went: start a new set (the columns keep
+		// their strings).
+		t.intern = make(map[string]string)
+	}
+	nl := nodeLabels(t.nodes[i])
+	for j, k := range t.view.keys {
+		val, ok := nl[k]
+		if cur := t.view.cols[j][i]; cur.ok == ok && cur.value == val {
+			continue
+		}
+		t.own()
+		if !t.ownCol[j] {
+			t.view.cols[j] = slices.Clone(t.view.cols[j])
+			t.ownCol[j] = true
+		}
+		t.view.cols[j][i] = t.valueOf(val, ok)
+	}
+}
+
+// own makes the view changeable: a copy, if it was handed out. Columns
+// are still shared; a change copies the one it changes.
+func (t *topologyTable) own() {
+	if !t.lent {
+		return
+	}
+	v := *t.view
+	v.keys = slices.Clone(v.keys)
+	v.cols = slices.Clone(v.cols)
+	t.view, t.lent = &v, false
+	clear(t.ownCol)
+}
+
+// useKey makes sure key is copied, making room if needed. A key is not
+// evicted in the call that asked for it: beyond maxTopologyKeys keys in
+// one call, the rest are read from the nodes.
+func (t *topologyTable) useKey(key string) {
+	if j := slices.Index(t.view.keys, key); j >= 0 {
+		t.lastUse[j] = t.clock
+		return
+	}
+	oldest := -1
+	if len(t.view.keys) >= maxTopologyKeys {
+		oldest = 0
+		for j := range t.lastUse {
+			if t.lastUse[j] < t.lastUse[oldest] {
+				oldest = j
+			}
+		}
+		if t.lastUse[oldest] == t.clock {
+			return
+		}
+	}
+	t.own()
+	if oldest >= 0 {
+		t.view.keys = slices.Delete(t.view.keys, oldest, oldest+1)
+		t.view.cols = slices.Delete(t.view.cols, oldest, oldest+1)
+		t.lastUse = slices.Delete(t.lastUse, oldest, oldest+1)
+		t.ownCol = slices.Delete(t.ownCol, oldest, oldest+1)
+	}
+	t.view.keys = append(t.view.keys, key)
+	t.view.cols = append(t.view.cols, t.column(key))
+	t.lastUse = append(t.lastUse, t.clock)
+	t.ownCol = append(t.ownCol, true)
+}
+
+// column reads key's value on every node of the list.
+func (t *topologyTable) column(key string) []topologyValue {
+	col := make([]topologyValue, len(t.nodes))
+	for i, ni := range t.nodes {
+		v, ok := nodeLabels(ni)[key]
+		col[i] = t.valueOf(v, ok)
+	}
+	return col
+}
+
+func (t *topologyTable) valueOf(v string, ok bool) topologyValue {
+	if !ok {
+		return topologyValue{}
+	}
+	s, seen := t.intern[v]
+	if !seen {
+		s = string([]byte(v))
+		t.intern[s] = s
+	}
+	return topologyValue{value: s, ok: true}
+}

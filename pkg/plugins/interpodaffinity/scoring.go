@@ -186,8 +186,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 			}
 		}
 		topology = pl.index.topology.sync(cycleState, nodes, keys, func(gens []int64) { sum = sumOver(gens) })
-	} else {
-		sum = sumOver(nil)
+	} else if sum = sumOver(nil); sum != nil && sum.domains.len() > 0 {
 		if s, err := preFilterStateOf(cycleState); err == nil {
 			// PreFilter's view of this cycle's nodes, if it made one.
 			topology = s.topology

@@ -593,22 +593,17 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 // where node-local checks need it.
 func (s *preFilterState) filterKeys() []string {
 	var keys []string
-	add := func(k string) {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
 	for i := range s.terms.affinity {
-		add(s.terms.affinity[i].TopologyKey)
+		keys = addKey(keys, s.terms.affinity[i].TopologyKey)
 	}
 	for i := range s.terms.antiAffinity {
-		add(s.terms.antiAffinity[i].TopologyKey)
+		keys = addKey(keys, s.terms.antiAffinity[i].TopologyKey)
 	}
 	for _, kc := range s.existingAntiAffinity.keys {
-		add(kc.key)
+		keys = addKey(keys, kc.key)
 	}
 	if len(s.terms.hostAffinity) > 0 || len(s.terms.hostAntiAffinity) > 0 || s.existingHostAnti {
-		add(v1.LabelHostname)
+		keys = addKey(keys, v1.LabelHostname)
 	}
 	return keys
 }

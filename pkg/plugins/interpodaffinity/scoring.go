@@ -180,20 +180,21 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 		var keys []string
 		for _, ts := range [][]fwk.WeightedAffinityTerm{preferred, preferredAnti} {
 			for i := range ts {
-				if k := ts[i].TopologyKey; !slices.Contains(keys, k) {
-					keys = append(keys, k)
-				}
+				keys = addKey(keys, ts[i].TopologyKey)
 			}
 		}
 		topology = pl.index.topology.sync(cycleState, nodes, keys, func(gens []int64) { sum = sumOver(gens) })
-	} else if sum = sumOver(nil); sum != nil && sum.domains.len() > 0 {
+	} else {
+		sum = sumOver(nil)
+	}
+	if sum == nil || sum.domains.len() == 0 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	if topology == nil {
 		if s, err := preFilterStateOf(cycleState); err == nil {
 			// PreFilter's view of this cycle's nodes, if it made one.
 			topology = s.topology
 		}
-	}
-	if sum == nil || sum.domains.len() == 0 {
-		return fwk.NewStatus(fwk.Skip)
 	}
 	cycleState.Write(preScoreStateKey, &preScoreState{keys: sum.keys, domains: sum.domains, topology: topology})
 	return nil

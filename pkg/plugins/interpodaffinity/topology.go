@@ -112,7 +112,6 @@ func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []str
 	defer t.mu.Unlock()
 	t.clock++
 	same := t.view != nil && len(t.nodes) == len(nodes)
-	var changed []int
 	for i := 0; same && i < len(nodes); i++ {
 		ni := nodes[i]
 		if ni != t.nodes[i] {
@@ -122,18 +121,12 @@ func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []str
 			// snapshot changes a node's labels only by SetNode, which
 			// takes a new one); 0 (hand-built NodeInfos) proves nothing.
 			t.gens[i] = g
-			changed = append(changed, i)
+			t.refresh(i)
 		}
 	}
-	if !same {
-		changed = nil // every row is read anew
-		if !t.rebuild(nodes) {
-			use(nil)
-			return nil
-		}
-	}
-	for _, i := range changed {
-		t.refresh(i)
+	if !same && !t.rebuild(nodes) {
+		use(nil)
+		return nil
 	}
 	for _, k := range keys {
 		t.useKey(k)
@@ -255,6 +248,14 @@ func (t *topologyTable) column(key string) []topologyValue {
 		col[i] = t.valueOf(v, ok)
 	}
 	return col
+}
+
+// addKey appends key to keys unless it is there already.
+func addKey(keys []string, key string) []string {
+	if slices.Contains(keys, key) {
+		return keys
+	}
+	return append(keys, key)
 }
 
 func (t *topologyTable) valueOf(v string, ok bool) topologyValue {

@@ -97,6 +97,9 @@ type Sample struct {
 	PeakHeapMB float64 `json:"peakHeapMB"`
 	// DurationS is SchedulingDuration: creating and scheduling the measured pods.
 	DurationS float64 `json:"durationS"`
+	// ThroughputSamples is how many 1-s samples the Average is over: the
+	// lines of the run's .dat progress file; NaN when there is no file.
+	ThroughputSamples float64 `json:"throughputSamples"`
 	// Plugins holds scheduler_plugin_execution_duration_seconds Average in
 	// ms per plugin and extension point (the scheduler samples 10% of
 	// cycles for this metric, and drops observations; see
@@ -192,17 +195,61 @@ func Load(dir string) (*Results, error) {
 			rk := runKey{key, profile, rep}
 			s := samples[rk]
 			if s == nil {
-				s = &Sample{Profile: profile, Rep: rep, Throughput: math.NaN(), AttemptP50: math.NaN(), AttemptP99: math.NaN(), PeakHeapMB: math.NaN(), DurationS: math.NaN()}
+				s = &Sample{Profile: profile, Rep: rep, Throughput: math.NaN(), AttemptP50: math.NaN(), AttemptP99: math.NaN(), PeakHeapMB: math.NaN(), DurationS: math.NaN(), ThroughputSamples: math.NaN()}
 				samples[rk] = s
 				order = append(order, rk)
 			}
 			addItem(s, it)
 		}
 	}
+	if err := countProgressSamples(dir, func(caseWorkload, profile string, rep int, n int) {
+		for _, rk := range order {
+			if rk.profile == profile && rk.rep == rep && rk.Case+"_"+rk.Workload == caseWorkload {
+				samples[rk].ThroughputSamples = float64(n)
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
 	for _, rk := range order {
 		res.Samples[rk.Key] = append(res.Samples[rk.Key], *samples[rk])
 	}
 	return res, nil
+}
+
+// datRE matches scheduler_perf's progress file name,
+// <case>_<workload>_<topic>_<runID>.dat, where test/perf's topic ends in
+// _r<rep>-<profile>. The workload may itself contain "_" (5000Nodes_5000Pods),
+// so the case and workload are matched against the data items' keys, not split.
+var datRE = regexp.MustCompile(`^(.+)_[^_]+_r(\d+)-(` + Upstream + `|` + Ours + `)_[^_]+\.dat$`)
+
+// countProgressSamples calls found for each progress file in dir with its
+// case_workload prefix, profile, repeat and number of samples (one line per
+// 1-s sample the throughput Average is over).
+func countProgressSamples(dir string, found func(caseWorkload, profile string, rep, n int)) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.dat"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		m := datRE.FindStringSubmatch(filepath.Base(f))
+		if m == nil {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.TrimSpace(line) != "" {
+				n++
+			}
+		}
+		rep, _ := strconv.Atoi(m[2])
+		found(m[1], m[3], rep, n)
+	}
+	return nil
 }
 
 func addItem(s *Sample, it DataItem) {
@@ -305,6 +352,8 @@ type ProfileStats struct {
 	AttemptP99 Stat `json:"attemptP99ms"`
 	PeakHeapMB Stat `json:"peakHeapMB"`
 	DurationS  Stat `json:"schedulingDurationS"`
+	// ThroughputSamples counts the 1-s samples behind each run's Throughput.
+	ThroughputSamples Stat `json:"throughputSamples"`
 }
 
 // PluginStat compares an in-tree plugin with ours at one extension point.
@@ -330,8 +379,13 @@ type Row struct {
 	Ours     ProfileStats `json:"ours"`
 	// Ratio is mean(ours)/mean(upstream) throughput; null when either is
 	// missing.
-	Ratio   *float64     `json:"throughputRatio"`
-	Plugins []PluginStat `json:"plugins,omitempty"`
+	Ratio *float64 `json:"throughputRatio"`
+	// PhaseRatio is mean(upstream)/mean(ours) SchedulingDuration: the same
+	// measured pods created and scheduled, so the throughput ratio over the
+	// whole phase; null when either is missing. It does not depend on how
+	// the phase falls into 1-s samples (see FewSamples).
+	PhaseRatio *float64     `json:"phaseRatio"`
+	Plugins    []PluginStat `json:"plugins,omitempty"`
 	// ExtensionPoints: whole-profile time per cycle; the profiles differ
 	// only in our four plugins, so a difference here is theirs.
 	ExtensionPoints []ExtensionPointStat `json:"extensionPoints,omitempty"`
@@ -420,6 +474,10 @@ func buildRow(k Key, samples []Sample) Row {
 		r := o / u
 		row.Ratio = &r
 	}
+	if u, o := row.Upstream.DurationS.Mean, row.Ours.DurationS.Mean; row.Upstream.DurationS.N > 0 && row.Ours.DurationS.N > 0 && o > 0 {
+		r := u / o
+		row.PhaseRatio = &r
+	}
 	for _, pl := range plugins.Set() {
 		name, ours := pl.Replaces, pl.Name
 		points := map[string]bool{}
@@ -504,11 +562,12 @@ func profileStats(samples []Sample) ProfileStats {
 		return NewStat(vs)
 	}
 	return ProfileStats{
-		Throughput: get(func(s Sample) float64 { return s.Throughput }),
-		AttemptP50: get(func(s Sample) float64 { return s.AttemptP50 }),
-		AttemptP99: get(func(s Sample) float64 { return s.AttemptP99 }),
-		PeakHeapMB: get(func(s Sample) float64 { return s.PeakHeapMB }),
-		DurationS:  get(func(s Sample) float64 { return s.DurationS }),
+		Throughput:        get(func(s Sample) float64 { return s.Throughput }),
+		AttemptP50:        get(func(s Sample) float64 { return s.AttemptP50 }),
+		AttemptP99:        get(func(s Sample) float64 { return s.AttemptP99 }),
+		PeakHeapMB:        get(func(s Sample) float64 { return s.PeakHeapMB }),
+		DurationS:         get(func(s Sample) float64 { return s.DurationS }),
+		ThroughputSamples: get(func(s Sample) float64 { return s.ThroughputSamples }),
 	}
 }
 
@@ -540,6 +599,7 @@ func Markdown(r *Report) string {
 		}
 		b.WriteString("| Test case | upstream pods/s | ours pods/s | ours/upstream | attempt p50 ms (up / ours) | attempt p99 ms (up / ours) | peak heap MB (up / ours) |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
+		few := false
 		for _, row := range t.Rows {
 			name := row.Case
 			if row.Case == CeilingCase {
@@ -551,6 +611,10 @@ func Markdown(r *Report) string {
 			ratio := "n/a"
 			if row.Ratio != nil {
 				ratio = fmt.Sprintf("%.2f", *row.Ratio)
+				if row.FewSamples() {
+					ratio += " †"
+					few = true
+				}
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", name,
 				cell(row.Upstream.Throughput, 1), cell(row.Ours.Throughput, 1), ratio,
@@ -558,6 +622,10 @@ func Markdown(r *Report) string {
 				cell(row.Upstream.AttemptP99, 2), cell(row.Ours.AttemptP99, 2),
 				cell(row.Upstream.PeakHeapMB, 0), cell(row.Ours.PeakHeapMB, 0))
 		}
+		if few {
+			fmt.Fprintf(&b, "\n† Some run's throughput Average is over fewer than %d one-second samples: read ours/upstream by phase time below.\n", FewSamples)
+		}
+		writePhaseTable(&b, t)
 		writeExtensionPointTable(&b, t)
 		writePluginTable(&b, t)
 	}
@@ -565,6 +633,54 @@ func Markdown(r *Report) string {
 		b.WriteString("\nNo data items found.\n")
 	}
 	return b.String()
+}
+
+// FewSamples is the number of 1-s throughput samples below which a run's
+// Average says more about where the phase fell against the sampling clock
+// than about the scheduler: scheduler_perf skips the first second and
+// records the last, partial one only if a tick comes before the last pod is
+// bound, each moving a 2–4 sample Average by tens of percent.
+const FewSamples = 5
+
+// FewSamples reports whether some run of either profile has a throughput
+// Average over fewer than FewSamples samples.
+func (r Row) FewSamples() bool {
+	for _, st := range []Stat{r.Upstream.ThroughputSamples, r.Ours.ThroughputSamples} {
+		if st.N > 0 && st.Min < FewSamples {
+			return true
+		}
+	}
+	return false
+}
+
+// writePhaseTable compares the profiles by how long the measured phase took,
+// which needs no sampling clock.
+func writePhaseTable(b *strings.Builder, t Table) {
+	var lines []string
+	for _, row := range t.Rows {
+		if row.PhaseRatio == nil {
+			continue
+		}
+		samples := func(st Stat) string {
+			if st.N == 0 {
+				return "–"
+			}
+			return strconv.FormatFloat(st.Min, 'f', 0, 64)
+		}
+		lines = append(lines, fmt.Sprintf("| %s | %s / %s | %.2f | %s / %s |\n", row.Case,
+			cell(row.Upstream.DurationS, 2), cell(row.Ours.DurationS, 2), *row.PhaseRatio,
+			samples(row.Upstream.ThroughputSamples), samples(row.Ours.ThroughputSamples)))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("\nMeasured phase: SchedulingDuration, the seconds from the start of the measured op (before its first pod is created) until all its pods were scheduled, mean [min–max]. " +
+		"Both profiles create and schedule the same pods, so upstream's time over ours is the throughput ratio over the whole phase, pod creation included. " +
+		"The last column is the fewest 1-s samples any run's throughput Average is over.\n\n")
+	b.WriteString("| Test case | phase s (up / ours) | ours/upstream by phase time | 1-s samples, fewest (up / ours) |\n|---|---:|---:|---:|\n")
+	for _, l := range lines {
+		b.WriteString(l)
+	}
 }
 
 // pluginTablePoints are the extension points shown in the Markdown per-plugin

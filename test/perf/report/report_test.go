@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -97,11 +98,17 @@ func run(t *testing.T, dir, c, profile string, rep int, throughput, p50, p99, he
 		pluginMs = 0.2
 	}
 	name := "BenchmarkPerfScheduling/" + c + "/r" + string(rune('0'+rep)) + "-" + profile + "/" + c + "/500Nodes/sched-1"
+	// The same 1000 measured pods whatever the profile: the phase takes
+	// 1000/throughput seconds (4 s when throughput was not measured).
+	duration := 4.0
+	if !math.IsNaN(throughput) {
+		duration = 1000 / throughput
+	}
 	items := []DataItem{
 		item(name, "scheduler_scheduling_attempt_duration_seconds", map[string]float64{"Perc50": p50, "Perc99": p99}, "result", "scheduled"),
 		item(name, "scheduler_scheduling_attempt_duration_seconds", map[string]float64{"Perc50": 999, "Perc99": 999}, "result", "unschedulable"),
 		item(name, "heap_memory_usage", map[string]float64{"Max": heap, "Average": 1}),
-		item(name, "SchedulingDuration", map[string]float64{"Duration": 10}),
+		item(name, "SchedulingDuration", map[string]float64{"Duration": duration}),
 		item(name, "scheduler_plugin_execution_duration_seconds", map[string]float64{"Average": pluginMs}, "plugin", "InterPodAffinity", "extension_point", "PreFilter"),
 		item(name, "scheduler_plugin_execution_duration_seconds", map[string]float64{"Average": pluginMs}, "plugin", "PlacementInterPodAffinity", "extension_point", "PreFilter"),
 		item(name, "scheduler_framework_extension_point_duration_seconds", map[string]float64{"Average": 10 * pluginMs}, "extension_point", "PreScore"),
@@ -123,8 +130,29 @@ func run(t *testing.T, dir, c, profile string, rep int, throughput, p50, p99, he
 	writeItems(t, dir, "BenchmarkPerfScheduling_"+c+"_r"+string(rune('0'+rep))+"-"+profile+"_benchmark_x.json", items...)
 }
 
+// progress writes a run's scheduler_perf progress file with n samples,
+// named as scheduler_perf names it for test/perf's topic <topic>_r<rep>-<profile>.
+func progress(t *testing.T, dir, c, workload, profile string, rep, n int) {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%d.0s 10 10 10 10.0 0 0 0 0\n", i+1)
+	}
+	file := fmt.Sprintf("%s_%s_affinity_r%d-%s_2026-11-24T05:51:10Z.dat", c, workload, rep, profile)
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLoadAndBuild(t *testing.T) {
 	dir := t.TempDir()
+	for rep := 1; rep <= 2; rep++ {
+		progress(t, dir, "SchedulingPodAffinity", "500Nodes", Upstream, rep, 12-4*rep)
+		progress(t, dir, "SchedulingPodAffinity", "500Nodes", Ours, rep, 6+rep)
+	}
+	progress(t, dir, "SchedulingBasic", "500Nodes", Upstream, 1, 2)
+	// Another workload of the same case must not be counted for 500Nodes.
+	progress(t, dir, "SchedulingBasic", "500Nodes_5000Pods", Ours, 1, 30)
 	run(t, dir, "SchedulingPodAffinity", Upstream, 1, 100, 5, 9, 300)
 	run(t, dir, "SchedulingPodAffinity", Ours, 1, 150, 3, 7, 280)
 	run(t, dir, "SchedulingPodAffinity", Upstream, 2, 120, 6, 10, 310)
@@ -168,6 +196,25 @@ func TestLoadAndBuild(t *testing.T) {
 	if aff.Ratio == nil || math.Abs(*aff.Ratio-160.0/110.0) > 1e-9 {
 		t.Errorf("ratio = %v, want 160/110", aff.Ratio)
 	}
+	if aff.PhaseRatio == nil || math.Abs(*aff.PhaseRatio-(1000/100.+1000/120.)/(1000/150.+1000/170.)) > 1e-9 {
+		t.Errorf("phase ratio = %v, want mean upstream duration over mean ours", aff.PhaseRatio)
+	}
+	if got := aff.Ours.ThroughputSamples; got.N != 2 || got.Min != 7 || got.Max != 8 {
+		t.Errorf("ours throughput samples = %+v, want 7 and 8 from the .dat files", got)
+	}
+	if !aff.FewSamples() {
+		t.Errorf("SchedulingPodAffinity's upstream r2 has 4 samples, FewSamples() = false")
+	}
+	basic := tbl.Rows[1]
+	if got := basic.Upstream.ThroughputSamples; got.N != 1 || got.Values[0] != 2 {
+		t.Errorf("basic upstream samples = %+v, want 2", got)
+	}
+	if got := basic.Ours.ThroughputSamples; got.N != 0 || got.Missing != 1 {
+		t.Errorf("basic ours samples = %+v, want missing (its only .dat is another workload's)", got)
+	}
+	if !basic.FewSamples() {
+		t.Errorf("SchedulingBasic's upstream run has 2 samples, FewSamples() = false")
+	}
 	wantPlugins := []PluginStat{{
 		Upstream: "InterPodAffinity", Ours: "PlacementInterPodAffinity", ExtensionPoint: "PreFilter",
 		UpstreamMs: NewStat([]float64{0.1, 0.12}), OursMs: NewStat([]float64{0.15, 0.17}),
@@ -194,8 +241,11 @@ func TestLoadAndBuild(t *testing.T) {
 
 	md := Markdown(rep)
 	for _, want := range []string{
-		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | 1.45 | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] |",
+		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | 1.45 † | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] |",
 		"| SchedulingBasic (ceiling) | 400.0 | – | n/a |",
+		"| SchedulingPodAffinity | 9.17 [8.33–10.00] / 6.27 [5.88–6.67] | 1.46 | 4 / 7 |",
+		"† Some run's throughput Average is over fewer than 5 one-second samples",
+		"| SchedulingBasic | 2.50 / 4.00 | 0.62 | 2 / – |",
 		"Ceiling (SchedulingBasic/500Nodes, same run, no affinity): upstream 400.0 pods/s",
 		"| SchedulingPodAffinity | InterPodAffinity → PlacementInterPodAffinity | 0.1100 / 0.1600 |  | – / 3.0000 |  |",
 		"| SchedulingPodAffinity |  | 2.2000 / 3.2000 | 1.1000 / 1.6000 |  |",

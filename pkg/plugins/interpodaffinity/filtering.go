@@ -163,8 +163,10 @@ type domainCount struct {
 	count int64
 }
 
-func (t *nodeTally) add(nodeLabels map[string]string, key string, delta int64) {
-	v, ok := nodeLabels[key]
+// add reads the node's value of key through nt, so that a key and value
+// read through a view are the view's own strings (topologyTable.sync).
+func (t *nodeTally) add(nt *nodeTopology, key string, delta int64) {
+	key, v, ok := nt.pair(key)
 	if !ok {
 		return
 	}
@@ -476,7 +478,8 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 	inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
 	sum := pl.index.existingAnti.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, nil, sumOps[existingAnti, *existingAntiSum]{
 		compute: func(ni fwk.NodeInfo) existingAnti {
-			nl := nodeLabels(ni)
+			// No view yet: its keys include these counts' (filterKeys).
+			nt := topologyOf(nil, ni)
 			var r existingAnti
 			for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
 				terms := existing.GetRequiredAntiAffinityTerms()
@@ -486,7 +489,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 						continue
 					}
 					if terms[j].Matches(incoming, s.nsLabels) {
-						r.tally.add(nl, terms[j].TopologyKey, 1)
+						r.tally.add(&nt, terms[j].TopologyKey, 1)
 					}
 				}
 			}
@@ -540,20 +543,21 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	sig.terms(t.affinity)
 	sig.terms(t.antiAffinity)
 	sig.terms(t.hostAffinity)
+	var view *topologyView // the view being synced, for compute
 	ops := sumOps[incomingMatches, *incomingSum]{
 		compute: func(ni fwk.NodeInfo) incomingMatches {
-			nl := nodeLabels(ni)
+			nt := topologyOf(view, ni)
 			var r incomingMatches
 			for _, existing := range ni.GetPods() {
 				pod := existing.GetPod()
 				if matchesAll(t.affinity, pod) {
 					for j := range t.affinity {
-						r.affinity.add(nl, t.affinity[j].TopologyKey, 1)
+						r.affinity.add(&nt, t.affinity[j].TopologyKey, 1)
 					}
 				}
 				for j := range t.antiAffinity {
 					if t.antiAffinity[j].Matches(pod, nil) {
-						r.antiAffinity.add(nl, t.antiAffinity[j].TopologyKey, 1)
+						r.antiAffinity.add(&nt, t.antiAffinity[j].TopologyKey, 1)
 					}
 				}
 				if matchesAll(t.hostAffinity, pod) {
@@ -582,7 +586,8 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	// up the keys of the counted terms on hundreds of them: the topology
 	// table reads the generations for both.
 	var sum *incomingSum
-	s.topology = pl.index.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64) {
+	s.topology = pl.index.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, v *topologyView) {
+		view = v
 		sum = pl.index.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity

@@ -132,10 +132,10 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	if hasPreferred {
 		list = "all nodes"
 	}
+	var view *topologyView // the view being synced (nil: none), for compute
 	ops := sumOps[nodeTally, *scoreSum]{
 		compute: func(ni fwk.NodeInfo) nodeTally {
-			nl := nodeLabels(ni)
-			if len(nl) == 0 {
+			if len(nodeLabels(ni)) == 0 {
 				// A node without labels is in no domain; upstream skips
 				// its pods outright.
 				return nil
@@ -144,9 +144,10 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 			if hasPreferred {
 				existingPods = ni.GetPods()
 			}
+			nt := topologyOf(view, ni)
 			var tally nodeTally
 			for _, existing := range existingPods {
-				pl.scoreExistingPod(&tally, nl, pi, nsLabels, existing)
+				pl.scoreExistingPod(&tally, &nt, pi, nsLabels, existing)
 			}
 			return tally
 		},
@@ -183,7 +184,10 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 				keys = addKey(keys, ts[i].TopologyKey)
 			}
 		}
-		topology = pl.index.topology.sync(cycleState, nodes, keys, func(gens []int64) { sum = sumOver(gens) })
+		topology = pl.index.topology.sync(cycleState, nodes, keys, func(gens []int64, v *topologyView) {
+			view = v
+			sum = sumOver(gens)
+		})
 	} else {
 		sum = sumOver(nil)
 	}
@@ -200,35 +204,35 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	return nil
 }
 
-// scoreExistingPod adds to the tally of the existing pod's node (labels nl)
-// the five contributions of one (incoming, existing) pair. Existing pods'
-// required anti-affinity is not among them: it only filters.
-func (pl *InterPodAffinity) scoreExistingPod(tally *nodeTally, nl map[string]string, incoming fwk.PodInfo, nsLabels labels.Set, existing fwk.PodInfo) {
+// scoreExistingPod adds to the tally of the existing pod's node (labels read
+// through nt) the five contributions of one (incoming, existing) pair.
+// Existing pods' required anti-affinity is not among them: it only filters.
+func (pl *InterPodAffinity) scoreExistingPod(tally *nodeTally, nt *nodeTopology, incoming fwk.PodInfo, nsLabels labels.Set, existing fwk.PodInfo) {
 	// The incoming pod's terms have expanded namespace selectors: nil labels.
-	addWeighted(tally, nl, incoming.GetPreferredAffinityTerms(), existing.GetPod(), nil, 1)
-	addWeighted(tally, nl, incoming.GetPreferredAntiAffinityTerms(), existing.GetPod(), nil, -1)
+	addWeighted(tally, nt, incoming.GetPreferredAffinityTerms(), existing.GetPod(), nil, 1)
+	addWeighted(tally, nt, incoming.GetPreferredAntiAffinityTerms(), existing.GetPod(), nil, -1)
 
 	pod := incoming.GetPod()
 	if w := pl.args.hardPodAffinityWeight; w > 0 {
 		terms := existing.GetRequiredAffinityTerms()
 		for i := range terms {
 			if terms[i].Matches(pod, nsLabels) {
-				tally.add(nl, terms[i].TopologyKey, int64(w))
+				tally.add(nt, terms[i].TopologyKey, int64(w))
 			}
 		}
 	}
 	// Existing pods' preferred terms, regardless of
 	// ignorePreferredTermsOfExistingPods, which only decides the Skip.
-	addWeighted(tally, nl, existing.GetPreferredAffinityTerms(), pod, nsLabels, 1)
-	addWeighted(tally, nl, existing.GetPreferredAntiAffinityTerms(), pod, nsLabels, -1)
+	addWeighted(tally, nt, existing.GetPreferredAffinityTerms(), pod, nsLabels, 1)
+	addWeighted(tally, nt, existing.GetPreferredAntiAffinityTerms(), pod, nsLabels, -1)
 }
 
 // addWeighted adds sign×weight for each term that pod matches.
-func addWeighted(tally *nodeTally, nl map[string]string, terms []fwk.WeightedAffinityTerm, pod *v1.Pod, nsLabels labels.Set, sign int32) {
+func addWeighted(tally *nodeTally, nt *nodeTopology, terms []fwk.WeightedAffinityTerm, pod *v1.Pod, nsLabels labels.Set, sign int32) {
 	for i := range terms {
 		if terms[i].Matches(pod, nsLabels) {
 			// int32 product, then widened, exactly as upstream.
-			tally.add(nl, terms[i].TopologyKey, int64(terms[i].Weight*sign))
+			tally.add(nt, terms[i].TopologyKey, int64(terms[i].Weight*sign))
 		}
 	}
 }

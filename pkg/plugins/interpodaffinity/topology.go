@@ -65,16 +65,23 @@ func topologyOf(view *topologyView, ni fwk.NodeInfo) nodeTopology {
 
 // get returns the node's value for key, and whether it has the label.
 func (t *nodeTopology) get(key string) (string, bool) {
+	_, v, ok := t.pair(key)
+	return v, ok
+}
+
+// pair is get that also returns the key: the view's own string for it when
+// read through the view (the same for every node), key otherwise.
+func (t *nodeTopology) pair(key string) (string, string, bool) {
 	if t.inView {
 		for i, k := range t.view.keys {
 			if k == key {
 				v := t.view.cols[i][t.row]
-				return v.value, v.ok
+				return k, v.value, v.ok
 			}
 		}
 	}
 	v, ok := nodeLabels(t.ni)[key]
-	return v, ok
+	return key, v, ok
 }
 
 // topologyTable keeps the view across cycles. The zero value is disabled.
@@ -100,12 +107,17 @@ type topologyTable struct {
 
 // sync brings the view up to date with nodes for keys, calls use with the
 // generation of each of nodes (read once here, so that the indexes over
-// the same list need not read them again), and returns the view, which
-// the caller must not change. It returns nil when disabled, and in a
-// pod-group cycle, which the indexes answer by a plain scan too.
-func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use func(gens []int64)) *topologyView {
+// the same list need not read them again) and with the view, and returns
+// the view, which the caller must not change. The indexes read the labels
+// of the nodes they recompute through the view too: its values are the
+// table's interned copies, so the domains they count hold the very strings
+// Filter and Score later look up, and a hit compares pointers instead of
+// bytes in the nodes' cold label maps. It returns nil (and use gets nils)
+// when disabled, and in a pod-group cycle, which the indexes answer by a
+// plain scan too.
+func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use func(gens []int64, view *topologyView)) *topologyView {
 	if !t.enabled || cs.IsPodGroupSchedulingCycle() {
-		use(nil)
+		use(nil, nil)
 		return nil
 	}
 	t.mu.Lock()
@@ -125,13 +137,13 @@ func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []str
 		}
 	}
 	if !same && !t.rebuild(nodes) {
-		use(nil)
+		use(nil, nil)
 		return nil
 	}
 	for _, k := range keys {
 		t.useKey(k)
 	}
-	use(t.gens)
+	use(t.gens, t.view)
 	t.lent = true
 	return t.view
 }

@@ -5,11 +5,14 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -104,9 +107,15 @@ func TestTopologyTableReadsAsTheNodes(t *testing.T) {
 		list := slices.Clone(nodes)
 		ask := []string{keys[rng.IntN(len(keys))], keys[rng.IntN(3)]}
 		var gens []int64
-		view := tab.sync(cs, list, ask, func(g []int64) { gens = slices.Clone(g) })
+		var used *topologyView
+		view := tab.sync(cs, list, ask, func(g []int64, v *topologyView) { gens, used = slices.Clone(g), v })
 		if view == nil {
 			t.Fatalf("step %d: no view", step)
+		}
+		if used != view {
+			// The indexes read labels through the view use gets: it must
+			// be the one Filter and Score get.
+			t.Fatalf("step %d: use got view %p, sync returned %p", step, used, view)
 		}
 		for i, ni := range list {
 			if gens[i] != ni.GetGeneration() {
@@ -163,14 +172,14 @@ func TestTopologyTableOff(t *testing.T) {
 	nodes := []fwk.NodeInfo{zoneNode("a", "z1")}
 	var off topologyTable
 	called := false
-	if v := off.sync(framework.NewCycleState(), nodes, []string{zone}, func(g []int64) { called = g == nil }); v != nil || !called {
+	if v := off.sync(framework.NewCycleState(), nodes, []string{zone}, func(g []int64, v *topologyView) { called = g == nil && v == nil }); v != nil || !called {
 		t.Errorf("disabled table: view %v, use called with nil: %v", v, called)
 	}
 	on := topologyTable{enabled: true}
 	group := framework.NewCycleState()
 	group.SetPodGroupSchedulingCycle(framework.NewCycleState())
 	called = false
-	if v := on.sync(group, nodes, []string{zone}, func(g []int64) { called = g == nil }); v != nil || !called {
+	if v := on.sync(group, nodes, []string{zone}, func(g []int64, v *topologyView) { called = g == nil && v == nil }); v != nil || !called {
 		t.Errorf("pod-group cycle: view %v, use called with nil: %v", v, called)
 	}
 }
@@ -192,7 +201,7 @@ func TestTopologyTableEdges(t *testing.T) {
 		}
 		return v
 	}
-	noop := func([]int64) {}
+	noop := func([]int64, *topologyView) {}
 
 	t.Run("unchanged list, same view", func(t *testing.T) {
 		tab := topologyTable{enabled: true}
@@ -234,7 +243,7 @@ func TestTopologyTableEdges(t *testing.T) {
 		a := zoneNode("a", "z1")
 		tab.sync(cs, []fwk.NodeInfo{a}, []string{zone}, noop)
 		var got []int64
-		if v := tab.sync(cs, []fwk.NodeInfo{a, otherNodeInfo{zoneNode("b", "z2")}}, []string{zone}, func(g []int64) { got = g }); v != nil || got != nil {
+		if v := tab.sync(cs, []fwk.NodeInfo{a, otherNodeInfo{zoneNode("b", "z2")}}, []string{zone}, func(g []int64, _ *topologyView) { got = g }); v != nil || got != nil {
 			t.Fatalf("foreign NodeInfo: view %v, gens %v; want none", v, got)
 		}
 		nodes := []fwk.NodeInfo{zoneNode("c", "z3"), a}
@@ -329,4 +338,66 @@ func TestTopologyTableEdges(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestCountedDomainsShareTheViewsStrings: the domains PreFilter and PreScore
+// count are keyed by the view's interned values, the very strings Filter
+// and Score look them up by, so that a hit compares pointers, not the bytes
+// of the nodes' label maps (sync). The values are equal either way: only
+// this sharing is what the test can tell apart.
+func TestCountedDomainsShareTheViewsStrings(t *testing.T) {
+	web := placed("default", "web", "n1").Label("app", "web").Obj()
+	env := newEnv(t, nil, feature.Features{}, []*v1.Pod{web}, fixtureNodes())
+	// Each term's key is a string of its own, as in pods decoded from
+	// the API: the view keeps the first it was asked for.
+	pod := incoming("default").
+		RequiredPodAntiAffinity(tu.AffinityTerm(strings.Clone(zone), sel("app", "web"))).
+		PreferredPodAntiAffinity(tu.Weighted(5, tu.AffinityTerm(strings.Clone(zone), sel("app", "web")))).Obj()
+	shared := func(what string, view *topologyView, domains map[topologyPair]bool) {
+		t.Helper()
+		if view == nil {
+			t.Fatalf("%s: no view", what)
+		}
+		nt := topologyOf(view, env.nodeInfo(t, "n1"))
+		v, ok := nt.get(zone)
+		if !ok || !nt.inView || v != "z1" {
+			t.Fatalf("%s: n1's zone through the view = %q, %v (in view: %v)", what, v, ok, nt.inView)
+		}
+		if !domains[topologyPair{key: zone, value: "z1"}] {
+			t.Fatalf("%s: domains %v lack %s=z1", what, domains, zone)
+		}
+		k, _, _ := nt.pair(zone)
+		for p := range domains {
+			if p.key == zone && p.value == "z1" && unsafe.StringData(p.value) != unsafe.StringData(v) {
+				t.Errorf("%s: domain %s=%s: the value is not the view's string", what, p.key, p.value)
+			}
+			if p.key == zone && unsafe.StringData(p.key) != unsafe.StringData(k) {
+				t.Errorf("%s: domain %s=%s: the key is not the view's string", what, p.key, p.value)
+			}
+		}
+	}
+
+	cs, st := env.preFilter(t, pod)
+	if !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	s := mustState(t, cs)
+	anti := map[topologyPair]bool{}
+	for p := range s.antiAffinity.toMap() {
+		anti[p] = true
+	}
+	shared("PreFilter", s.topology, anti)
+
+	if st := env.pl.PreScore(env.ctx, cs, pod, env.allNodes(t)); !st.IsSuccess() {
+		t.Fatalf("PreScore: %v", st)
+	}
+	ps, err := preScoreStateOf(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scored := map[topologyPair]bool{}
+	for p := range ps.domains.all() {
+		scored[p] = true
+	}
+	shared("PreScore", ps.topology, scored)
 }

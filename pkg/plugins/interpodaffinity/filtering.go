@@ -543,9 +543,11 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	sig.terms(t.affinity)
 	sig.terms(t.antiAffinity)
 	sig.terms(t.hostAffinity)
-	var view *topologyView // the view being synced, for compute
-	ops := sumOps[incomingMatches, *incomingSum]{
-		compute: func(ni fwk.NodeInfo) incomingMatches {
+	// opsOver reads the labels of the nodes it recomputes through view
+	// (nil: from the nodes). view is a parameter, never assigned, so the
+	// closure copies it instead of boxing a variable in every cycle.
+	opsOver := func(view *topologyView) sumOps[incomingMatches, *incomingSum] {
+		return sumOps[incomingMatches, *incomingSum]{compute: func(ni fwk.NodeInfo) incomingMatches {
 			nt := topologyOf(view, ni)
 			var r incomingMatches
 			for _, existing := range ni.GetPods() {
@@ -566,29 +568,29 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 			}
 			return r
 		},
-		newSum: func() *incomingSum {
-			return &incomingSum{affinity: newTopologyCounts(), antiAffinity: newTopologyCounts()}
-		},
-		apply: func(sum *incomingSum, v incomingMatches, sign int64) {
-			sum.affinity.apply(v.affinity, sign)
-			sum.antiAffinity.apply(v.antiAffinity, sign)
-			sum.hostAffinity += sign * v.hostAffinity
-		},
-		clone: func(sum *incomingSum) *incomingSum {
-			return &incomingSum{affinity: sum.affinity.fork(), antiAffinity: sum.antiAffinity.fork(), hostAffinity: sum.hostAffinity}
-		},
-		seal: func(sum *incomingSum) {
-			sum.affinity.seal()
-			sum.antiAffinity.seal()
-		},
+			newSum: func() *incomingSum {
+				return &incomingSum{affinity: newTopologyCounts(), antiAffinity: newTopologyCounts()}
+			},
+			apply: func(sum *incomingSum, v incomingMatches, sign int64) {
+				sum.affinity.apply(v.affinity, sign)
+				sum.antiAffinity.apply(v.antiAffinity, sign)
+				sum.hostAffinity += sign * v.hostAffinity
+			},
+			clone: func(sum *incomingSum) *incomingSum {
+				return &incomingSum{affinity: sum.affinity.fork(), antiAffinity: sum.antiAffinity.fork(), hostAffinity: sum.hostAffinity}
+			},
+			seal: func(sum *incomingSum) {
+				sum.affinity.seal()
+				sum.antiAffinity.seal()
+			},
+		}
 	}
 	// This is the cycle's one walk over all nodes, and Filter will look
 	// up the keys of the counted terms on hundreds of them: the topology
 	// table reads the generations for both.
 	var sum *incomingSum
-	s.topology = pl.index.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, v *topologyView) {
-		view = v
-		sum = pl.index.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
+	s.topology = pl.index.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
+		sum = pl.index.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, opsOver(view))
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
 }

@@ -132,9 +132,11 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	if hasPreferred {
 		list = "all nodes"
 	}
-	var view *topologyView // the view being synced (nil: none), for compute
-	ops := sumOps[nodeTally, *scoreSum]{
-		compute: func(ni fwk.NodeInfo) nodeTally {
+	// opsOver reads the labels of the nodes it recomputes through view
+	// (nil: from the nodes). view is a parameter, never assigned, so the
+	// closure copies it instead of boxing a variable in every cycle.
+	opsOver := func(view *topologyView) sumOps[nodeTally, *scoreSum] {
+		return sumOps[nodeTally, *scoreSum]{compute: func(ni fwk.NodeInfo) nodeTally {
 			if len(nodeLabels(ni)) == 0 {
 				// A node without labels is in no domain; upstream skips
 				// its pods outright.
@@ -151,14 +153,16 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 			}
 			return tally
 		},
-		newSum: newScoreSum,
-		apply:  (*scoreSum).apply,
-		clone:  (*scoreSum).clone,
-		seal:   func(sum *scoreSum) { sum.domains.seal() },
+			newSum: newScoreSum,
+			apply:  (*scoreSum).apply,
+			clone:  (*scoreSum).clone,
+			seal:   func(sum *scoreSum) { sum.domains.seal() },
+		}
 	}
 	// sumOver returns the score sum over nodes, or nil when it is
-	// known to be empty; gens are the nodes' generations, if read.
-	sumOver := func(gens []int64) *scoreSum {
+	// known to be empty; gens are the nodes' generations, if read, and
+	// view the topology view synced with them, if any.
+	sumOver := func(gens []int64, view *topologyView) *scoreSum {
 		inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, list, nodes, gens, selectorKeys)
 		if !hasPreferred && inputs.scoringNodes == 0 {
 			// Only existing pods' terms could score, and none of the
@@ -170,7 +174,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 		sig.weightedTerms(preferred)
 		sig.weightedTerms(preferredAnti)
 		inputs.encode(&sig, pod.Namespace, pod.Labels, nsLabels)
-		return pl.index.score.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, gens, ops)
+		return pl.index.score.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, gens, opsOver(view))
 	}
 	var sum *scoreSum
 	var topology *topologyView
@@ -184,12 +188,11 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 				keys = addKey(keys, ts[i].TopologyKey)
 			}
 		}
-		topology = pl.index.topology.sync(cycleState, nodes, keys, func(gens []int64, v *topologyView) {
-			view = v
-			sum = sumOver(gens)
+		topology = pl.index.topology.sync(cycleState, nodes, keys, func(gens []int64, view *topologyView) {
+			sum = sumOver(gens, view)
 		})
 	} else {
-		sum = sumOver(nil)
+		sum = sumOver(nil, nil)
 	}
 	if sum == nil || sum.domains.len() == 0 {
 		return fwk.NewStatus(fwk.Skip)

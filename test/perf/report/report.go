@@ -383,7 +383,7 @@ type Row struct {
 	// PhaseRatio is mean(upstream)/mean(ours) SchedulingDuration: the same
 	// measured pods created and scheduled, so the throughput ratio over the
 	// whole phase; null when either is missing. It does not depend on how
-	// the phase falls into 1-s samples (see FewSamples).
+	// the phase falls into 1-s samples (see Row.FewSamples).
 	PhaseRatio *float64     `json:"phaseRatio"`
 	Plugins    []PluginStat `json:"plugins,omitempty"`
 	// ExtensionPoints: whole-profile time per cycle; the profiles differ
@@ -623,7 +623,7 @@ func Markdown(r *Report) string {
 				cell(row.Upstream.PeakHeapMB, 0), cell(row.Ours.PeakHeapMB, 0))
 		}
 		if few {
-			fmt.Fprintf(&b, "\n† Some run's throughput Average is over fewer than %d one-second samples: read ours/upstream by phase time below.\n", FewSamples)
+			fmt.Fprintf(&b, "\n† Some run's throughput Average is over fewer than %d one-second samples: read ours/upstream by phase time below.\n", MinThroughputSamples)
 		}
 		writePhaseTable(&b, t)
 		writeExtensionPointTable(&b, t)
@@ -635,18 +635,18 @@ func Markdown(r *Report) string {
 	return b.String()
 }
 
-// FewSamples is the number of 1-s throughput samples below which a run's
+// MinThroughputSamples is the number of 1-s throughput samples below which a run's
 // Average says more about where the phase fell against the sampling clock
 // than about the scheduler: scheduler_perf skips the first second and
 // records the last, partial one only if a tick comes before the last pod is
 // bound, each moving a 2–4 sample Average by tens of percent.
-const FewSamples = 5
+const MinThroughputSamples = 5
 
 // FewSamples reports whether some run of either profile has a throughput
-// Average over fewer than FewSamples samples.
+// Average over fewer than MinThroughputSamples samples.
 func (r Row) FewSamples() bool {
 	for _, st := range []Stat{r.Upstream.ThroughputSamples, r.Ours.ThroughputSamples} {
-		if st.N > 0 && st.Min < FewSamples {
+		if st.N > 0 && st.Min < MinThroughputSamples {
 			return true
 		}
 	}

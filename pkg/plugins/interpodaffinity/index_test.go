@@ -169,6 +169,14 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	nodes[3] = gone
 	check("each node once again", 4)
 	check("and nothing changed since", 0)
+
+	// The last node leaving while every other stays where it was, right
+	// after a move (the pass's scratch still holds the order before it):
+	// the new order is the old one cut short.
+	nodes[0], nodes[1] = nodes[1], nodes[0]
+	check("two nodes swapped back", 0)
+	nodes = nodes[:len(nodes)-1]
+	check("the last node gone, the rest in place", 0)
 }
 
 // TestNodeIndexSumsAreImmutableOnceHandedOut: a cycle keeps reading the sum

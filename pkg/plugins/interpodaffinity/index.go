@@ -321,8 +321,9 @@ func markSeen[V any](found []*nodeSlot[V], epoch uint64) (twice bool) {
 // settle ends a call: if the list's nodes moved, the slots and
 // generations found are the order to look in next time, and the slots'
 // positions are left to position; otherwise only the stale positions have
-// new generations. The scratch may keep the previous order's slots alive
-// until the next call overwrites it: at most one list's worth.
+// new generations. The scratch may keep an earlier order's slots alive
+// until a call that does not find every node in place overwrites it: at
+// most one list's worth.
 func (e *indexEntry[V, A]) settle(moved bool, stale []int) {
 	if moved {
 		e.order, e.found = e.found, e.order

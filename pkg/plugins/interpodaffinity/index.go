@@ -168,9 +168,9 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		if next < len(e.gens) && gen != 0 && e.gens[next] == gen {
 			if !inPlace {
 				found[i] = e.order[next]
-				if next != i {
-					moved = true
-				}
+			}
+			if next != i {
+				moved = true
 			}
 			next++
 			continue

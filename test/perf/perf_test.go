@@ -230,6 +230,14 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 	}
 	for _, c := range setup.Cases {
 		info.Cases = append(info.Cases, c.Name)
+		for _, w := range c.Workloads {
+			if w.MeasuredPods > 0 {
+				if info.MeasuredPods == nil {
+					info.MeasuredPods = map[string]int{}
+				}
+				info.MeasuredPods[report.MeasuredPodsKey(c.Name, w.Name)] = w.MeasuredPods
+			}
+		}
 	}
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {

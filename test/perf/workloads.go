@@ -86,10 +86,15 @@ type Case struct {
 	Files map[Profile]string
 }
 
-// Workload is what the harness needs to know to select one.
+// Workload is what the harness needs to know to select one, and to put
+// its throughput next to another's.
 type Workload struct {
 	Name   string
 	Labels []string
+	// MeasuredPods is how many pods the test case's measured op creates
+	// at this workload's parameters; 0 when that is not one createPods op
+	// with a count the harness can read.
+	MeasuredPods int
 }
 
 // Options configure Prepare.
@@ -201,6 +206,7 @@ func prepareSource(opts Options, src Source, ourConfig string) ([]Case, error) {
 }
 
 func workloads(tc map[string]any) ([]Workload, error) {
+	ops, _ := tc["workloadTemplate"].([]any)
 	list, _ := tc["workloads"].([]any)
 	var out []Workload
 	for _, w := range list {
@@ -216,9 +222,41 @@ func workloads(tc map[string]any) ([]Workload, error) {
 				wl.Labels = append(wl.Labels, s)
 			}
 		}
+		params, _ := m["params"].(map[string]any)
+		wl.MeasuredPods = measuredPods(ops, params)
 		out = append(out, wl)
 	}
 	return out, nil
+}
+
+// measuredPods is the count of the one createPods op of ops that collects
+// metrics, read from its count or from params through its countParam
+// ("$name"); 0 when there is not exactly one such op or its count cannot
+// be read.
+func measuredPods(ops []any, params map[string]any) int {
+	n, found := 0, 0
+	for _, o := range ops {
+		op, _ := o.(map[string]any)
+		if collect, _ := op["collectMetrics"].(bool); !collect {
+			continue
+		}
+		found++
+		if code, _ := op["opcode"].(string); code != "createPods" {
+			return 0
+		}
+		v := op["count"]
+		if p, ok := op["countParam"].(string); ok && v == nil {
+			v = params[strings.TrimPrefix(p, "$")]
+		}
+		// sigs.k8s.io/yaml decodes numbers as float64.
+		if f, ok := v.(float64); ok && f > 0 && f == float64(int(f)) {
+			n = int(f)
+		}
+	}
+	if found != 1 {
+		return 0
+	}
+	return n
 }
 
 // isPathKey reports whether a test-case key names an input file that

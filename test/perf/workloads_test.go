@@ -333,3 +333,51 @@ func TestDeriveOurConfigRejectsUnexpectedManifest(t *testing.T) {
 		}
 	}
 }
+
+// The share of the ceiling divides by measured pods: the count must come
+// from the one op that collects metrics, at the workload's parameters.
+func TestMeasuredPods(t *testing.T) {
+	create := func(extra ...any) map[string]any {
+		op := map[string]any{"opcode": "createPods"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			op[extra[i].(string)] = extra[i+1]
+		}
+		return op
+	}
+	params := map[string]any{"initPods": 7.0, "measurePods": 400.0}
+	for _, tc := range []struct {
+		name string
+		ops  []any
+		want int
+	}{
+		{"countParam", []any{create("countParam", "$initPods"), create("countParam", "$measurePods", "collectMetrics", true)}, 400},
+		{"count", []any{create("countParam", "$initPods"), create("count", 30.0, "collectMetrics", true)}, 30},
+		{"parameter missing", []any{create("countParam", "$otherPods", "collectMetrics", true)}, 0},
+		{"two measured ops", []any{create("count", 1.0, "collectMetrics", true), create("count", 2.0, "collectMetrics", true)}, 0},
+		{"measured op creates no pods", []any{map[string]any{"opcode": "churn", "collectMetrics": true}}, 0},
+		{"nothing measured", []any{create("countParam", "$measurePods")}, 0},
+	} {
+		if got := measuredPods(tc.ops, params); got != tc.want {
+			t.Errorf("%s: measuredPods = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+
+	// Upstream's v1.37.1 files, as the harness reads them.
+	want := map[string]int{
+		"SchedulingPodAntiAffinity/500Nodes":  400,
+		"SchedulingPodAntiAffinity/5000Nodes": 1000,
+		"SchedulingPodAffinity/5000Nodes":     1000,
+		"SchedulingBasic/5000Nodes":           1000,
+	}
+	got := map[string]int{}
+	for _, c := range prepareForTest(t).Cases {
+		for _, w := range c.Workloads {
+			if _, ok := want[c.Name+"/"+w.Name]; ok {
+				got[c.Name+"/"+w.Name] = w.MeasuredPods
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("measured pods (-want +got):\n%s", diff)
+	}
+}

@@ -58,7 +58,14 @@ type RunInfo struct {
 	Cases          []string `json:"cases"`
 	UpstreamDir    string   `json:"upstreamDir"`
 	OurConfigBasis string   `json:"ourConfigBasis"`
+	// MeasuredPods is how many pods each workload's measured op creates,
+	// keyed "<test case>/<workload>" (see MeasuredPodsKey); a workload
+	// whose count the harness could not read is absent.
+	MeasuredPods map[string]int `json:"measuredPods,omitempty"`
 }
+
+// MeasuredPodsKey is RunInfo.MeasuredPods' key for a workload.
+func MeasuredPodsKey(testCase, workload string) string { return testCase + "/" + workload }
 
 // DataItem is scheduler_perf's JSON data item.
 type DataItem struct {
@@ -285,13 +292,16 @@ func addItem(s *Sample, it DataItem) {
 // Stat summarises one metric over repeats. NaN samples (not measured) are
 // left out and counted in Missing.
 type Stat struct {
-	N       int       `json:"n"`
-	Missing int       `json:"missing,omitempty"`
-	Mean    float64   `json:"mean"`
-	Min     float64   `json:"min"`
-	Max     float64   `json:"max"`
-	Stddev  float64   `json:"stddev"` // sample stddev; 0 for N<2
-	Values  []float64 `json:"values"`
+	N       int     `json:"n"`
+	Missing int     `json:"missing,omitempty"`
+	Mean    float64 `json:"mean"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	Stddev  float64 `json:"stddev"` // sample stddev; 0 for N<2
+	// Median is the middle value (the mean of the two middle ones for an
+	// even N): one slow run out of five moves it less than the mean.
+	Median float64   `json:"median"`
+	Values []float64 `json:"values"`
 }
 
 // NewStat summarises vs.
@@ -306,10 +316,12 @@ func NewStat(vs []float64) Stat {
 	}
 	st.N = len(st.Values)
 	if st.N == 0 {
-		st.Mean, st.Min, st.Max, st.Stddev = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		st.Mean, st.Min, st.Max, st.Stddev, st.Median = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return st
 	}
 	st.Min, st.Max = slices.Min(st.Values), slices.Max(st.Values)
+	sorted := slices.Sorted(slices.Values(st.Values))
+	st.Median = (sorted[(st.N-1)/2] + sorted[st.N/2]) / 2
 	sum := 0.0
 	for _, v := range st.Values {
 		sum += v
@@ -334,6 +346,7 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 		Min     *float64  `json:"min"`
 		Max     *float64  `json:"max"`
 		Stddev  *float64  `json:"stddev"`
+		Median  *float64  `json:"median"`
 		Values  []float64 `json:"values"`
 	}
 	num := func(f float64) *float64 {
@@ -342,7 +355,7 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 		}
 		return &f
 	}
-	return json.Marshal(plain{s.N, s.Missing, num(s.Mean), num(s.Min), num(s.Max), num(s.Stddev), s.Values})
+	return json.Marshal(plain{s.N, s.Missing, num(s.Mean), num(s.Min), num(s.Max), num(s.Stddev), num(s.Median), s.Values})
 }
 
 // ProfileStats are one profile's statistics for a Key.
@@ -386,9 +399,27 @@ type Row struct {
 	// the phase falls into 1-s samples (see Row.FewSamples).
 	PhaseRatio *float64     `json:"phaseRatio"`
 	Plugins    []PluginStat `json:"plugins,omitempty"`
+	// OfCeiling compares the row with the ceiling of its own profile;
+	// null when a pod count or a phase time is missing.
+	OfCeiling *CeilingShare `json:"ofCeiling,omitempty"`
 	// ExtensionPoints: whole-profile time per cycle; the profiles differ
 	// only in our four plugins, so a difference here is theirs.
 	ExtensionPoints []ExtensionPointStat `json:"extensionPoints,omitempty"`
+}
+
+// CeilingShare is a workload's throughput as a fraction of the ceiling's
+// (CeilingCase at the same scale, same run, same profile): its measured
+// pods over its median phase time, against the same for the ceiling. The
+// phase time needs no sampling clock (see Row.FewSamples), and the pod
+// counts differ between test cases at some scales, so both are used. The
+// median, not the mean: on a shared machine one slow run in five would
+// otherwise move the line.
+type CeilingShare struct {
+	Upstream *float64 `json:"upstream"`
+	Ours     *float64 `json:"ours"`
+	// OursRuns is each run of ours against the ceiling's median, to show
+	// the spread behind Ours.
+	OursRuns Stat `json:"oursRuns"`
 }
 
 // Table holds the rows of one workload name (one scale), e.g. 500Nodes.
@@ -459,9 +490,48 @@ func Build(res *Results) *Report {
 		}
 	}
 	for _, w := range order {
-		rep.Tables = append(rep.Tables, *tables[w])
+		t := tables[w]
+		if t.Ceiling != nil && res.Info != nil {
+			for i := range t.Rows {
+				t.Rows[i].OfCeiling = ofCeiling(*t, t.Rows[i], res.Info.MeasuredPods)
+			}
+		}
+		rep.Tables = append(rep.Tables, *t)
 	}
 	return rep
+}
+
+// ofCeiling compares row with t's ceiling, per profile; nil when the
+// counts or times to do so are missing, or when the row is one of several
+// measured ops of its workload (the count is the workload's).
+func ofCeiling(t Table, row Row, pods map[string]int) *CeilingShare {
+	c := t.Ceiling
+	if row.Case == c.Case || measuresPerWorkload(t, row.Case) > 1 || measuresPerWorkload(t, c.Case) > 1 {
+		return nil
+	}
+	n, cn := float64(pods[MeasuredPodsKey(row.Case, row.Workload)]), float64(pods[MeasuredPodsKey(c.Case, c.Workload)])
+	if n == 0 || cn == 0 {
+		return nil
+	}
+	share := func(d, cd Stat) *float64 {
+		if d.N == 0 || cd.N == 0 || d.Median <= 0 || cd.Median <= 0 {
+			return nil
+		}
+		f := (n / d.Median) / (cn / cd.Median)
+		return &f
+	}
+	s := &CeilingShare{Upstream: share(row.Upstream.DurationS, c.Upstream.DurationS), Ours: share(row.Ours.DurationS, c.Ours.DurationS)}
+	if s.Upstream == nil && s.Ours == nil {
+		return nil
+	}
+	if cd := c.Ours.DurationS; cd.N > 0 && cd.Median > 0 {
+		runs := make([]float64, 0, len(row.Ours.DurationS.Values))
+		for _, d := range row.Ours.DurationS.Values {
+			runs = append(runs, (n/d)/(cn/cd.Median))
+		}
+		s.OursRuns = NewStat(runs)
+	}
+	return s
 }
 
 func buildRow(k Key, samples []Sample) Row {
@@ -626,6 +696,7 @@ func Markdown(r *Report) string {
 			fmt.Fprintf(&b, "\n† Some run's throughput Average is over fewer than %d one-second samples: read ours/upstream by phase time below.\n", MinThroughputSamples)
 		}
 		writePhaseTable(&b, t)
+		writeCeilingTable(&b, t)
 		writeExtensionPointTable(&b, t)
 		writePluginTable(&b, t)
 	}
@@ -678,6 +749,38 @@ func writePhaseTable(b *strings.Builder, t Table) {
 		"Both profiles create and schedule the same pods, so upstream's time over ours is the throughput ratio over the whole phase, pod creation included. " +
 		"The last column is the fewest 1-s samples any run's throughput Average is over.\n\n")
 	b.WriteString("| Test case | phase s (up / ours) | ours/upstream by phase time | 1-s samples, fewest (up / ours) |\n|---|---:|---:|---:|\n")
+	for _, l := range lines {
+		b.WriteString(l)
+	}
+}
+
+// writeCeilingTable shows each workload's throughput as a share of the
+// ceiling's from the same run and profile.
+func writeCeilingTable(b *strings.Builder, t Table) {
+	pct := func(f *float64) string {
+		if f == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f %%", 100**f)
+	}
+	var lines []string
+	for _, row := range t.Rows {
+		s := row.OfCeiling
+		if s == nil {
+			continue
+		}
+		runs := "–"
+		if st := s.OursRuns; st.N > 0 {
+			runs = fmt.Sprintf("%.0f–%.0f %%", 100*st.Min, 100*st.Max)
+		}
+		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %s |\n", row.Case, pct(s.Upstream), pct(s.Ours), runs))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nAgainst the ceiling: each workload's pods/s (its measured pods over its median phase time) as a share of %s's from the same run and profile. "+
+		"The last column is each run of ours against the ceiling's median: with few repeats on a shared machine, read it before the median.\n\n", t.Ceiling.Case)
+	b.WriteString("| Test case | upstream, % of ceiling | ours, % of ceiling | ours, each run |\n|---|---:|---:|---:|\n")
 	for _, l := range lines {
 		b.WriteString(l)
 	}

@@ -56,9 +56,12 @@ func TestParseName(t *testing.T) {
 }
 
 func TestNewStat(t *testing.T) {
-	st := NewStat([]float64{2, math.NaN(), 4, 6})
-	if st.N != 3 || st.Missing != 1 || st.Mean != 4 || st.Min != 2 || st.Max != 6 || st.Stddev != 2 {
+	st := NewStat([]float64{6, math.NaN(), 2, 4})
+	if st.N != 3 || st.Missing != 1 || st.Mean != 4 || st.Min != 2 || st.Max != 6 || st.Stddev != 2 || st.Median != 4 {
 		t.Errorf("NewStat = %+v", st)
+	}
+	if even := NewStat([]float64{9, 1, 3, 100}); even.Median != 6 {
+		t.Errorf("median of 9, 1, 3, 100 = %v, want 6 (between the middle two)", even.Median)
 	}
 	if empty := NewStat([]float64{math.NaN()}); empty.N != 0 || !math.IsNaN(empty.Mean) {
 		t.Errorf("all-NaN stat = %+v", empty)
@@ -67,7 +70,7 @@ func TestNewStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"n":0,"mean":null,"min":null,"max":null,"stddev":null,"values":null}`; string(js) != want {
+	if want := `{"n":0,"mean":null,"min":null,"max":null,"stddev":null,"median":null,"values":null}`; string(js) != want {
 		t.Errorf("empty stat JSON = %s, want %s", js, want)
 	}
 }
@@ -161,7 +164,10 @@ func TestLoadAndBuild(t *testing.T) {
 	run(t, dir, "SchedulingBasic", Ours, 1, math.NaN(), 1, 2, 200)
 	// Empty files appear for test cases without a workload at this scale.
 	writeItems(t, dir, "BenchmarkPerfScheduling_Empty_r1-ours_benchmark_x.json")
-	info := RunInfo{Repeats: 2, NumCPU: 2, Cases: []string{"SchedulingPodAffinity", "SchedulingBasic"}}
+	info := RunInfo{Repeats: 2, NumCPU: 2, Cases: []string{"SchedulingPodAffinity", "SchedulingBasic"},
+		// The ceiling measures twice the pods here: its pods/s is twice
+		// what its phase time alone would say.
+		MeasuredPods: map[string]int{"SchedulingPodAffinity/500Nodes": 1000, "SchedulingBasic/500Nodes": 2000}}
 	js, _ := json.Marshal(info)
 	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
 		t.Fatal(err)
@@ -239,8 +245,23 @@ func TestLoadAndBuild(t *testing.T) {
 		t.Errorf("unmeasured throughput must be missing, not zero: %+v", tbl.Ceiling.Ours.Throughput)
 	}
 
+	// Phase times, s: affinity upstream 10 and 8.33 (median 9.17), ours
+	// 6.67 and 5.88 (median 6.27); ceiling upstream 2.5, ours 4.
+	wantShare := &CeilingShare{
+		Upstream: ptr((1000 / ((10 + 1000/120.) / 2)) / (2000 / 2.5)),
+		Ours:     ptr((1000 / ((1000/150. + 1000/170.) / 2)) / (2000 / 4.)),
+		OursRuns: NewStat([]float64{150. / 500, 170. / 500}),
+	}
+	if diff := cmp.Diff(wantShare, aff.OfCeiling, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("share of the ceiling (-want +got):\n%s", diff)
+	}
+	if tbl.Rows[1].OfCeiling != nil {
+		t.Errorf("the ceiling's own row has a share of itself: %+v", tbl.Rows[1].OfCeiling)
+	}
+
 	md := Markdown(rep)
 	for _, want := range []string{
+		"| SchedulingPodAffinity | 14 % | 32 % | 30–34 % |",
 		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | 1.45 † | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] |",
 		"| SchedulingBasic (ceiling) | 400.0 | – | n/a |",
 		"| SchedulingPodAffinity | 9.17 [8.33–10.00] / 6.27 [5.88–6.67] | 1.46 | 4 / 7 |",
@@ -260,4 +281,16 @@ func TestLoadAndBuild(t *testing.T) {
 	if _, err := json.Marshal(rep); err != nil {
 		t.Errorf("report JSON: %v", err)
 	}
+
+	// Without the ceiling's pod count there is no share to show.
+	delete(res.Info.MeasuredPods, "SchedulingBasic/500Nodes")
+	rep = Build(res)
+	if s := rep.Tables[0].Rows[0].OfCeiling; s != nil {
+		t.Errorf("share without the ceiling's pod count: %+v", s)
+	}
+	if md := Markdown(rep); strings.Contains(md, "Against the ceiling") {
+		t.Errorf("markdown shows shares it cannot compute:\n%s", md)
+	}
 }
+
+func ptr(f float64) *float64 { return &f }

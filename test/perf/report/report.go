@@ -524,13 +524,13 @@ func ofCeiling(t Table, row Row, pods map[string]int) *CeilingShare {
 	if s.Upstream == nil && s.Ours == nil {
 		return nil
 	}
+	var runs []float64
 	if cd := c.Ours.DurationS; cd.N > 0 && cd.Median > 0 {
-		runs := make([]float64, 0, len(row.Ours.DurationS.Values))
 		for _, d := range row.Ours.DurationS.Values {
 			runs = append(runs, (n/d)/(cn/cd.Median))
 		}
-		s.OursRuns = NewStat(runs)
 	}
+	s.OursRuns = NewStat(runs)
 	return s
 }
 

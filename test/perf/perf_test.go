@@ -228,13 +228,11 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 		OurConfigBasis: "manifests/scheduler-config.yaml, profile renamed default-scheduler, leader election off, with pkg/plugins.Registry() " +
 			"(upstream = scheduler_perf's default component config, no out-of-tree registry)",
 	}
+	info.MeasuredPods = map[string]int{}
 	for _, c := range setup.Cases {
 		info.Cases = append(info.Cases, c.Name)
 		for _, w := range c.Workloads {
 			if w.MeasuredPods > 0 {
-				if info.MeasuredPods == nil {
-					info.MeasuredPods = map[string]int{}
-				}
 				info.MeasuredPods[report.MeasuredPodsKey(c.Name, w.Name)] = w.MeasuredPods
 			}
 		}

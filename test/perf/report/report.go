@@ -513,21 +513,26 @@ func ofCeiling(t Table, row Row, pods map[string]int) *CeilingShare {
 	if n == 0 || cn == 0 {
 		return nil
 	}
-	share := func(d, cd Stat) *float64 {
-		if d.N == 0 || cd.N == 0 || d.Median <= 0 || cd.Median <= 0 {
+	// share is n pods in d seconds against the ceiling's cn pods in its
+	// median time cd; nil without a positive time on either side.
+	share := func(d float64, cd Stat) *float64 {
+		if !(d > 0) || !(cd.Median > 0) {
 			return nil
 		}
-		f := (n / d.Median) / (cn / cd.Median)
+		f := (n / d) / (cn / cd.Median)
 		return &f
 	}
-	s := &CeilingShare{Upstream: share(row.Upstream.DurationS, c.Upstream.DurationS), Ours: share(row.Ours.DurationS, c.Ours.DurationS)}
+	s := &CeilingShare{
+		Upstream: share(row.Upstream.DurationS.Median, c.Upstream.DurationS),
+		Ours:     share(row.Ours.DurationS.Median, c.Ours.DurationS),
+	}
 	if s.Upstream == nil && s.Ours == nil {
 		return nil
 	}
 	var runs []float64
-	if cd := c.Ours.DurationS; cd.N > 0 && cd.Median > 0 {
-		for _, d := range row.Ours.DurationS.Values {
-			runs = append(runs, (n/d)/(cn/cd.Median))
+	for _, d := range row.Ours.DurationS.Values {
+		if f := share(d, c.Ours.DurationS); f != nil {
+			runs = append(runs, *f)
 		}
 	}
 	s.OursRuns = NewStat(runs)

@@ -46,6 +46,7 @@ func New(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newExplain(streams))
+	setUpCompletion(root)
 	return root
 }
 

@@ -282,11 +282,19 @@ test-release: controlplane krew ## The release test on a small release (host + w
 	RELEASE_DIST=$(RELEASE_TEST_DIR)/dist RELEASE_VERSION=v0.0.0-test RELEASE_SIGNING_PUBKEY=$(RELEASE_TEST_DIR)/key.pub \
 		RELEASE_K8S_VERSION=$(K8S_VERSION) $(GO) test -count=1 ./test/release/...
 
+# The signature is checked against SIGNING_PUBKEY, or the public half of
+# SIGNING_KEY when only that is given.
 .PHONY: verify-release
-verify-release: controlplane krew ## The release test on dist/ from make release (VERSION=vX.Y.Z; SIGNING_PUBKEY=path checks the signature).
+verify-release: kubectl krew ## The release test on dist/ from make release (VERSION=vX.Y.Z; SIGNING_PUBKEY=path or SIGNING_KEY=path checks the signature).
 	$(check-version)
-	RELEASE_DIST=$(DIST) RELEASE_VERSION=$(VERSION) RELEASE_SIGNING_PUBKEY=$(SIGNING_PUBKEY) \
+	pub='$(SIGNING_PUBKEY)'; if [ -z "$$pub" ] && [ -n '$(SIGNING_KEY)' ]; then \
+		pub=$(BIN)/release-signing-key.pub; ssh-keygen -y -f '$(SIGNING_KEY)' > $$pub; fi; \
+	RELEASE_DIST=$(DIST) RELEASE_VERSION=$(VERSION) RELEASE_SIGNING_PUBKEY=$$pub \
 		RELEASE_K8S_VERSION=$(K8S_VERSION) $(GO) test -count=1 ./test/release/...
+
+.PHONY: kubectl
+kubectl: ## Build bin/kubectl alone (controlplane builds it with the rest).
+	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 
 .PHONY: krew
 krew: ## Build bin/krew and bin/validate-krew-manifest from tools/krew/go.mod.

@@ -46,7 +46,7 @@ func New(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newExplain(streams))
-	setUpCompletion(root)
+	setUpKubectlPlugin(root, streams)
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // displayName is how usage names the root command. kubectl runs the binary
@@ -23,13 +24,17 @@ The scripts below complete the binary run directly as kubectl-placement.
 
 `
 
-// setUpCompletion names the root as users type it and adds cobra's
-// `completion bash|zsh|fish|powershell` command with the kubectl note.
-func setUpCompletion(root *cobra.Command) {
+// setUpKubectlPlugin names the root as users type it, sends cobra's own
+// output (help, completion scripts) to the streams, and adds cobra's
+// `completion bash|zsh|fish|powershell` command with the kubectl note. The
+// output goes first: the completion command keeps the writer it finds.
+func setUpKubectlPlugin(root *cobra.Command, streams genericiooptions.IOStreams) {
 	if root.Annotations == nil {
 		root.Annotations = map[string]string{}
 	}
 	root.Annotations[cobra.CommandDisplayNameAnnotation] = displayName
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {

@@ -40,10 +40,11 @@ func NewVersion(streams genericiooptions.IOStreams, build BuildInfo) *cobra.Comm
 		Short: "Print the plugin's version, commit, build date and the Kubernetes version it was built against",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			bi, _ := debug.ReadBuildInfo()
 			info := versionInfo{
 				BuildInfo:  build,
-				Kubernetes: moduleVersion("k8s.io/kubernetes"),
-				ClientGo:   moduleVersion("k8s.io/client-go"),
+				Kubernetes: moduleVersion(bi, "k8s.io/kubernetes"),
+				ClientGo:   moduleVersion(bi, "k8s.io/client-go"),
 				GoVersion:  runtime.Version(),
 				Platform:   runtime.GOOS + "/" + runtime.GOARCH,
 			}
@@ -76,10 +77,10 @@ func NewVersion(streams genericiooptions.IOStreams, build BuildInfo) *cobra.Comm
 }
 
 // moduleVersion is the version of module path (after replace directives)
-// in the running binary's build info, or "unknown" when Go recorded none.
-func moduleVersion(path string) string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+// in a binary's build info, or "unknown" when Go recorded none (test
+// binaries record no dependencies).
+func moduleVersion(bi *debug.BuildInfo, path string) string {
+	if bi == nil {
 		return "unknown"
 	}
 	for _, dep := range bi.Deps {

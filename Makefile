@@ -65,7 +65,7 @@ space := $(empty) $(empty)
 image: ## Build the multi-arch image index tarball bin/placement-scheduler-image-index.tar (IMAGE=repo:tag, PLATFORMS="amd64 arm64"); no Docker needed.
 	for arch in $(PLATFORMS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-scheduler ./cmd/scheduler; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; done
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; done
 	$(GO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
 		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement))
 
@@ -73,7 +73,7 @@ image: ## Build the multi-arch image index tarball bin/placement-scheduler-image
 image-single: build ## Build the single-arch image tarball bin/placement-scheduler-image.tar (IMAGE_ARCH=arm64 to cross-build).
 	if [ "$(IMAGE_BIN)" != "$(BIN)/placement-scheduler" ]; then \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_TOOL) ./cmd/kubectl-placement; fi
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_TOOL) ./cmd/kubectl-placement; fi
 	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
 
 # Built from the module graph (go.mod `tool` directives), never downloaded.

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"debug/elf"
 	"debug/macho"
 	"debug/pe"
@@ -385,7 +386,9 @@ func TestChecksums(t *testing.T) {
 
 // TestSBOM: one CycloneDX SBOM per binary, naming the binary's main package
 // and the Kubernetes modules it links at the versions go.mod pins, and not
-// go.mod's tools (etcd's server, KWOK), which no shipped binary links.
+// go.mod's tools (etcd's server, KWOK), which no shipped binary links. The
+// plugin's SBOM (made for linux/amd64) lists exactly the modules Go
+// recorded in the linux/amd64 binary.
 func TestSBOM(t *testing.T) {
 	r := load(t)
 	for binary, wants := range map[string][]string{
@@ -432,8 +435,41 @@ func TestSBOM(t *testing.T) {
 					t.Errorf("%s lists %s, a go.mod tool no shipped binary links", path, strings.TrimSuffix(tool, "@"))
 				}
 			}
+			archive := r.archives["linux/amd64"]
+			if binary != "kubectl-placement" || archive == "" {
+				return
+			}
+			files, _ := unpack(t, archive)
+			bi, err := buildinfo.Read(bytes.NewReader(files["kubectl-placement"]))
+			if err != nil {
+				t.Fatalf("%s: build info: %v", archive, err)
+			}
+			var linked []string
+			for _, dep := range bi.Deps {
+				if dep.Replace != nil {
+					dep = dep.Replace
+				}
+				linked = append(linked, dep.Path+"@"+dep.Version)
+			}
+			slices.Sort(linked)
+			slices.Sort(have)
+			if !slices.Equal(linked, have) {
+				t.Errorf("%s lists %d components, the linux/amd64 binary links %d modules; only in the SBOM: %v; only in the binary: %v",
+					path, len(have), len(linked), minus(have, linked), minus(linked, have))
+			}
 		})
 	}
+}
+
+// minus is a's elements that are not in b.
+func minus(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // unpack reads a .tar.gz or .zip archive into memory (name to content and

@@ -683,7 +683,8 @@ func Markdown(r *Report) string {
 		fmt.Fprintf(&b, "- Started %s; k8s.io/kubernetes %s; %s; NumCPU %d, GOMAXPROCS %d\n", info.Started, info.K8sVersion, info.GoVersion, info.NumCPU, info.GOMAXPROCS)
 		fmt.Fprintf(&b, "- Repeats: %d per profile, %s\n", info.Repeats, info.Order)
 		fmt.Fprintf(&b, "- Selection: `-bench '%s'`, `-perf-scheduling-label-filter '%s'`\n", info.BenchPattern, info.LabelFilter)
-		fmt.Fprintf(&b, "- Workloads: upstream's files, unmodified, from %s; ours = %s\n", info.UpstreamDir, info.OurConfigBasis)
+		fmt.Fprintf(&b, "- Workloads: upstream's files, unmodified, from %s (a 15000Nodes workload of upstream's is its 5000Nodes with every count x3), "+
+			"and our own from test/perf/workloads; profile ours = %s\n", info.UpstreamDir, info.OurConfigBasis)
 	}
 	if l := r.LoadAverage1m; l != nil {
 		cpus := "?"
@@ -819,7 +820,7 @@ func writeCeilingTable(b *strings.Builder, t Table) {
 		return
 	}
 	fmt.Fprintf(b, "\nAgainst the ceiling: each workload's pods/s (its measured pods over its median phase time) as a share of the ceiling, "+
-		"the faster of the two profiles' %s in the same run (here %s's, %.1f pods/s), for both profiles: a slower %s of ours lowers no ceiling, so it cannot raise a share. "+
+		"the faster of the two profiles' %s in the same run (here the %s profile's, %.1f pods/s), for both profiles: a slower %s of ours lowers no ceiling, so it cannot raise a share. "+
 		"The last column is each run of ours against the ceiling: with few repeats on a shared machine, read it before the median.\n\n",
 		t.Ceiling.Case, ceiling.CeilingProfile, ceiling.CeilingPodsPerSec, t.Ceiling.Case)
 	b.WriteString("| Test case | upstream, % of ceiling | ours, % of ceiling | ours, each run |\n|---|---:|---:|---:|\n")

@@ -268,7 +268,7 @@ func TestLoadAndBuild(t *testing.T) {
 	for _, want := range []string{
 		"| SchedulingPodAffinity | 14 % | 20 % | 19–21 % |",
 		"| SchedulingBasic (ceiling) | 100 % | 62 % | 62–62 % |",
-		"the faster of the two profiles' SchedulingBasic in the same run (here upstream's, 800.0 pods/s)",
+		"the faster of the two profiles' SchedulingBasic in the same run (here the upstream profile's, 800.0 pods/s)",
 		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | 1.45 † | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] |",
 		"| SchedulingBasic (ceiling) | 400.0 | – | n/a |",
 		"| SchedulingPodAffinity | 9.17 [8.33–10.00] / 6.27 [5.88–6.67] | 1.46 | 4 / 7 |",

@@ -1,0 +1,45 @@
+package enforcer
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// TestEndpoints: /violations serves the last pass's reports and /metrics
+// the violation and eviction counts.
+func TestEndpoints(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a"), ssdPod("q", "rs2", "a")}
+	r.clock.Step(time.Second)
+	r.pass()
+	m := mux(r.e)
+
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest("GET", "/violations", nil))
+	var reps []Report
+	if err := json.Unmarshal(rec.Body.Bytes(), &reps); err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 2 || reps[0].Pod != "ns/p" || reps[0].State != StateEvicting || reps[0].Target != "b" {
+		t.Errorf("/violations: %+v", reps)
+	}
+
+	rec = httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`placement_enforcer_violations{rule="node-affinity",state="evicting"} 2`,
+		`placement_enforcer_evictions_total{result="evicted",rule="node-affinity"} 2`,
+		`placement_enforcer_detect_to_evict_seconds_count{rule="node-affinity"} 2`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
+	}
+}

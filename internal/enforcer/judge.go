@@ -60,9 +60,15 @@ type judgeProfile struct {
 // every profile in cfg. factory serves the Namespace lister
 // InterPodAffinity needs; NewJudge starts it and waits for its caches.
 func NewJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, nodes []*v1.Node, pods []*v1.Pod) (*Judge, error) {
+	known := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		known[n.Name] = true
+	}
 	bound := make([]*v1.Pod, 0, len(pods))
 	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		// A pod on a node that is gone is the garbage collector's (and a
+		// snapshot cannot hold a node without its Node object).
+		if !known[p.Spec.NodeName] || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
 		bound = append(bound, p)
@@ -177,6 +183,14 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 	ni, err := j.snapshot.Get(nodeName)
 	if err != nil {
 		return nil, err
+	}
+	// The scheduler could not have placed a pod whose pod (anti-)affinity
+	// terms do not parse (InterPodAffinity's PreFilter rejects it): there
+	// is no verdict to give on those rules.
+	if rules.Has(PodAffinity) || rules.Has(PodAntiAffinity) {
+		if _, err := framework.NewPodInfo(pod); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: its pod (anti-)affinity terms do not parse: %w", pod.Namespace, pod.Name, err)
+		}
 	}
 	// PreFilter sees every node, as in a scheduling cycle.
 	all, err := j.snapshot.NodeInfos().List()

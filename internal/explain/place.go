@@ -26,7 +26,20 @@ type Placer struct {
 // NewPlacer builds profile's framework over c (as Explain does). Its
 // informers run until ctx is cancelled: cancel it when the batch is done.
 func NewPlacer(ctx context.Context, c *Cluster, profile *config.KubeSchedulerProfile) (*Placer, error) {
-	fw, err := newFramework(ctx, c, &v1.Pod{}, profile)
+	// A snapshot cannot hold a pod whose node is gone (no Node object):
+	// leave such pods out, as the scheduler's cache does.
+	known := make(map[string]bool, len(c.Nodes))
+	for _, n := range c.Nodes {
+		known[n.Name] = true
+	}
+	onKnown := *c
+	onKnown.Pods = make([]*v1.Pod, 0, len(c.Pods))
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" || known[p.Spec.NodeName] {
+			onKnown.Pods = append(onKnown.Pods, p)
+		}
+	}
+	fw, err := newFramework(ctx, &onKnown, &v1.Pod{}, profile)
 	if err != nil {
 		return nil, err
 	}

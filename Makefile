@@ -29,8 +29,9 @@ help: ## List the targets.
 # Static (no cgo), as upstream builds kube-scheduler: the image has no libc,
 # and `make image` ships this very binary, the one the integration tests run.
 .PHONY: build
-build: ## Build bin/placement-scheduler and bin/kubectl-placement (static).
+build: ## Build bin/placement-scheduler, bin/placement-enforcer and bin/kubectl-placement (static).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/placement-scheduler ./cmd/scheduler
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/placement-enforcer ./cmd/enforcer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/kubectl-placement ./cmd/kubectl-placement
 
 # The container image, assembled by hack/image without Docker or network;
@@ -51,9 +52,11 @@ IMAGE_TAR       ?= $(BIN)/placement-scheduler-image.tar
 ifeq ($(GO_HOST),linux $(IMAGE_ARCH))
 IMAGE_BIN  := $(BIN)/placement-scheduler
 IMAGE_TOOL := $(BIN)/kubectl-placement
+IMAGE_ENFORCER := $(BIN)/placement-enforcer
 else
 IMAGE_BIN  := $(BIN)/linux-$(IMAGE_ARCH)/placement-scheduler
 IMAGE_TOOL := $(BIN)/linux-$(IMAGE_ARCH)/kubectl-placement
+IMAGE_ENFORCER := $(BIN)/linux-$(IMAGE_ARCH)/placement-enforcer
 endif
 IMAGE_META = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 	-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
@@ -65,16 +68,18 @@ space := $(empty) $(empty)
 image: ## Build the multi-arch image index tarball bin/placement-scheduler-image-index.tar (IMAGE=repo:tag, PLATFORMS="amd64 arm64"); no Docker needed.
 	for arch in $(PLATFORMS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-scheduler ./cmd/scheduler; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; done
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/placement-enforcer ./cmd/enforcer; done
 	$(GO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
-		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement))
+		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement+$(BIN)/linux-$(a)/placement-enforcer))
 
 .PHONY: image-single
 image-single: build ## Build the single-arch image tarball bin/placement-scheduler-image.tar (IMAGE_ARCH=arm64 to cross-build).
 	if [ "$(IMAGE_BIN)" != "$(BIN)/placement-scheduler" ]; then \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_TOOL) ./cmd/kubectl-placement; fi
-	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_TOOL) ./cmd/kubectl-placement; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_ENFORCER) ./cmd/enforcer; fi
+	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -tool $(IMAGE_ENFORCER) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
 
 # Built from the module graph (go.mod `tool` directives), never downloaded.
 # kube-controller-manager, the upstream kube-scheduler and KWOK (v0.8.0,

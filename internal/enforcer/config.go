@@ -89,7 +89,7 @@ type Backoff struct {
 }
 
 // LeaderElection configures the Lease. Defaults: placement-scheduler /
-// placement-enforcer, 15s, 10s, 2s.
+// placement-scheduler-enforcer, 15s, 10s, 2s.
 type LeaderElection struct {
 	Disabled       bool            `json:"disabled,omitempty"`
 	LeaseNamespace string          `json:"leaseNamespace,omitempty"`
@@ -160,7 +160,7 @@ func (c *Config) defaults() {
 		le.LeaseNamespace = "placement-scheduler"
 	}
 	if le.LeaseName == "" {
-		le.LeaseName = "placement-enforcer"
+		le.LeaseName = "placement-scheduler-enforcer"
 	}
 	dur(&le.LeaseDuration, 15*time.Second)
 	dur(&le.RenewDeadline, 10*time.Second)

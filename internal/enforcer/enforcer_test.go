@@ -3,6 +3,7 @@ package enforcer
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
 
 // rig is an Enforcer over a fake clientset that records every eviction
@@ -462,7 +464,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-enforcer" {
+	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 	for in, wantErr := range map[string]string{
@@ -477,5 +479,21 @@ func TestLoadConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("%q: error %v, want one containing %q", in, err, wantErr)
 		}
+	}
+}
+
+// The config the kustomize base ships loads, and names the scheduler config
+// the same ConfigMap carries.
+func TestShippedConfigLoads(t *testing.T) {
+	data, err := fs.ReadFile(manifests.Files(), "enforcer-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(data, "manifests/enforcer-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SchedulerConfig != "/etc/placement-scheduler/scheduler-config.yaml" || c.DryRun || c.Namespaces != nil {
+		t.Errorf("shipped config: %+v", c)
 	}
 }

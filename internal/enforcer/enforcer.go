@@ -88,6 +88,10 @@ type Enforcer struct {
 	limiter  flowcontrol.PassiveRateLimiter
 	backoff  *flowcontrol.Backoff
 	metrics  *enforcerMetrics
+	// informers, when set, serve the Namespace lister InterPodAffinity
+	// reads (Run's informers, already synced); otherwise each pass serves
+	// the Cluster's namespaces from an in-memory clientset.
+	informers informers.SharedInformerFactory
 
 	mu       sync.Mutex
 	tracked  map[types.UID]*tracked
@@ -142,6 +146,7 @@ type pass struct {
 	reports  []Report
 	seen     map[types.UID]bool
 	placeCtx context.Context
+	logger   klog.Logger
 }
 
 // Pass judges every opted-in pod of c and acts on those due. It returns how
@@ -155,7 +160,7 @@ func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) 
 	defer cancel() // stops the judge's and placers' informers
 
 	p := &pass{Enforcer: e, c: c, now: e.clock.Now(), nodes: map[string]*v1.Node{},
-		owners: map[types.UID][]*v1.Pod{}, placers: map[string]*explain.Placer{}, seen: map[types.UID]bool{}, placeCtx: ctx}
+		owners: map[types.UID][]*v1.Pod{}, placers: map[string]*explain.Placer{}, seen: map[types.UID]bool{}, placeCtx: ctx, logger: logger}
 	nsLabels := map[string]map[string]string{}
 	nsObjs := make([]runtime.Object, 0, len(c.Namespaces))
 	for _, ns := range c.Namespaces {
@@ -174,7 +179,10 @@ func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) 
 	}
 	p.settleInflight(present)
 
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(nsObjs...), 0)
+	factory := e.informers
+	if factory == nil {
+		factory = informers.NewSharedInformerFactory(fake.NewClientset(nsObjs...), 0)
+	}
 	judge, err := NewJudge(ctx, e.sched, factory, c.Nodes, c.Pods)
 	if err != nil {
 		return 0, fmt.Errorf("building the judge: %w", err)
@@ -495,6 +503,7 @@ func (p *pass) report(pod *v1.Pod, r Report, t *tracked) {
 		return
 	}
 	t.state = r.State
+	p.logger.V(2).Info("Placement enforcement", "pod", klog.KObj(pod), "rule", r.Rule, "state", r.State, "detail", r.Detail, "target", r.Target)
 	typ, reason, msg := v1.EventTypeWarning, "", ""
 	rule := fmt.Sprintf("%s (%s)", r.Rule, r.Reason)
 	switch r.State {

@@ -61,6 +61,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 	e := New(cfg, sched, client, recorder, clock.RealClock{})
 
 	factory := informers.NewSharedInformerFactory(client, cfg.Resync.Duration)
+	e.informers = factory
 	nodes := factory.Core().V1().Nodes()
 	pods := factory.Core().V1().Pods()
 	namespaces := factory.Core().V1().Namespaces()

@@ -161,30 +161,11 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 		return nil, fmt.Errorf("pod %s/%s, schedulerName %q: %w", pod.Namespace, pod.Name, schedulerName(pod), ErrUnknownProfile)
 	}
 	nodeName := pod.Spec.NodeName
-	if _, err := j.snapshot.Get(nodeName); err != nil {
-		return nil, nil
-	}
-	logger := klog.FromContext(ctx)
-	if err := j.snapshot.StartMutations(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := j.snapshot.EndMutations(); err != nil {
-			logger.Error(err, "Restoring the judging snapshot")
-		}
-	}()
-	for _, p := range append([]*v1.Pod{pod}, gone...) {
-		if p.Spec.NodeName == "" {
-			continue
-		}
-		// A pod the snapshot never held (terminating) is already gone.
-		_ = j.snapshot.RemovePod(logger, p, p.Spec.NodeName)
-	}
 	ni, err := j.snapshot.Get(nodeName)
 	if err != nil {
-		return nil, err
+		return nil, nil
 	}
-	// The scheduler could not have placed a pod whose pod (anti-)affinity
+	// The scheduler could not have placed a pod whose pod (anti)-affinity
 	// terms do not parse (InterPodAffinity's PreFilter rejects it): there
 	// is no verdict to give on those rules.
 	if rules.Has(PodAffinity) || rules.Has(PodAntiAffinity) {
@@ -197,10 +178,33 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 	if err != nil {
 		return nil, err
 	}
+	// The pod (and every pod in gone) is taken out the way preemption
+	// takes out victims: PreFilter runs on the shared snapshot, the
+	// plugin's own RemovePod then uncounts each of them from its state,
+	// and Filter sees a copy of the pod's node without them. Nothing is
+	// copied but that one node, so a judgement costs what PreFilter costs.
+	own := ni.Snapshot().(*framework.NodeInfo)
+	var removed []removal
+	for _, p := range append([]*v1.Pod{pod}, gone...) {
+		pni, err := j.snapshot.Get(p.Spec.NodeName)
+		if err != nil {
+			continue
+		}
+		pi := podInfoOf(pni, p)
+		if pi == nil {
+			continue // never in the snapshot (terminating): already gone
+		}
+		removed = append(removed, removal{pi, pni})
+		if p.Spec.NodeName == nodeName {
+			if err := own.RemovePod(klog.FromContext(ctx), p); err != nil {
+				return nil, err
+			}
+		}
+	}
 
 	var out []Verdict
 	if rules.Has(NodeAffinity) {
-		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), ni, all)
+		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), own, all)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +214,7 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 		if !rules.Has(r) {
 			continue
 		}
-		v, err := judgePods(ctx, jp.podAffinity, r, onlyPodTerms(pod, r), ni, all)
+		v, err := judgePods(ctx, jp.podAffinity, r, onlyPodTerms(pod, r), own, all, removed)
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +259,7 @@ func judgeNode(ctx context.Context, pl fwk.FilterPlugin, pod *v1.Pod, ni fwk.Nod
 // first failure only; with one kind of the pod's own terms left, a failure of
 // that kind is the pod's own violation and the other pods' verdict is not
 // ours to act on.
-func judgePods(ctx context.Context, pl fwk.FilterPlugin, r Rule, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo) ([]Verdict, error) {
+func judgePods(ctx context.Context, pl fwk.FilterPlugin, r Rule, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo, removed []removal) ([]Verdict, error) {
 	state := framework.NewCycleState()
 	pre, ok := pl.(fwk.PreFilterPlugin)
 	if !ok {
@@ -269,6 +273,11 @@ func judgePods(ctx context.Context, pl fwk.FilterPlugin, r Rule, pod *v1.Pod, ni
 		// A term that does not parse: the scheduler could not have placed
 		// the pod with it, and there is no honest verdict to give.
 		return nil, fmt.Errorf("%s PreFilter: %s", pl.Name(), st.Message())
+	}
+	for _, rm := range removed {
+		if st := pre.PreFilterExtensions().RemovePod(ctx, state, pod, rm.pod, rm.node); !st.IsSuccess() {
+			return nil, fmt.Errorf("%s RemovePod: %w", pl.Name(), st.AsError())
+		}
 	}
 	st = pl.Filter(ctx, state, pod, ni)
 	if st.IsSuccess() {
@@ -287,6 +296,24 @@ func judgePods(ctx context.Context, pl fwk.FilterPlugin, r Rule, pod *v1.Pod, ni
 		}
 	}
 	return nil, nil
+}
+
+// removal is a pod to take out of a judgement, as the snapshot holds it,
+// and its node.
+type removal struct {
+	pod  fwk.PodInfo
+	node fwk.NodeInfo
+}
+
+// podInfoOf is the snapshot's PodInfo of pod on ni (what PreFilter
+// counted), or nil.
+func podInfoOf(ni fwk.NodeInfo, pod *v1.Pod) fwk.PodInfo {
+	for _, pi := range ni.GetPods() {
+		if pi.GetPod().UID == pod.UID {
+			return pi
+		}
+	}
+	return nil
 }
 
 // causes asks the plugin which terms decided, when it can say.

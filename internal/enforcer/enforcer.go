@@ -40,7 +40,6 @@ import (
 const (
 	StateGrace        = "grace"         // violating, grace period not over
 	StateProtected    = "protected"     // never evicted; Detail says why
-	StateBackoff      = "backoff"       // an eviction was refused; waiting to retry
 	StateWaitingOwner = "waiting-owner" // its owner has a pod not Ready or terminating
 	StatePaced        = "paced"         // a cap or the rate limit holds it back
 	StateNoFit        = "no-fit"        // no other node would take its replacement
@@ -103,6 +102,9 @@ type Enforcer struct {
 type tracked struct {
 	since map[Rule]time.Time
 	state string // last reported, so events fire on changes only
+	// last is the outcome of the last eviction request, reported again
+	// while its backoff lasts (a 429 stays pdb-blocked until the retry).
+	last *Report
 }
 
 // inflight is an eviction this enforcer made whose pod or owner has not
@@ -303,9 +305,9 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		return
 	}
 	id := string(pod.UID)
-	if p.backoff.IsInBackOffSinceUpdate(id, p.now) {
+	if p.backoff.IsInBackOffSinceUpdate(id, p.now) && t.last != nil {
 		p.after(p.backoff.Get(id))
-		base.State = StateBackoff
+		base.State, base.Detail, base.Target = t.last.State, t.last.Detail, t.last.Target
 		p.report(pod, base, t)
 		return
 	}
@@ -340,6 +342,8 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		return
 	}
 	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t)
+	last := base
+	t.last = &last
 	if base.State == StateEvicting {
 		p.inflight[pod.UID] = inflight{node: pod.Spec.NodeName, namespace: pod.Namespace, owner: owner.UID}
 	}

@@ -236,15 +236,15 @@ func TestPDBRefusalBacksOff(t *testing.T) {
 	if got := r.pass()["p"].State; got != StatePDBBlocked {
 		t.Fatalf("state %q, want pdb-blocked", got)
 	}
-	if got := r.pass()["p"].State; got != StateBackoff || len(r.evictions) != 1 {
-		t.Fatalf("right after a refusal: state %q, %d eviction requests; want backoff and 1", got, len(r.evictions))
+	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 1 {
+		t.Fatalf("right after a refusal: state %q, %d eviction requests; want pdb-blocked and no new request", got, len(r.evictions))
 	}
 	r.clock.Step(11 * time.Second)
 	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 2 {
 		t.Fatalf("after the backoff: state %q, %d requests; want a retry", got, len(r.evictions))
 	}
 	r.clock.Step(11 * time.Second) // the backoff doubled to 20s
-	if got := r.pass()["p"].State; got != StateBackoff || len(r.evictions) != 2 {
+	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 2 {
 		t.Fatalf("inside the doubled backoff: state %q, %d requests", got, len(r.evictions))
 	}
 	r.refuse = nil
@@ -269,8 +269,9 @@ func TestOtherRefusals(t *testing.T) {
 	if got := r.pass()["q"]; got.State != StateError {
 		t.Fatalf("500: %+v", got)
 	}
-	if got := r.pass()["q"]; got.State != StateBackoff {
-		t.Fatalf("after a 500: %+v, want backoff", got)
+	before := len(r.evictions)
+	if got := r.pass()["q"]; got.State != StateError || len(r.evictions) != before {
+		t.Fatalf("after a 500: %+v and %d new requests, want error and no retry inside the backoff", got, len(r.evictions)-before)
 	}
 }
 
@@ -429,6 +430,10 @@ func TestDryRun(t *testing.T) {
 	}
 	if ev := r.evictions[0]; len(ev.DeleteOptions.DryRun) != 1 || ev.DeleteOptions.DryRun[0] != metav1.DryRunAll {
 		t.Errorf("dry-run eviction without dryRun=All: %+v", ev.DeleteOptions)
+	}
+	// The report holds until the backoff lets it ask again.
+	if got := r.pass()["p"]; got.State != StateDryRun || got.Target != "b" || len(r.evictions) != 1 {
+		t.Errorf("second dry-run pass: %+v, %d requests", got, len(r.evictions))
 	}
 	// A dry-run PDB refusal is reported as the live run would see it.
 	r2 := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.DryRun = true })

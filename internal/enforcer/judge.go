@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -19,6 +17,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
@@ -100,20 +99,7 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 	if err := reg.Merge(plugins.Registry()); err != nil {
 		return nil, fmt.Errorf("merging pkg/plugins.Registry(): %w", err)
 	}
-	var mu sync.Mutex
-	instances := map[string]fwk.Plugin{}
-	for _, name := range []string{nodeaffinity.Name, interpodaffinity.Name} {
-		f := reg[name]
-		reg[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			p, err := f(ctx, args, h)
-			if err == nil {
-				mu.Lock()
-				instances[name] = p
-				mu.Unlock()
-			}
-			return p, err
-		}
-	}
+	instances := explain.Record(reg)
 	judging := &config.KubeSchedulerProfile{
 		SchedulerName: profile.SchedulerName,
 		Plugins: &config.Plugins{
@@ -138,10 +124,10 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 	}
 	jp := &judgeProfile{}
 	var ok bool
-	if jp.nodeAffinity, ok = instances[nodeaffinity.Name].(fwk.FilterPlugin); !ok {
+	if jp.nodeAffinity, ok = instances.Get(nodeaffinity.Name).(fwk.FilterPlugin); !ok {
 		return nil, fmt.Errorf("%s: no filter instance", nodeaffinity.Name)
 	}
-	if jp.podAffinity, ok = instances[interpodaffinity.Name].(fwk.FilterPlugin); !ok {
+	if jp.podAffinity, ok = instances.Get(interpodaffinity.Name).(fwk.FilterPlugin); !ok {
 		return nil, fmt.Errorf("%s: no filter instance", interpodaffinity.Name)
 	}
 	return jp, nil

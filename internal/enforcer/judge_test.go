@@ -24,7 +24,7 @@ apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
   - schedulerName: placement-scheduler
-    plugins:
+    plugins: &plugins
       multiPoint:
         enabled:
           - {name: PrioritySort}
@@ -36,17 +36,7 @@ profiles:
           - {name: DefaultBinder}
         disabled: [{name: "*"}]
   - schedulerName: pool-foo
-    plugins:
-      multiPoint:
-        enabled:
-          - {name: PrioritySort}
-          - {name: PlacementNodeName}
-          - {name: PlacementTaintToleration, weight: 3}
-          - {name: PlacementNodeAffinity, weight: 2}
-          - {name: NodeResourcesFit, weight: 1}
-          - {name: PlacementInterPodAffinity, weight: 2}
-          - {name: DefaultBinder}
-        disabled: [{name: "*"}]
+    plugins: *plugins
     pluginConfig:
       - name: PlacementNodeAffinity
         args:

@@ -3,7 +3,6 @@ package explain
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,19 +63,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	instances := map[string]fwk.Plugin{}
-	for name, f := range reg {
-		reg[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			p, err := f(ctx, args, h)
-			if err == nil {
-				mu.Lock()
-				instances[name] = p
-				mu.Unlock()
-			}
-			return p, err
-		}
-	}
+	instances := Record(reg)
 
 	// The pod being explained is not part of the cluster it is placed in
 	// (when it is bound, we answer "why there" as if it were not yet).
@@ -144,7 +131,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 			return nil, fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
-	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances}, nil
+	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances.all()}, nil
 }
 
 // nominator serves the snapshot's nominated pods (status.nominatedNodeName

@@ -45,7 +45,7 @@ func New(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newExplain(streams))
+	root.AddCommand(newExplain(streams), newViolations(streams))
 	return root
 }
 

@@ -181,15 +181,6 @@ func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) 
 	}
 	p.settleInflight(present)
 
-	factory := e.informers
-	if factory == nil {
-		factory = informers.NewSharedInformerFactory(fake.NewClientset(nsObjs...), 0)
-	}
-	judge, err := NewJudge(ctx, e.sched, factory, c.Nodes, c.Pods)
-	if err != nil {
-		return 0, fmt.Errorf("building the judge: %w", err)
-	}
-
 	type candidate struct {
 		pod   *v1.Pod
 		rules RuleSet
@@ -222,6 +213,19 @@ func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) 
 		return a.Name < b.Name
 	})
 
+	// The snapshot is the pass's biggest cost; a cluster where no pod
+	// opted in pays nothing for it.
+	var judge *Judge
+	if len(cands) > 0 {
+		factory := e.informers
+		if factory == nil {
+			factory = informers.NewSharedInformerFactory(fake.NewClientset(nsObjs...), 0)
+		}
+		var err error
+		if judge, err = NewJudge(ctx, e.sched, factory, c.Nodes, c.Pods); err != nil {
+			return 0, fmt.Errorf("building the judge: %w", err)
+		}
+	}
 	var gone []*v1.Pod
 	for _, cd := range cands {
 		verdicts, err := judge.Judge(ctx, cd.pod, cd.rules, gone)

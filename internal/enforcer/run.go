@@ -33,6 +33,9 @@ import (
 // the user agent.
 const Component = "placement-enforcer"
 
+// minPassInterval is the least time between two passes.
+const minPassInterval = time.Second
+
 // Run runs the enforcer until ctx ends: informers on nodes, pods, namespaces
 // and PodDisruptionBudgets (a change to any queues a pass; their resync is
 // the periodic backstop), the metrics endpoint, and the passes themselves,
@@ -101,11 +104,21 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 		}
 		queue.Add(key)
 		go func() { <-ctx.Done(); queue.ShutDown() }()
+		var last time.Time
 		for {
 			k, shutdown := queue.Get()
 			if shutdown {
 				return
 			}
+			// Events coalesce into one key; a pass right after another
+			// waits out minPassInterval instead, so a busy cluster's
+			// stream of pod updates costs at most one pass a second.
+			if wait := minPassInterval - time.Since(last); wait > 0 {
+				queue.Done(k)
+				queue.AddAfter(key, wait)
+				continue
+			}
+			last = time.Now()
 			c, err := read(nodes.Lister().List, pods.Lister().List, namespaces.Lister().List)
 			var next time.Duration
 			if err == nil {

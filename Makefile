@@ -112,7 +112,7 @@ helm: ## Build bin/helm from tools/helm/go.mod.
 .PHONY: run
 run: build controlplane ## Start a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK) and placement-scheduler; Ctrl-C stops all.
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
-	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -config $(RUN_CONFIG) -dir .run -- $(ARGS)
+	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -enforcer $(BIN)/placement-enforcer -config $(RUN_CONFIG) -dir .run -- $(ARGS)
 
 .PHONY: demo
 demo: build controlplane ## make run's cluster, a node fleet and every manifests/examples scenario applied and checked; prints the placement table.

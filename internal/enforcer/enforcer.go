@@ -133,7 +133,7 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 func (e *Enforcer) Reports() []Report {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]Report(nil), e.reports...)
+	return append(make([]Report, 0, len(e.reports)), e.reports...)
 }
 
 // pass is one pass's working state.

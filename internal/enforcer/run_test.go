@@ -14,6 +14,11 @@ import (
 // the violation and eviction counts.
 func TestEndpoints(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	empty := httptest.NewRecorder()
+	mux(r.e).ServeHTTP(empty, httptest.NewRequest("GET", "/violations", nil))
+	if got := strings.TrimSpace(empty.Body.String()); got != "[]" {
+		t.Errorf("/violations before any pass: %q, want []", got)
+	}
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a"), ssdPod("q", "rs2", "a")}
 	r.clock.Step(time.Second)

@@ -112,7 +112,18 @@ type tracked struct {
 type inflight struct {
 	node, namespace string
 	owner           types.UID
+	// ready is how many of the owner's pods were Ready (the evicted one
+	// included) when it was evicted: the eviction settles once as many
+	// are Ready again, so a replacement its controller has not created
+	// yet still counts as in flight.
+	ready int
+	at    time.Time
 }
+
+// inflightTimeout forgets an eviction whose owner never recovers its Ready
+// count (scaled down, or its replacement cannot start), so that one stuck
+// owner cannot hold a cap forever.
+const inflightTimeout = 10 * time.Minute
 
 // New returns an Enforcer. sched is placement-scheduler's configuration;
 // clk is the clock grace periods, backoff and the rate limit read.
@@ -349,7 +360,8 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	last := base
 	t.last = &last
 	if base.State == StateEvicting {
-		p.inflight[pod.UID] = inflight{node: pod.Spec.NodeName, namespace: pod.Namespace, owner: owner.UID}
+		p.inflight[pod.UID] = inflight{node: pod.Spec.NodeName, namespace: pod.Namespace, owner: owner.UID,
+			ready: p.readyOf(owner.UID), at: p.now}
 	}
 	p.report(pod, base, t)
 }
@@ -475,16 +487,27 @@ func (p *pass) settleInflight(present map[types.UID]bool) {
 		if present[uid] {
 			continue
 		}
-		settled := true
+		busy := false
 		for _, pod := range p.owners[f.owner] {
 			if pod.DeletionTimestamp != nil || !podReady(pod) {
-				settled = false
+				busy = true
 			}
 		}
-		if settled {
+		if !busy && p.readyOf(f.owner) >= f.ready || p.now.Sub(f.at) > inflightTimeout {
 			delete(p.inflight, uid)
 		}
 	}
+}
+
+// readyOf counts the owner's pods that are Ready and not terminating.
+func (p *pass) readyOf(owner types.UID) int {
+	n := 0
+	for _, pod := range p.owners[owner] {
+		if pod.DeletionTimestamp == nil && podReady(pod) {
+			n++
+		}
+	}
+	return n
 }
 
 // after asks for the next pass within d.

@@ -292,13 +292,19 @@ func TestOnePodPerOwnerInFlight(t *testing.T) {
 	}
 	r.terminate()
 	r.pass()
-	// The evicted pod is gone, its replacement not Ready yet.
+	// The evicted pod is gone and its controller has not created the
+	// replacement yet: still in flight.
 	var keep []*v1.Pod
 	for _, p := range r.c.Pods {
 		if p.DeletionTimestamp == nil {
 			keep = append(keep, p)
 		}
 	}
+	r.c.Pods = keep
+	if got := r.pass()[other]; got.State != StateWaitingOwner || len(r.evictions) != 1 {
+		t.Fatalf("replacement not created yet: %+v, evictions %v", got, r.evicted())
+	}
+	// The replacement exists, not Ready yet.
 	repl := pod("p3", "rs", "b").NodeSelector(ssd).Obj()
 	repl.Status.Conditions = nil
 	r.c.Pods = append(keep, repl)

@@ -508,3 +508,48 @@ func TestShippedConfigLoads(t *testing.T) {
 		t.Errorf("shipped config: %+v", c)
 	}
 }
+
+// A new leader (an Enforcer without its predecessor's memory) sees the pod
+// its predecessor evicted as terminating and does not evict it again.
+func TestNewLeaderDoesNotEvictTwice(t *testing.T) {
+	first := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	first.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	first.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	first.pass()
+	if len(first.evictions) != 1 {
+		t.Fatalf("first leader evicted %v", first.evicted())
+	}
+	first.terminate()
+	second := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	second.c = first.c
+	second.pass()
+	if len(second.evictions) != 0 {
+		t.Errorf("the new leader evicted %v again", second.evicted())
+	}
+}
+
+// A pod whose affinity target left its zone moves to the zone that has one,
+// and is kept (no-fit) when no zone has one any more.
+func TestPodAffinityTargetGone(t *testing.T) {
+	zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
+	term := tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "db"}))
+	for _, tc := range []struct {
+		name       string
+		db         []*v1.Pod
+		state, tgt string
+	}{
+		{"target in another zone", []*v1.Pod{pod("db", "rs-db", "b1").Label("app", "db").Obj()}, StateEvicting, "b1"},
+		{"no target anywhere", nil, StateNoFit, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(c *Config) { c.GracePeriod.PodAffinity.Duration = 0 })
+			r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
+			web := pod("web", "rs-web", "a1").Label("app", "web").RequiredPodAffinity(term).Obj()
+			r.c.Pods = append([]*v1.Pod{web}, tc.db...)
+			got := r.pass()["web"]
+			if got.Rule != PodAffinity || got.State != tc.state || got.Target != tc.tgt {
+				t.Errorf("%+v, want %s to %q", got, tc.state, tc.tgt)
+			}
+		})
+	}
+}

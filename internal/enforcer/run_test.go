@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestEndpoints: /violations serves the last pass's reports and /metrics
@@ -46,5 +47,43 @@ func TestEndpoints(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
 		}
+	}
+}
+
+func TestRelevantUpdate(t *testing.T) {
+	base := ssdPod("p", "rs", "a")
+	base.ResourceVersion = "1"
+	change := func(f func(*v1.Pod)) *v1.Pod {
+		c := base.DeepCopy()
+		c.ResourceVersion = "2"
+		f(c)
+		return c
+	}
+	for name, tc := range map[string]struct {
+		cur  *v1.Pod
+		want bool
+	}{
+		"resync":            {base.DeepCopy(), true},
+		"container status":  {change(func(p *v1.Pod) { p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c"}} }), false},
+		"label":             {change(func(p *v1.Pod) { p.Labels = map[string]string{"x": "y"} }), true},
+		"opt-in annotation": {change(func(p *v1.Pod) { p.Annotations[Annotation] = "none" }), true},
+		"Ready flips":       {change(func(p *v1.Pod) { p.Status.Conditions = nil }), true},
+	} {
+		if got := relevantUpdate(base, tc.cur); got != tc.want {
+			t.Errorf("pod %s: %v, want %v", name, got, tc.want)
+		}
+	}
+	n := node("a", nil)
+	n.ResourceVersion = "1"
+	hb := n.DeepCopy()
+	hb.ResourceVersion = "2"
+	hb.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	if relevantUpdate(n, hb) {
+		t.Error("a node heartbeat starts a pass")
+	}
+	lab := hb.DeepCopy()
+	lab.Labels["disk"] = "ssd"
+	if !relevantUpdate(n, lab) {
+		t.Error("a node label change starts no pass")
 	}
 }

@@ -117,7 +117,7 @@ run: build controlplane ## Start a local cluster (etcd, kube-apiserver, kube-con
 .PHONY: demo
 demo: build controlplane ## make run's cluster, a node fleet and every manifests/examples scenario applied and checked; prints the placement table.
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
-	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -config $(RUN_CONFIG) -dir .run/demo -demo
+	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -enforcer $(BIN)/placement-enforcer -config $(RUN_CONFIG) -dir .run/demo -demo
 
 .PHONY: fmt
 fmt: ## gofmt the tree.

@@ -20,7 +20,6 @@ import (
 
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
-	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
@@ -32,7 +31,6 @@ import (
 // Eviction API.
 func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 	ns := env.NewNamespace(t, nil)
-	runEnforcer(t, ns)
 	pool := "enforcer-pool-" + ns
 	node := func(name string, inPool bool) *v1.Node {
 		n := framework.SchedulableNode(ns, name).Obj()
@@ -189,31 +187,36 @@ func relabelNode(t *testing.T, node, key, value string) {
 	}
 }
 
-// runEnforcer runs the enforcer in-process for the test, leading on a Lease
-// in ns, with a 1 s grace period.
-func runEnforcer(t *testing.T, ns string) {
-	t.Helper()
-	schedConfig := filepath.Join(t.TempDir(), "scheduler-config.yaml")
-	if err := os.WriteFile(schedConfig, manifests.SchedulerConfig(), 0o600); err != nil {
-		t.Fatal(err)
+// startEnforcer runs the enforcer in-process beside the examples'
+// scheduler, with the same config and a 1 s grace period, until stop.
+func startEnforcer(schedConfig []byte) (stop func() error, err error) {
+	dir, err := os.MkdirTemp("", "enforcer-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(path, schedConfig, 0o600); err != nil {
+		return nil, err
 	}
 	cfg, err := enforcer.LoadConfig([]byte(`apiVersion: `+enforcer.ConfigAPIVersion+`
 kind: `+enforcer.ConfigKind+`
-schedulerConfig: `+schedConfig+`
-gracePeriod: {nodeAffinity: 1s}
+schedulerConfig: `+path+`
+gracePeriod: {nodeAffinity: 1s, podAffinity: 1s, podAntiAffinity: 1s}
 metricsBindAddress: "0"
-leaderElection: {leaseNamespace: `+ns+`}
 `), "test config")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	done := make(chan error, 1)
 	go func() { done <- enforcer.Run(ctx, cfg, env.Config) }()
-	t.Cleanup(func() {
+	return func() error {
 		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("enforcer: %v", err)
+		err := <-done
+		_ = os.RemoveAll(dir)
+		if errors.Is(err, context.Canceled) {
+			return nil
 		}
-	})
+		return err
+	}, nil
 }

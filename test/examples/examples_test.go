@@ -54,6 +54,18 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer sched.Stop()
+	// The enforcer too, as make run and make demo run it: the enforce-*
+	// examples move pods while they run.
+	stopEnforcer, err := startEnforcer(config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := stopEnforcer(); err != nil {
+			fmt.Fprintln(os.Stderr, "placement-enforcer:", err)
+		}
+	}()
 	if runner, err = examples.NewRunner(env.Config); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -125,9 +125,9 @@ func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 	}()
 
 	for _, n := range []string{"new-1", "new-2", "new-3"} {
-		relabelNode(t, ns+"-"+n, pool, "yes")
+		env.SetNodeLabel(t, ns+"-"+n, pool, "yes")
 	}
-	relabelNode(t, ns+"-old", pool, "")
+	env.SetNodeLabel(t, ns+"-old", pool, "")
 	env.Poll(t, "three Ready pods on the new pool and none left on the old one", func(ctx context.Context) (bool, error) {
 		_, onOld, err := readyPods(ctx, ns, ns+"-old")
 		if err != nil {
@@ -173,18 +173,6 @@ func readyPods(ctx context.Context, ns, node string) (ready, all int, err error)
 		}
 	}
 	return ready, len(list.Items), nil
-}
-
-// relabelNode sets label key to value on node, or removes it when value is "".
-func relabelNode(t *testing.T, node, key, value string) {
-	t.Helper()
-	patch := `{"metadata":{"labels":{"` + key + `":null}}}`
-	if value != "" {
-		patch = `{"metadata":{"labels":{"` + key + `":"` + value + `"}}}`
-	}
-	if _, err := env.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("relabelling %s: %v", node, err)
-	}
 }
 
 // startEnforcer runs the enforcer in-process beside the examples'

@@ -83,8 +83,8 @@ leaderElection: {leaseNamespace: `+ns+`}
 		}
 	}
 
-	relabel(t, b.Name, "ssd")
-	relabel(t, a.Name, "")
+	env.SetNodeLabel(t, b.Name, "disk", "ssd")
+	env.SetNodeLabel(t, a.Name, "disk", "")
 	env.WaitForPod(t, ns, "web", "evicted through the Eviction API", func(p *v1.Pod) bool {
 		c := framework.PodCondition(p, v1.DisruptionTarget)
 		return p.DeletionTimestamp != nil && c != nil && c.Reason == "EvictionByEvictionAPI"
@@ -103,18 +103,6 @@ leaderElection: {leaseNamespace: `+ns+`}
 	}
 	if by.DeletionTimestamp != nil || framework.PodCondition(by, v1.DisruptionTarget) != nil {
 		t.Errorf("the pod that did not opt in was evicted: %+v", by.Status.Conditions)
-	}
-}
-
-// relabel sets the node's disk label to value, or removes it when value is "".
-func relabel(t *testing.T, node, value string) {
-	t.Helper()
-	patch := `{"metadata":{"labels":{"disk":null}}}`
-	if value != "" {
-		patch = `{"metadata":{"labels":{"disk":"` + value + `"}}}`
-	}
-	if _, err := env.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("relabelling %s: %v", node, err)
 	}
 }
 

@@ -208,3 +208,70 @@ metricsBindAddress: "0"
 		return err
 	}, nil
 }
+
+// A PDB with maxUnavailable 0: the Eviction API refuses (429), the pod is
+// reported pdb-blocked and keeps running where it is. (That the enforcer
+// then backs off instead of asking again at once is TestPDBRefusalBacksOff
+// in internal/enforcer.)
+func TestEnforcerNeverBypassesAPDB(t *testing.T) {
+	ns := env.NewNamespace(t, nil)
+	pool := "enforcer-pool-" + ns
+	node := func(name string, inPool bool) *v1.Node {
+		n := framework.SchedulableNode(ns, name).Obj()
+		n.Annotations = map[string]string{framework.KWOKNodeAnnotation: framework.KWOKNodeValue}
+		if inPool {
+			n.Labels[pool] = "yes"
+		}
+		return n
+	}
+	env.CreateNodes(t, node("old", true), node("new", false))
+	labels := map[string]string{"app": "db"}
+	pod := testutil.MakePod(ns, "db").Placement().NodeSelector(map[string]string{pool: "yes"}).Obj()
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{enforcer.Annotation: "all"}},
+				Spec:       pod.Spec,
+			},
+		},
+	}
+	zero := intstr.FromInt32(0)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}
+	ctx := context.Background()
+	if _, err := env.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	env.Poll(t, "the pod Ready on the old node and the PDB computed", func(ctx context.Context) (bool, error) {
+		list, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			return false, err
+		}
+		name = list.Items[0].Name
+		ready, _, err := readyPods(ctx, ns, ns+"-old")
+		if err != nil {
+			return false, err
+		}
+		got, err := env.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{})
+		return ready == 1 && got.Status.ObservedGeneration == got.Generation, err
+	})
+	env.SetNodeLabel(t, ns+"-new", pool, "yes")
+	env.SetNodeLabel(t, ns+"-old", pool, "")
+	env.WaitForEvent(t, ns, name, "PlacementEvictionBlocked", "disruption budget")
+	p, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the pod under a PDB with maxUnavailable 0 is gone: %v", err)
+	}
+	if p.DeletionTimestamp != nil || p.Spec.NodeName != ns+"-old" {
+		t.Errorf("the pod was disrupted: node %s, deleting %v", p.Spec.NodeName, p.DeletionTimestamp)
+	}
+}

@@ -167,7 +167,7 @@ fuzz: ## Fuzz each plugin against upstream's in turn (FUZZTIME=1m per target, or
 # test/reliability: leader churn under load, kube-apiserver / etcd / network
 # outages, a soak of pods in waves. `make test` runs the short variants (a few
 # kills, outages of seconds, a few hundred pods); test-reliability the long
-# ones with issue 15's figures (2,000 pods and 20 leader kills, 20s outages,
+# ones at full size (2,000 pods and 20 leader kills, 20s outages,
 # 20,000 pods against 500 nodes for 15 minutes; about 30 minutes on 2 cores),
 # niced, each test appending its result row to RELIABILITY_REPORT. Every size
 # is a RELIABILITY_* knob (test/reliability/doc.go); RELIABILITY_RUN picks
@@ -187,7 +187,7 @@ test-reliability-short: build controlplane ## The reliability tests' short varia
 	$(GO) test -count=1 -timeout 20m ./test/reliability/...
 
 .PHONY: test-reliability
-test-reliability: build controlplane ## The reliability tests' long variants (issue 15's figures), results in RELIABILITY_REPORT.
+test-reliability: build controlplane ## The reliability tests' long variants (full size), results in RELIABILITY_REPORT.
 	@mkdir -p $(dir $(RELIABILITY_REPORT))
 	RELIABILITY_LONG=1 RELIABILITY_REPORT=$(RELIABILITY_REPORT) nice -n 10 \
 		$(GO) test -count=1 -timeout 3h -v -run '$(RELIABILITY_RUN)' ./test/reliability/... 2>&1 | tee $(RELIABILITY_REPORT:.md=.log)

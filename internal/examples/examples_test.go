@@ -15,7 +15,8 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
 
-// The shipped folders load, and every scenario issue 14 lists has one.
+// The shipped folders load, and every scenario the README's examples table
+// lists has one.
 func TestLoadShippedExamples(t *testing.T) {
 	exs, err := Load(manifests.Examples())
 	if err != nil {

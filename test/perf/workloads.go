@@ -62,7 +62,7 @@ type Source struct {
 	Cases []string
 }
 
-// DefaultSources are the workloads of issue 7: every affinity test case
+// DefaultSources are the workloads `make bench` runs: every affinity test case
 // (those without a workload at the chosen scale simply do not run) and
 // SchedulingBasic, the ceiling without affinity.
 var DefaultSources = []Source{

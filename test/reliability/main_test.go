@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	var err error
-	// Waits here cover thousands of pods on a shared 2-core machine; a
+	// Waits here cover thousands of pods on 2 loaded cores; a
 	// failure still names what it waited for.
 	if env, err = framework.Start(framework.Options{AuditPolicy: []byte(auditPolicy), Timeout: 3 * time.Minute}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -251,7 +251,7 @@ func (e *Env) findAssets() error {
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(e.assets, bin)); err != nil {
-			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane` (or set %s): %w", e.assets, bin, AssetsEnv, err)
+			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane-envtest` (or set %s): %w", e.assets, bin, AssetsEnv, err)
 		}
 	}
 	return nil

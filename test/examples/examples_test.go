@@ -99,4 +99,8 @@ func TestClusterAlive(t *testing.T) {
 	if sched.Exited() {
 		t.Fatalf("placement-scheduler exited: %v", sched.Err())
 	}
+	// What `make run` prints is this log, on this cluster and config.
+	if lines := framework.UnhandledErrors(sched.Log()); len(lines) > 0 {
+		t.Errorf("placement-scheduler logged errors on a healthy cluster:\n%s", strings.Join(lines, "\n"))
+	}
 }

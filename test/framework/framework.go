@@ -168,6 +168,9 @@ func Start(opts Options) (_ *Env, err error) {
 
 	e.testenv = &envtest.Environment{BinaryAssetsDirectory: e.assets}
 	apiserverArgs := e.testenv.ControlPlane.GetAPIServer().Configure()
+	if err := e.configureRequestHeader(apiserverArgs); err != nil {
+		return nil, err
+	}
 	if opts.Cluster != nil {
 		if err := e.configureAPIServer(apiserverArgs); err != nil {
 			return nil, err

@@ -297,6 +297,9 @@ func TestInstalledSchedulerNeedsOnlyItsServiceAccount(t *testing.T) {
 	if lines := forbiddenLines(sched.Log()); len(lines) > 0 {
 		t.Errorf("the scheduler was refused something with the installed RBAC:\n%s", strings.Join(lines, "\n"))
 	}
+	if lines := framework.UnhandledErrors(sched.Log()); len(lines) > 0 {
+		t.Errorf("a healthy start logged errors:\n%s", strings.Join(lines, "\n"))
+	}
 }
 
 // metricsScraper returns the token of a ServiceAccount bound to the shipped

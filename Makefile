@@ -39,8 +39,8 @@ build: ## Build bin/placement-scheduler and bin/kubectl-placement (static).
 #
 # `make image`: one OCI image index for linux/amd64 and linux/arm64
 # (PLATFORMS), cross-built into bin/linux-<arch>/, as an OCI layout tarball.
-# `make image-single`: one image as a `docker save` tarball; for this
-# machine's architecture it packs bin/placement-scheduler itself, the binary
+# `make image-single`: one image as a `docker save` tarball; for the build
+# host's architecture it packs bin/placement-scheduler itself, the binary
 # the integration tests run (IMAGE_ARCH=arm64 etc. cross-build).
 IMAGE           ?= ghcr.io/placement-scheduler/placement-scheduler:$(VERSION)
 PLATFORMS       ?= amd64 arm64

@@ -192,7 +192,8 @@ fuzz: ## Fuzz each plugin against upstream's in turn (FUZZTIME=1m per target, or
 # outages, a soak of pods in waves. `make test` runs the short variants (a few
 # kills, outages of seconds, a few hundred pods); test-reliability the long
 # ones at full size (2,000 pods and 20 leader kills, 20s outages,
-# 20,000 pods against 500 nodes for 15 minutes; about 30 minutes on 2 cores),
+# 20,000 pods against 500 nodes for 15 minutes; about 30 minutes on 2 cores
+# when measured on 2026-11-23, test/reliability/README.md),
 # niced, each test appending its result row to RELIABILITY_REPORT. Every size
 # is a RELIABILITY_* knob (test/reliability/doc.go); RELIABILITY_RUN picks
 # tests (go test -run).
@@ -282,8 +283,8 @@ bench: controlplane ## scheduler_perf, upstream profile vs ours, upstream's work
 # repeats of upstream and ours interleave, and drift on a shared machine
 # shows up as spread, not as a difference.
 # The raw output and the load average before/after land next to each other
-# in BENCH_PLUGINS_DIR. At 5000 nodes and -count 6 about 15-25 minutes on
-# 2 shared cores.
+# in BENCH_PLUGINS_DIR. At 5000 nodes and -count 6 it took 15-25 minutes on
+# 2 shared cores (2026-11-23).
 BENCH_PLUGINS_COUNT ?= 6
 BENCH_PLUGINS_TIME  ?= 1s
 BENCH_PLUGINS_RUN   ?= .

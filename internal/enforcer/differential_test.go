@@ -22,6 +22,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
 	"github.com/placement-scheduler/placement-scheduler/test/equivalence"
@@ -168,11 +169,11 @@ func upstreamVerdict(ctx context.Context, sc *equivalence.Scenario, pods []*v1.P
 		return upstreamResult{}, err
 	}
 	factory := namespaceFactory(sc)
-	naArgs, err := tu.InternalNodeAffinityArgs(sc.NodeAffinityArgs)
+	naArgs, err := setRow(nodeaffinity.Name).InternalArgs(sc.NodeAffinityArgs)
 	if err != nil {
 		return upstreamResult{}, err
 	}
-	ipaArgs, err := tu.InternalInterPodAffinityArgs(sc.InterPodAffinityArgs)
+	ipaArgs, err := setRow(interpodaffinity.Name).InternalArgs(sc.InterPodAffinityArgs)
 	if err != nil {
 		return upstreamResult{}, err
 	}
@@ -270,4 +271,14 @@ func hasRule(vs []Verdict, r Rule) bool {
 		}
 	}
 	return false
+}
+
+// setRow is pkg/plugins.Set()'s row of our plugin name.
+func setRow(name string) plugins.Plugin {
+	for _, p := range plugins.Set() {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no pkg/plugins.Set() row " + name)
 }

@@ -31,43 +31,9 @@ import (
 // Eviction API.
 func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 	ns := env.NewNamespace(t, nil)
-	pool := "enforcer-pool-" + ns
-	node := func(name string, inPool bool) *v1.Node {
-		n := framework.SchedulableNode(ns, name).Obj()
-		n.Annotations = map[string]string{framework.KWOKNodeAnnotation: framework.KWOKNodeValue}
-		if inPool {
-			n.Labels[pool] = "yes"
-		}
-		return n
-	}
-	env.CreateNodes(t, node("old", true), node("new-1", false), node("new-2", false), node("new-3", false))
-
-	labels := map[string]string{"app": "web"}
-	pod := testutil.MakePod(ns, "web").Placement().NodeSelector(map[string]string{pool: "yes"}).Obj()
-	pod.Labels = labels
-	pod.Annotations = map[string]string{enforcer.Annotation: "all"}
-	pod.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpExists}} // KWOK nodes' first seconds
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: v1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
-		},
-	}
-	d.Spec.Template.Name, d.Spec.Template.Namespace = "", ""
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
-	}
+	pool := poolNodes(t, ns, "old", "new-1", "new-2", "new-3")
+	deployUnderPDB(t, ns, pool, "web", 3, 1)
 	ctx := context.Background()
-	if _, err := env.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	env.Poll(t, "three Ready pods on the old pool and the PDB allowing one disruption", func(ctx context.Context) (bool, error) {
 		ready, _, err := readyPods(ctx, ns, ns+"-old")
 		if err != nil {
@@ -215,41 +181,9 @@ metricsBindAddress: "0"
 // in internal/enforcer.)
 func TestEnforcerNeverBypassesAPDB(t *testing.T) {
 	ns := env.NewNamespace(t, nil)
-	pool := "enforcer-pool-" + ns
-	node := func(name string, inPool bool) *v1.Node {
-		n := framework.SchedulableNode(ns, name).Obj()
-		n.Annotations = map[string]string{framework.KWOKNodeAnnotation: framework.KWOKNodeValue}
-		if inPool {
-			n.Labels[pool] = "yes"
-		}
-		return n
-	}
-	env.CreateNodes(t, node("old", true), node("new", false))
-	labels := map[string]string{"app": "db"}
-	pod := testutil.MakePod(ns, "db").Placement().NodeSelector(map[string]string{pool: "yes"}).Obj()
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{enforcer.Annotation: "all"}},
-				Spec:       pod.Spec,
-			},
-		},
-	}
-	zero := intstr.FromInt32(0)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels}},
-	}
+	pool := poolNodes(t, ns, "old", "new")
+	deployUnderPDB(t, ns, pool, "db", 1, 0)
 	ctx := context.Background()
-	if _, err := env.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	var name string
 	env.Poll(t, "the pod Ready on the old node and the PDB computed", func(ctx context.Context) (bool, error) {
 		list, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -273,5 +207,53 @@ func TestEnforcerNeverBypassesAPDB(t *testing.T) {
 	}
 	if p.DeletionTimestamp != nil || p.Spec.NodeName != ns+"-old" {
 		t.Errorf("the pod was disrupted: node %s, deleting %v", p.Spec.NodeName, p.DeletionTimestamp)
+	}
+}
+
+// poolNodes creates KWOK nodes <ns>-<name> for the test; the first is in
+// the returned pool (a node label of the test's own), the others not yet.
+func poolNodes(t *testing.T, ns string, names ...string) (pool string) {
+	t.Helper()
+	pool = "enforcer-pool-" + ns
+	for i, name := range names {
+		n := framework.SchedulableNode(ns, name).Obj()
+		n.Annotations = map[string]string{framework.KWOKNodeAnnotation: framework.KWOKNodeValue}
+		if i == 0 {
+			n.Labels[pool] = "yes"
+		}
+		env.CreateNodes(t, n)
+	}
+	return pool
+}
+
+// deployUnderPDB creates a Deployment name (label app=name) of replicas
+// opted-in pods confined to pool, under a PDB with maxUnavailable.
+func deployUnderPDB(t *testing.T, ns, pool, name string, replicas, maxUnavailable int32) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	pod := testutil.MakePod(ns, name).Placement().NodeSelector(map[string]string{pool: "yes"}).Obj()
+	pod.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpExists}} // KWOK nodes' first seconds
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{enforcer.Annotation: "all"}},
+				Spec:       pod.Spec,
+			},
+		},
+	}
+	mu := intstr.FromInt32(maxUnavailable)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &mu, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}
+	ctx := context.Background()
+	if _, err := env.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/klog/v2/textlogger"
@@ -108,6 +109,17 @@ func TestContainTurnsPanicsIntoErrors(t *testing.T) {
 	pi, _ := framework.NewPodInfo(testutil.MakePod("ns", "victim").Obj())
 	state := framework.NewCycleState()
 	w := wrapped.(scoreShape)
+	// Contain created the plugin's counters at zero, one per point it
+	// contains (deltas: -count=N reuses the process's registry).
+	points := []string{"PreFilter", "AddPod", "RemovePod", "Filter", "PreScore", "Score", "NormalizeScore", "SignPod", "ExplainFilter", "QueueingHint", "PreQueueingHint"}
+	before := map[string]float64{}
+	for _, p := range points {
+		v, ok := panicCount(t, "Panicky", p)
+		if !ok {
+			t.Errorf("no placement_scheduler_plugin_panics_total{plugin=\"Panicky\",extension_point=%q} on /metrics after Contain", p)
+		}
+		before[p] = v
+	}
 
 	check := func(point string, st *fwk.Status) {
 		t.Helper()
@@ -154,6 +166,17 @@ func TestContainTurnsPanicsIntoErrors(t *testing.T) {
 		t.Error("the wrapper added a hint function where the plugin has none")
 	}
 
+	// Every contained panic counted once, under its point (the hints
+	// under their kind, not per event).
+	for _, p := range points {
+		if got, _ := panicCount(t, "Panicky", p); got != before[p]+1 {
+			t.Errorf("plugin_panics_total{Panicky,%s} = %v after one panic there, want %v", p, got, before[p]+1)
+		}
+	}
+	if _, ok := panicCount(t, "Panicky", "QueueingHint(Node/Add)"); ok {
+		t.Error("a queueing hint's panic counted under a per-event extension_point")
+	}
+
 	out := logs.String()
 	for _, want := range []string{
 		`"Plugin panicked; the panic was contained and turned into an Error status" plugin="Panicky" extensionPoint="Filter"`,
@@ -165,6 +188,32 @@ func TestContainTurnsPanicsIntoErrors(t *testing.T) {
 			t.Errorf("log lacks %q:\n%.3000s", want, out)
 		}
 	}
+}
+
+// panicCount reads placement_scheduler_plugin_panics_total{plugin, point}
+// from legacyregistry, what kube-scheduler's /metrics serves; ok is false
+// when there is no such series.
+func panicCount(t *testing.T, plugin, point string) (v float64, ok bool) {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "placement_scheduler_plugin_panics_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if len(labels) == 2 && labels["plugin"] == plugin && labels["extension_point"] == point {
+				return m.GetCounter().GetValue(), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // filterOnly lacks Sign and Explain: no wrapper has its shape.

@@ -449,3 +449,29 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 		})
 	}
 }
+
+// Chart.yaml's kubeVersion admits what the skew policy allows a v1.37
+// kube-scheduler (an apiserver of v1.37 or v1.38, providers' suffixes
+// included) and refuses the rest before anything is installed.
+func TestKubeVersionGuard(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		ok      bool
+	}{
+		{"v1.36.9", false},
+		{"v1.37.0", true},
+		{"v1.37.1-eks-1234abcd", true},
+		{"v1.38.4", true},
+		{"v1.39.0", false},
+	} {
+		_, errOut, err := helm(t).Run("template", release, framework.ChartDir(t), "--namespace", namespace, "--kube-version", tc.version)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("Kubernetes %s: refused, want accepted: %v\n%s", tc.version, err, errOut)
+		case !tc.ok && err == nil:
+			t.Errorf("Kubernetes %s: accepted, want refused by kubeVersion", tc.version)
+		case !tc.ok && !strings.Contains(errOut, "kubeVersion"):
+			t.Errorf("Kubernetes %s: refused without naming kubeVersion:\n%s", tc.version, errOut)
+		}
+	}
+}

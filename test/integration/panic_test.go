@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-base/metrics/legacyregistry"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -157,6 +158,14 @@ func TestPluginPanicIsContained(t *testing.T) {
 		t.Fatalf("the scheduler stopped: %v", err)
 	default:
 	}
+	// Each contained panic is counted, by plugin and extension point, in
+	// the registry the scheduler's /metrics serves (this process's: the
+	// scheduler runs in it).
+	for _, point := range []string{"Filter", "Score"} {
+		if n := panicsCounted(t, nodeaffinity.Name, point); n < 1 {
+			t.Errorf("placement_scheduler_plugin_panics_total{plugin=%q,extension_point=%q} = %v after a contained panic there, want >= 1", nodeaffinity.Name, point, n)
+		}
+	}
 	for _, name := range []string{"panics-in-filter", "panics-in-score"} {
 		p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -169,4 +178,29 @@ func TestPluginPanicIsContained(t *testing.T) {
 			t.Errorf("%s: PodScheduled condition %+v does not report the failing plugin", name, c)
 		}
 	}
+}
+
+// panicsCounted reads placement_scheduler_plugin_panics_total{plugin, point}
+// from legacyregistry, what kube-scheduler's /metrics serves.
+func panicsCounted(t *testing.T, plugin, point string) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "placement_scheduler_plugin_panics_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if got["plugin"] == plugin && got["extension_point"] == point {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

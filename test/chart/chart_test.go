@@ -359,7 +359,9 @@ additionalProfiles:
 }
 
 // image.digest pins the image: repository@digest is deployed, whatever the
-// tag says, and `helm test`'s canary runs that same image.
+// tag says, and `helm test`'s canary runs that same image. NOTES.txt names
+// the image deployed, not the chart's appVersion when a tag or digest
+// overrides it.
 func TestImageDigestOverridesTag(t *testing.T) {
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	for _, tc := range []struct {
@@ -383,6 +385,16 @@ func TestImageDigestOverridesTag(t *testing.T) {
 				if got := containers[0].(map[string]any)["image"]; got != tc.want {
 					t.Errorf("%s: image %v, want %s", key(o), got, tc.want)
 				}
+			}
+			// `helm install --dry-run=client` prints NOTES.txt, rendered,
+			// without a cluster.
+			out, errOut, err := helm(t).Run(append([]string{"install", release, framework.ChartDir(t), "--namespace", namespace, "--dry-run=client"}, tc.args...)...)
+			if err != nil {
+				t.Fatalf("helm install --dry-run=client: %v\n%s", err, errOut)
+			}
+			_, notes, ok := strings.Cut(out, "\nNOTES:\n")
+			if first, _, _ := strings.Cut(notes, "\n"); !ok || !strings.HasPrefix(first, "placement-scheduler "+tc.want+" runs as ") {
+				t.Errorf("NOTES.txt's first line %q does not name the deployed image %s", first, tc.want)
 			}
 		})
 	}

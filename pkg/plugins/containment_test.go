@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/klog/v2/textlogger"
@@ -191,29 +190,15 @@ func TestContainTurnsPanicsIntoErrors(t *testing.T) {
 }
 
 // panicCount reads placement_scheduler_plugin_panics_total{plugin, point}
-// from legacyregistry, what kube-scheduler's /metrics serves; ok is false
-// when there is no such series.
+// from the registry /metrics serves; ok is false when there is no such
+// series.
 func panicCount(t *testing.T, plugin, point string) (v float64, ok bool) {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
+	v, ok, err := testutil.CounterValue("placement_scheduler_plugin_panics_total", map[string]string{"plugin": plugin, "extension_point": point})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() != "placement_scheduler_plugin_panics_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if len(labels) == 2 && labels["plugin"] == plugin && labels["extension_point"] == point {
-				return m.GetCounter().GetValue(), true
-			}
-		}
-	}
-	return 0, false
+	return v, ok
 }
 
 // filterOnly lacks Sign and Explain: no wrapper has its shape.

@@ -175,6 +175,23 @@ func healthyWith(n int, override map[string]string) string {
 
 func healthy(n int) string { return healthyWith(n, nil) }
 
+// scrapesFailFrom10m overrides every healthy series from 10m on, when no
+// scrape of either replica succeeds any more: the series go stale (the
+// stale markers Prometheus writes), except up, which takes upAfter: "0x30"
+// when the targets are there and their scrapes fail, "stale" when the
+// targets are gone.
+func scrapesFailFrom10m(upAfter string) map[string]string {
+	o := map[string]string{}
+	for name, v := range healthySeries() {
+		if strings.HasPrefix(name, "up{") {
+			o[name] = v + "x9 " + upAfter
+		} else {
+			o[name] = v + "x9 stale"
+		}
+	}
+	return o
+}
+
 func TestAlerts(t *testing.T) {
 	rs := renderRules(t)
 	var names []string
@@ -222,36 +239,14 @@ func TestAlerts(t *testing.T) {
 		// Both replicas' scrapes fail from 10m on (up 0): Down after
 		// downFor (5m) of it, at 15m.
 		name: "every replica down: Down fires",
-		load: healthyWith(minutes, map[string]string{
-			a(replicaA):                        "1x9 0x30",
-			a(replicaB):                        "1x9 0x30",
-			leader(replicaA):                   "1x9 stale",
-			leader(replicaB):                   "0x9 stale",
-			pending(replicaA, "active"):        "0x9 stale",
-			pending(replicaA, "unschedulable"): "0x9 stale",
-			pending(replicaA, "gated"):         "0x9 stale",
-			pending(replicaB, "active"):        "0x9 stale",
-			panics(replicaA):                   "0x9 stale",
-			panics(replicaB):                   "0x9 stale",
-		}),
+		load: healthyWith(minutes, scrapesFailFrom10m("0x30")),
 		want: map[string][]firing{"PlacementSchedulerDown": {{Labels: `{}`, First: 15 * time.Minute}}},
 	}, {
 		// The targets vanish (the Deployment was deleted, the Service
 		// selects nothing): no up series at all after 10m. Down fires
 		// too, once the last samples are stale.
 		name: "targets gone: Down fires",
-		load: healthyWith(minutes, map[string]string{
-			a(replicaA):                        "1x9 stale",
-			a(replicaB):                        "1x9 stale",
-			leader(replicaA):                   "1x9 stale",
-			leader(replicaB):                   "0x9 stale",
-			pending(replicaA, "active"):        "0x9 stale",
-			pending(replicaA, "unschedulable"): "0x9 stale",
-			pending(replicaA, "gated"):         "0x9 stale",
-			pending(replicaB, "active"):        "0x9 stale",
-			panics(replicaA):                   "0x9 stale",
-			panics(replicaB):                   "0x9 stale",
-		}),
+		load: healthyWith(minutes, scrapesFailFrom10m("stale")),
 		want: map[string][]firing{"PlacementSchedulerDown": {{Labels: `{}`, First: 15 * time.Minute}}},
 	}, {
 		// Both replicas up, neither leads from 10m on (lost lease, RBAC

@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/component-base/metrics/legacyregistry"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -181,26 +180,12 @@ func TestPluginPanicIsContained(t *testing.T) {
 }
 
 // panicsCounted reads placement_scheduler_plugin_panics_total{plugin, point}
-// from legacyregistry, what kube-scheduler's /metrics serves.
+// from the registry /metrics serves (0 when there is no such series).
 func panicsCounted(t *testing.T, plugin, point string) float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
+	v, _, err := testutil.CounterValue("placement_scheduler_plugin_panics_total", map[string]string{"plugin": plugin, "extension_point": point})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() != "placement_scheduler_plugin_panics_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			if got["plugin"] == plugin && got["extension_point"] == point {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return v
 }

@@ -154,7 +154,7 @@ lint-chart: helm ## helm lint charts/placement-scheduler.
 
 .PHONY: test-unit
 test-unit: etcd helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability)
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability)
 
 # The inner loop: gofmt, vet, then every package test-unit runs except the
 # two that need binaries (test/chart: helm; test/perf's wiring check: etcd,

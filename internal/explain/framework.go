@@ -35,6 +35,9 @@ type Cluster struct {
 	// (PersistentVolumeClaims, StorageClasses, CSINodes, Services,
 	// ReplicaSets, ResourceClaims...). Unknown kinds are ignored.
 	Others []runtime.Object
+	// Unseen says what the reader was not allowed to read (e.g. pods of
+	// other namespaces) and what the explanation therefore leaves out.
+	Unseen []string
 }
 
 // profileFramework is a framework built from a profile, plus the plugin
@@ -43,6 +46,9 @@ type profileFramework struct {
 	framework.Framework
 	snapshot *cache.Snapshot
 	plugins  map[string]fwk.Plugin
+	// client is the fake clientset the plugins were given: the only one
+	// they can write to, so a test can check that nothing was written.
+	client *fake.Clientset
 }
 
 // registry is upstream's in-tree registry merged with ours: what
@@ -129,6 +135,9 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(inf),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		// The preemption dry run lists nodes and victims through it, as
+		// in the scheduler; explain never starts a mutation session.
+		frameworkruntime.WithMutableSnapshotLister(snapshot),
 		frameworkruntime.WithPodNominator(nom),
 		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, inf)),
 		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(inf.Storage().V1().CSINodes().Lister())),
@@ -144,7 +153,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 			return nil, fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
-	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances}, nil
+	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances, client: client}, nil
 }
 
 // nominator serves the snapshot's nominated pods (status.nominatedNodeName

@@ -14,7 +14,14 @@ import (
 // adds every filter's verdict (also the passing ones) and each score's
 // raw and normalized values.
 func PrintTable(w io.Writer, r *Result, wide bool) error {
-	fmt.Fprintf(w, "Pod %s, profile %s\n", r.Pod, r.Profile)
+	if r.Config != "" {
+		fmt.Fprintf(w, "Pod %s, profile %s of %s\n", r.Pod, r.Profile, r.Config)
+	} else {
+		fmt.Fprintf(w, "Pod %s, profile %s\n", r.Pod, r.Profile)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "Warning: %s.\n", warn)
+	}
 	switch {
 	case r.Feasible == 0:
 		fmt.Fprintf(w, "Feasible: 0/%d nodes: unschedulable.\n", r.Nodes)
@@ -30,7 +37,11 @@ func PrintTable(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintf(w, "Note: %s.\n", n)
 	}
 	if r.SchedulerMessage != "" {
-		fmt.Fprintf(w, "kube-scheduler would report: %s\n", r.SchedulerMessage)
+		msg := r.SchedulerMessage
+		if r.PostFilter != nil && r.PostFilter.Message != "" {
+			msg += " " + r.PostFilter.Message
+		}
+		fmt.Fprintf(w, "kube-scheduler would report: %s\n", msg)
 	}
 	if len(r.Reasons) > 0 {
 		fmt.Fprintln(w, "Rejections (all filters run on every node; a node counts under each plugin that rejects it):")
@@ -50,6 +61,7 @@ func PrintTable(w io.Writer, r *Result, wide bool) error {
 			fmt.Fprintf(w, "  %s would make %d more node(s) feasible\n", h.Change, h.Nodes)
 		}
 	}
+	printPostFilter(w, r.PostFilter)
 	if len(r.NodeResults) > 0 {
 		fmt.Fprintln(w)
 		tw := printers.GetNewTabWriter(w)
@@ -114,7 +126,12 @@ func filterRows(nr NodeResult, wide bool) [][2]string {
 			rows = append(rows, [2]string{f.Plugin, f.Code})
 			continue
 		}
-		if len(f.Causes) == 0 {
+		for _, rf := range f.Resources {
+			for _, line := range resourceRows(rf) {
+				rows = append(rows, [2]string{f.Plugin, line})
+			}
+		}
+		if len(f.Causes) == 0 && len(f.Resources) == 0 {
 			rows = append(rows, [2]string{f.Plugin, f.Code + ": " + strings.Join(f.Reasons, "; ")})
 		}
 		for _, c := range f.Causes {
@@ -143,4 +160,47 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// printPostFilter writes the preemption dry run: where and at whose
+// expense, or why not.
+func printPostFilter(w io.Writer, pf *PostFilter) {
+	if pf == nil {
+		return
+	}
+	if pf.Plugin == "" {
+		fmt.Fprintf(w, "Preemption: %s.\n", pf.Reason)
+		return
+	}
+	fmt.Fprintf(w, "Preemption (%s, dry run: nothing is evicted or nominated):\n", pf.Plugin)
+	if pf.WouldPreempt {
+		fmt.Fprintf(w, "  would help: the scheduler would nominate %s and evict %d pod(s): %s\n", pf.Node, len(pf.Victims), victimList(pf.Victims))
+		if pf.PDBViolations > 0 {
+			fmt.Fprintf(w, "  %d of them beyond what their PodDisruptionBudget allows\n", pf.PDBViolations)
+		}
+		for _, c := range pf.Candidates {
+			if c.Node != pf.Node {
+				fmt.Fprintf(w, "  also possible on %s, evicting %s\n", c.Node, victimList(c.Victims))
+			}
+		}
+	} else {
+		fmt.Fprintf(w, "  would not help: %s\n", pf.Reason)
+	}
+	for _, n := range pf.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	if len(pf.NotHelpful) > 0 {
+		fmt.Fprintln(w, "  why not, per node:")
+		for _, n := range pf.NotHelpful {
+			fmt.Fprintf(w, "    %s: %s\n", n.Node, n.Reason)
+		}
+	}
+}
+
+func victimList(vs []Victim) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%s (priority %d)", v.Pod, v.Priority)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -27,7 +27,7 @@ type PostFilter struct {
 	Plugin string `json:"plugin,omitempty"`
 	// WouldPreempt is set when preemption finds a node: Node, with Victims
 	// evicted, is where the scheduler would nominate the pod.
-	WouldPreempt bool `json:"wouldPreempt"`
+	WouldPreempt bool     `json:"wouldPreempt"`
 	Node         string   `json:"node,omitempty"`
 	Victims      []Victim `json:"victims,omitempty"`
 	// PDBViolations counts victims whose eviction a PodDisruptionBudget

@@ -190,7 +190,7 @@ func printPostFilter(w io.Writer, pf *PostFilter) {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	if len(pf.NotHelpful) > 0 {
-		fmt.Fprintln(w, "  why not, per node:")
+		fmt.Fprintln(w, "  why not, per node (after evicting every lower-priority pod, where there are any):")
 		for _, n := range pf.NotHelpful {
 			fmt.Fprintf(w, "    %s: %s\n", n.Node, n.Reason)
 		}

@@ -40,7 +40,8 @@ func runExplainLive(t *testing.T, client kubernetes.Interface, args ...string) (
 	var out, errOut bytes.Buffer
 	cmd := newExplain(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		func() (kubernetes.Interface, error) { return client, nil })
-	cmd.SetArgs(args[1:]) // the explain command itself, without the root
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true // as under the root
+	cmd.SetArgs(args[1:])                            // the explain command itself, without the root
 	err := cmd.Execute()
 	return out.String(), err
 }

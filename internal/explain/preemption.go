@@ -136,7 +136,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 		// once it has enough candidates; explain tries every node, so that
 		// "why not" covers them all.
 		if _, n := ev.GetOffsetAndNumCandidates(int32(len(potential))); int(n) < len(potential) {
-			res.Notes = append(res.Notes, fmt.Sprintf("the scheduler dry-runs at least %d of the %d nodes preemption could help, from a random offset, so it may settle on another of the candidates", n, len(potential)))
+			res.Notes = append(res.Notes, fmt.Sprintf("the scheduler stops its dry run once it has %d candidates, trying the %d nodes from a random offset, so it may nominate another of the candidates", n, len(potential)))
 		}
 		candidates, statuses, err = ev.DryRunPreemption(ctx, state, pod, potential, pdbs, 0, int32(len(potential)))
 		if err != nil && len(candidates) == 0 {

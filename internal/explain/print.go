@@ -190,11 +190,30 @@ func printPostFilter(w io.Writer, pf *PostFilter) {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	if len(pf.NotHelpful) > 0 {
-		fmt.Fprintln(w, "  why not, per node (after evicting every lower-priority pod, where there are any):")
+		// Grouped by reason, so that a large cluster reads in a few lines;
+		// -o json lists every node.
+		fmt.Fprintln(w, "  why not (after evicting every lower-priority pod, where there are any):")
+		var reasons []string
+		nodes := map[string][]string{}
 		for _, n := range pf.NotHelpful {
-			fmt.Fprintf(w, "    %s: %s\n", n.Node, n.Reason)
+			if _, ok := nodes[n.Reason]; !ok {
+				reasons = append(reasons, n.Reason)
+			}
+			nodes[n.Reason] = append(nodes[n.Reason], n.Node)
+		}
+		for _, r := range reasons {
+			fmt.Fprintf(w, "    %s: %s\n", nodeList(nodes[r]), r)
 		}
 	}
+}
+
+// nodeList names up to three nodes and counts the rest.
+func nodeList(nodes []string) string {
+	const show = 3
+	if len(nodes) <= show {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:show], ", "), len(nodes)-show)
 }
 
 func victimList(vs []Victim) string {

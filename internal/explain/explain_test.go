@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/manifests"
@@ -114,20 +116,25 @@ func TestAgreesWithTheFramework(t *testing.T) {
 	}
 }
 
+// shippedScenario is a golden scenario's cluster and pod, and the shipped
+// profile.
+func shippedScenario(t *testing.T, name string) (*Cluster, *v1.Pod, *config.KubeSchedulerProfile) {
+	t.Helper()
+	dir := filepath.Join("../placementcmd/testdata", name)
+	cfg, err := LoadConfig(manifests.SchedulerConfig(), "shipped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeFile(t, filepath.Join(dir, "cluster.json")), decodeFile(t, filepath.Join(dir, "pod.json")).Pods[0], &cfg.Profiles[0]
+}
+
 // TestPostFilterIsADryRun: on a pod preemption would place, explain names
 // the node and victims, writes nothing through the only client the plugins
 // have, and leaves every node of the snapshot as it was (the dry run works
 // on copies).
 func TestPostFilterIsADryRun(t *testing.T) {
 	ctx := context.Background()
-	dir := "../placementcmd/testdata/preemption-helps"
-	c := decodeFile(t, filepath.Join(dir, "cluster.json"))
-	pod := decodeFile(t, filepath.Join(dir, "pod.json")).Pods[0]
-	cfg, err := LoadConfig(manifests.SchedulerConfig(), "shipped")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof := &cfg.Profiles[0]
+	c, pod, prof := shippedScenario(t, "preemption-helps")
 	fw, err := newFramework(ctx, c, pod, prof)
 	if err != nil {
 		t.Fatal(err)
@@ -178,15 +185,8 @@ func nodeState(t *testing.T, fw *profileFramework) map[string]string {
 // detail agrees with NodeInfo: used is Requested, free is allocatable minus
 // used, and the holders listed add up to used when none are left out.
 func TestResourceDetailAddsUp(t *testing.T) {
-	ctx := context.Background()
-	dir := "../placementcmd/testdata/resources-only"
-	c := decodeFile(t, filepath.Join(dir, "cluster.json"))
-	pod := decodeFile(t, filepath.Join(dir, "pod.json")).Pods[0]
-	cfg, err := LoadConfig(manifests.SchedulerConfig(), "shipped")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Explain(ctx, pod, c, &cfg.Profiles[0])
+	c, pod, prof := shippedScenario(t, "resources-only")
+	res, err := Explain(context.Background(), pod, c, prof)
 	if err != nil {
 		t.Fatal(err)
 	}

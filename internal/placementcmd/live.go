@@ -68,62 +68,47 @@ func liveCluster(ctx context.Context, c kubernetes.Interface, namespace string) 
 	}
 
 	// Namespaced kinds: all namespaces, else the pod's own (which is what
-	// its PVCs, claims and owners' selectors live in).
-	namespaced := []struct {
-		what string
-		list func(ns string) (runtime.Object, error)
+	// its PVCs, claims and owners' selectors live in). Cluster-scoped ones
+	// (namespaced false) ignore the namespace.
+	type lister = func(ns string) (runtime.Object, error)
+	kinds := []struct {
+		what       string
+		namespaced bool
+		list       lister
 	}{
-		{"PersistentVolumeClaims", func(ns string) (runtime.Object, error) {
+		{"PersistentVolumeClaims", true, func(ns string) (runtime.Object, error) {
 			return c.CoreV1().PersistentVolumeClaims(ns).List(ctx, all)
 		}},
-		{"Services", func(ns string) (runtime.Object, error) { return c.CoreV1().Services(ns).List(ctx, all) }},
-		{"ReplicationControllers", func(ns string) (runtime.Object, error) {
+		{"Services", true, func(ns string) (runtime.Object, error) { return c.CoreV1().Services(ns).List(ctx, all) }},
+		{"ReplicationControllers", true, func(ns string) (runtime.Object, error) {
 			return c.CoreV1().ReplicationControllers(ns).List(ctx, all)
 		}},
-		{"ReplicaSets", func(ns string) (runtime.Object, error) { return c.AppsV1().ReplicaSets(ns).List(ctx, all) }},
-		{"StatefulSets", func(ns string) (runtime.Object, error) { return c.AppsV1().StatefulSets(ns).List(ctx, all) }},
-		{"CSIStorageCapacities", func(ns string) (runtime.Object, error) {
+		{"ReplicaSets", true, func(ns string) (runtime.Object, error) { return c.AppsV1().ReplicaSets(ns).List(ctx, all) }},
+		{"StatefulSets", true, func(ns string) (runtime.Object, error) { return c.AppsV1().StatefulSets(ns).List(ctx, all) }},
+		{"CSIStorageCapacities", true, func(ns string) (runtime.Object, error) {
 			return c.StorageV1().CSIStorageCapacities(ns).List(ctx, all)
 		}},
-		{"ResourceClaims", func(ns string) (runtime.Object, error) { return c.ResourceV1().ResourceClaims(ns).List(ctx, all) }},
-		{"PodDisruptionBudgets", func(ns string) (runtime.Object, error) {
+		{"ResourceClaims", true, func(ns string) (runtime.Object, error) { return c.ResourceV1().ResourceClaims(ns).List(ctx, all) }},
+		{"PodDisruptionBudgets", true, func(ns string) (runtime.Object, error) {
 			return c.PolicyV1().PodDisruptionBudgets(ns).List(ctx, all)
 		}},
+		{"PersistentVolumes", false, func(string) (runtime.Object, error) { return c.CoreV1().PersistentVolumes().List(ctx, all) }},
+		{"StorageClasses", false, func(string) (runtime.Object, error) { return c.StorageV1().StorageClasses().List(ctx, all) }},
+		{"CSINodes", false, func(string) (runtime.Object, error) { return c.StorageV1().CSINodes().List(ctx, all) }},
+		{"CSIDrivers", false, func(string) (runtime.Object, error) { return c.StorageV1().CSIDrivers().List(ctx, all) }},
+		{"ResourceSlices", false, func(string) (runtime.Object, error) { return c.ResourceV1().ResourceSlices().List(ctx, all) }},
+		{"DeviceClasses", false, func(string) (runtime.Object, error) { return c.ResourceV1().DeviceClasses().List(ctx, all) }},
+		{"PriorityClasses", false, func(string) (runtime.Object, error) { return c.SchedulingV1().PriorityClasses().List(ctx, all) }},
 	}
 	var otherNS, unreadable []string
-	for _, k := range namespaced {
+	for _, k := range kinds {
 		l, err := k.list("")
-		if apierrors.IsForbidden(err) {
+		if apierrors.IsForbidden(err) && k.namespaced {
 			l, err = k.list(namespace)
 			if err == nil {
 				otherNS = append(otherNS, k.what)
 			}
 		}
-		if apierrors.IsNotFound(err) {
-			continue // the API is not served: there are none
-		}
-		if apierrors.IsForbidden(err) {
-			unreadable = append(unreadable, k.what)
-			continue
-		}
-		if err := addItems(cl, l, err); err != nil {
-			return nil, err
-		}
-	}
-	clusterScoped := []struct {
-		what string
-		list func() (runtime.Object, error)
-	}{
-		{"PersistentVolumes", func() (runtime.Object, error) { return c.CoreV1().PersistentVolumes().List(ctx, all) }},
-		{"StorageClasses", func() (runtime.Object, error) { return c.StorageV1().StorageClasses().List(ctx, all) }},
-		{"CSINodes", func() (runtime.Object, error) { return c.StorageV1().CSINodes().List(ctx, all) }},
-		{"CSIDrivers", func() (runtime.Object, error) { return c.StorageV1().CSIDrivers().List(ctx, all) }},
-		{"ResourceSlices", func() (runtime.Object, error) { return c.ResourceV1().ResourceSlices().List(ctx, all) }},
-		{"DeviceClasses", func() (runtime.Object, error) { return c.ResourceV1().DeviceClasses().List(ctx, all) }},
-		{"PriorityClasses", func() (runtime.Object, error) { return c.SchedulingV1().PriorityClasses().List(ctx, all) }},
-	}
-	for _, k := range clusterScoped {
-		l, err := k.list()
 		if apierrors.IsNotFound(err) {
 			continue // the API is not served: there are none
 		}

@@ -171,6 +171,9 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 		t.Errorf("explain says the scheduler reports\n  %q\nthe scheduler's FailedScheduling event says\n  %q", live.SchedulerMessage, ev.Message)
 	}
 	t.Logf("FailedScheduling: %s\nexplain:          %s", ev.Message, live.SchedulerMessage)
+	if live.PostFilter == nil || ev.Message != live.SchedulerMessage+" "+live.PostFilter.Message {
+		t.Errorf("the event is not explain's message with its preemption part: %+v", live.PostFilter)
+	}
 	var tolerate int
 	for _, h := range live.Hints {
 		if h.Change == "tolerating dedicated=gpu:NoSchedule" {
@@ -191,6 +194,12 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 		t.Fatal(err)
 	}
 	offline := explainJSON(t, "explain", "stuck", "-n", ns, "--from-file", snap)
+	// Both judge with the shipped profile; they warn for different reasons
+	// (no ConfigMap in the cluster, none in a snapshot).
+	if len(live.Warnings) != 1 || len(offline.Warnings) != 1 {
+		t.Errorf("want one fallback warning each: live %q, offline %q", live.Warnings, offline.Warnings)
+	}
+	live.Warnings, offline.Warnings = nil, nil
 	liveJSON, _ := json.Marshal(live)
 	offlineJSON, _ := json.Marshal(offline)
 	if string(liveJSON) != string(offlineJSON) {

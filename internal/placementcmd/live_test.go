@@ -100,3 +100,15 @@ func TestWhatIfPriorityFromClass(t *testing.T) {
 		t.Errorf("error %v, want one naming spec.priorityClassName", err)
 	}
 }
+
+// A bound pod is explained as if it were not placed yet, and the output
+// says that the verdict is today's, not the one the scheduler reached.
+func TestBoundPodVerdictIsToday(t *testing.T) {
+	out, err := runCLI(t, "", "explain", "cache-0", "-n", "default", "--from-file", "testdata/zone-affinity-anti-affinity/cluster.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Note: the pod is bound to a-1: this verdict is recomputed against today's cluster (without the pod)"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}

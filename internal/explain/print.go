@@ -174,13 +174,10 @@ func printPostFilter(w io.Writer, pf *PostFilter) {
 	}
 	fmt.Fprintf(w, "Preemption (%s, dry run: nothing is evicted or nominated):\n", pf.Plugin)
 	if pf.WouldPreempt {
-		fmt.Fprintf(w, "  would help: the scheduler would nominate %s and evict %d pod(s): %s\n", pf.Node, len(pf.Victims), victimList(pf.Victims))
-		if pf.PDBViolations > 0 {
-			fmt.Fprintf(w, "  %d of them beyond what their PodDisruptionBudget allows\n", pf.PDBViolations)
-		}
+		fmt.Fprintf(w, "  would help: the scheduler would nominate %s and evict %d pod(s): %s%s\n", pf.Node, len(pf.Victims), victimList(pf.Victims), pdbNote(pf.PDBViolations))
 		for _, c := range pf.Candidates {
 			if c.Node != pf.Node {
-				fmt.Fprintf(w, "  also possible on %s, evicting %s\n", c.Node, victimList(c.Victims))
+				fmt.Fprintf(w, "  also possible on %s, evicting %s%s\n", c.Node, victimList(c.Victims), pdbNote(c.PDBViolations))
 			}
 		}
 	} else {
@@ -214,6 +211,15 @@ func nodeList(nodes []string) string {
 		return strings.Join(nodes, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:show], ", "), len(nodes)-show)
+}
+
+// pdbNote says how many victims a PodDisruptionBudget does not allow to
+// evict (preemption evicts them only when no node needs fewer such).
+func pdbNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d beyond what a PodDisruptionBudget allows)", n)
 }
 
 func victimList(vs []Victim) string {

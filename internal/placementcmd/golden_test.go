@@ -87,8 +87,8 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dirs) < 11 {
-		t.Fatalf("found %d scenarios in testdata, want the 7 seed scenarios and the 4 of resources, preemption and namespace-scoped reading", len(dirs))
+	if len(dirs) < 12 {
+		t.Fatalf("found %d scenarios in testdata, want the 7 seed scenarios and the 5 of resources, preemption and namespace-scoped reading", len(dirs))
 	}
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {

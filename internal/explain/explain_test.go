@@ -231,3 +231,25 @@ func TestResourceDetailAddsUp(t *testing.T) {
 		t.Errorf("%d resource details, want 3 (cpu on node-a and node-c, memory on node-b)", seen)
 	}
 }
+
+// A hand-written snapshot may leave out pods' UIDs; the dry run, which
+// removes victims from a node by UID, still works, and the caller's pods
+// are not changed.
+func TestPostFilterWithoutUIDs(t *testing.T) {
+	c, pod, prof := shippedScenario(t, "preemption-helps")
+	for _, p := range c.Pods {
+		p.UID = ""
+	}
+	res, err := Explain(context.Background(), pod, c, prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf := res.PostFilter; pf == nil || !pf.WouldPreempt || pf.Node != "node-a" {
+		t.Errorf("PostFilter = %+v, want preemption on node-a", pf)
+	}
+	for _, p := range c.Pods {
+		if p.UID != "" {
+			t.Errorf("pod %s/%s got UID %q in the caller's cluster", p.Namespace, p.Name, p.UID)
+		}
+	}
+}

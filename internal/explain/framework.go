@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
@@ -96,6 +97,13 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 		}
 		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
+		}
+		if p.UID == "" {
+			// A hand-written snapshot may omit what the apiserver always
+			// sets; the scheduler's cache keys pods by UID (the preemption
+			// dry run removes victims from a node by it).
+			p = p.DeepCopy()
+			p.UID = types.UID("explain-" + p.Namespace + "/" + p.Name)
 		}
 		objs = append(objs, p)
 		if p.Spec.NodeName != "" {

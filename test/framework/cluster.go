@@ -117,7 +117,7 @@ func (e *Env) startCluster(ctx context.Context, opts ClusterOptions) error {
 	}
 	for _, bin := range bins {
 		if _, err := os.Stat(e.toolPath(bin)); err != nil {
-			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane` (or set %s): %w", e.assets, bin, AssetsEnv, err)
+			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane-cluster` (or set %s): %w", e.assets, bin, AssetsEnv, err)
 		}
 	}
 	// Each component gets its own client certificate, as kubeadm gives it:

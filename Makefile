@@ -29,8 +29,9 @@ help: ## List the targets.
 # Static (no cgo), as upstream builds kube-scheduler: the image has no libc,
 # and `make image` ships this very binary, the one the integration tests run.
 .PHONY: build
-build: ## Build bin/placement-scheduler and bin/kubectl-placement (static).
+build: ## Build bin/placement-scheduler, bin/placement-enforcer and bin/kubectl-placement (static).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/placement-scheduler ./cmd/scheduler
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/placement-enforcer ./cmd/enforcer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/kubectl-placement ./cmd/kubectl-placement
 
 # The container image, assembled by hack/image without Docker or network;
@@ -51,9 +52,11 @@ IMAGE_TAR       ?= $(BIN)/placement-scheduler-image.tar
 ifeq ($(GO_HOST),linux $(IMAGE_ARCH))
 IMAGE_BIN  := $(BIN)/placement-scheduler
 IMAGE_TOOL := $(BIN)/kubectl-placement
+IMAGE_ENFORCER := $(BIN)/placement-enforcer
 else
 IMAGE_BIN  := $(BIN)/linux-$(IMAGE_ARCH)/placement-scheduler
 IMAGE_TOOL := $(BIN)/linux-$(IMAGE_ARCH)/kubectl-placement
+IMAGE_ENFORCER := $(BIN)/linux-$(IMAGE_ARCH)/placement-enforcer
 endif
 IMAGE_META = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 	-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
@@ -65,16 +68,18 @@ space := $(empty) $(empty)
 image: ## Build the multi-arch image index tarball bin/placement-scheduler-image-index.tar (IMAGE=repo:tag, PLATFORMS="amd64 arm64"); no Docker needed.
 	for arch in $(PLATFORMS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-scheduler ./cmd/scheduler; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; done
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/placement-enforcer ./cmd/enforcer; done
 	$(GO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
-		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement))
+		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement+$(BIN)/linux-$(a)/placement-enforcer))
 
 .PHONY: image-single
 image-single: build ## Build the single-arch image tarball bin/placement-scheduler-image.tar (IMAGE_ARCH=arm64 to cross-build).
 	if [ "$(IMAGE_BIN)" != "$(BIN)/placement-scheduler" ]; then \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_TOOL) ./cmd/kubectl-placement; fi
-	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_TOOL) ./cmd/kubectl-placement; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_ENFORCER) ./cmd/enforcer; fi
+	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -tool $(IMAGE_ENFORCER) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
 
 # The control plane, built from the module graph (go.mod `tool` directives),
 # never downloaded, in two parts so each target builds only what it runs:
@@ -124,12 +129,12 @@ helm: ## Build bin/helm from tools/helm/go.mod.
 .PHONY: run
 run: build controlplane-cluster ## Start a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK) and placement-scheduler; Ctrl-C stops all.
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
-	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -config $(RUN_CONFIG) -dir .run -- $(ARGS)
+	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -enforcer $(BIN)/placement-enforcer -config $(RUN_CONFIG) -dir .run -- $(ARGS)
 
 .PHONY: demo
 demo: build controlplane-cluster ## make run's cluster, a node fleet and every manifests/examples scenario applied and checked; prints the placement table.
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
-	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -config $(RUN_CONFIG) -dir .run/demo -demo
+	$(BIN)/devcluster -scheduler $(BIN)/placement-scheduler -enforcer $(BIN)/placement-enforcer -config $(RUN_CONFIG) -dir .run/demo -demo
 
 .PHONY: fmt
 fmt: ## gofmt the tree.

@@ -3,7 +3,6 @@ package explain
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,19 +70,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	instances := map[string]fwk.Plugin{}
-	for name, f := range reg {
-		reg[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			p, err := f(ctx, args, h)
-			if err == nil {
-				mu.Lock()
-				instances[name] = p
-				mu.Unlock()
-			}
-			return p, err
-		}
-	}
+	instances := Record(reg)
 
 	// The pod being explained is not part of the cluster it is placed in
 	// (when it is bound, we answer "why there" as if it were not yet).
@@ -161,7 +148,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 			return nil, fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
-	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances, client: client}, nil
+	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances.all(), client: client}, nil
 }
 
 // nominator serves the snapshot's nominated pods (status.nominatedNodeName

@@ -48,7 +48,7 @@ func New(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newExplain(streams, nil))
+	root.AddCommand(newExplain(streams, nil), newViolations(streams))
 	return root
 }
 

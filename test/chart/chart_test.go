@@ -34,6 +34,8 @@ const (
 	release   = "placement-scheduler"
 	namespace = "placement-scheduler"
 	configKey = "scheduler-config.yaml"
+	// enforcerConfigKey is the enforcer's config, in the same ConfigMap.
+	enforcerConfigKey = "enforcer-config.yaml"
 )
 
 func helm(t *testing.T) *framework.Helm {
@@ -99,25 +101,31 @@ var kustomizeHash = regexp.MustCompile(`^(placement-scheduler-config)-[a-z0-9]{1
 //     change; the chart keeps a fixed name and rolls them with the pod
 //     template's checksum/config annotation instead, which is checked
 //     (against the ConfigMap's data) and then dropped;
-//   - the config file in the ConfigMap, parsed: manifests/ ships it with
-//     comments, the chart renders it from values.
+//   - the config files in the ConfigMap (the scheduler's and the
+//     enforcer's), parsed: manifests/ ships them with comments, the chart
+//     renders them from values; the enforcer's Deployment also carries
+//     checksum/enforcer-config, checked and dropped like checksum/config.
 func normalize(t *testing.T, objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
 	t.Helper()
-	var config string
+	var config, enforcerConfig string
 	out := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		o = o.DeepCopy()
 		dropLabels(o.Object, "metadata", "labels")
 		if o.GetKind() == "ConfigMap" {
 			o.SetName(kustomizeHash.ReplaceAllString(o.GetName(), "$1"))
-			data, _, _ := unstructured.NestedString(o.Object, "data", configKey)
-			config = data
-			var parsed map[string]any
-			if err := yaml.Unmarshal([]byte(data), &parsed); err != nil {
-				t.Fatalf("%s: %s: %v", key(o), configKey, err)
-			}
-			if err := unstructured.SetNestedField(o.Object, parsed, "data", configKey); err != nil {
-				t.Fatal(err)
+			config, _, _ = unstructured.NestedString(o.Object, "data", configKey)
+			enforcerConfig, _, _ = unstructured.NestedString(o.Object, "data", enforcerConfigKey)
+			// Every config file in it (the scheduler's, the enforcer's), parsed.
+			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			for k, v := range data {
+				var parsed map[string]any
+				if err := yaml.Unmarshal([]byte(v), &parsed); err != nil {
+					t.Fatalf("%s: %s: %v", key(o), k, err)
+				}
+				if err := unstructured.SetNestedField(o.Object, parsed, "data", k); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		out[key(o)] = o
@@ -143,6 +151,16 @@ func normalize(t *testing.T, objs []*unstructured.Unstructured) map[string]*unst
 			}
 			delete(annotations, "checksum/config")
 			_ = unstructured.SetNestedStringMap(o.Object, annotations, "spec", "template", "metadata", "annotations")
+		}
+		if sum, ok := annotations["checksum/enforcer-config"]; ok {
+			if want := sha256.Sum256([]byte(strings.TrimSuffix(enforcerConfig, "\n"))); sum != hex.EncodeToString(want[:]) {
+				t.Errorf("%s: checksum/enforcer-config %s is not the sha256 of the ConfigMap's %s", key(o), sum, enforcerConfigKey)
+			}
+			delete(annotations, "checksum/enforcer-config")
+			_ = unstructured.SetNestedStringMap(o.Object, annotations, "spec", "template", "metadata", "annotations")
+		}
+		if len(annotations) == 0 { // the enforcer's pods have only the checksums
+			unstructured.RemoveNestedField(o.Object, "spec", "template", "metadata", "annotations")
 		}
 	}
 	return out
@@ -217,7 +235,9 @@ func renderedConfig(t *testing.T, objs []*unstructured.Unstructured) (config map
 				t.Fatalf("%s: %v\n%s", configKey, err, data)
 			}
 		case "Deployment":
-			deployment = o
+			if o.GetName() == release { // the scheduler's, not the enforcer's
+				deployment = o
+			}
 		}
 	}
 	if config == nil || deployment == nil {
@@ -484,6 +504,35 @@ func TestKubeVersionGuard(t *testing.T) {
 			t.Errorf("Kubernetes %s: accepted, want refused by kubeVersion", tc.version)
 		case !tc.ok && !strings.Contains(errOut, "kubeVersion"):
 			t.Errorf("Kubernetes %s: refused without naming kubeVersion:\n%s", tc.version, errOut)
+		}
+	}
+}
+
+// enforcer.enabled=false leaves out every enforcer object and its config;
+// enforcer.config reaches the enforcer's config file, merged over what the
+// chart sets.
+func TestEnforcerToggleAndConfig(t *testing.T) {
+	for _, o := range render(t, "--set", "enforcer.enabled=false") {
+		if strings.Contains(o.GetName(), "enforcer") {
+			t.Errorf("enforcer.enabled=false still renders %s", key(o))
+		}
+		if o.GetKind() == "ConfigMap" {
+			if _, ok, _ := unstructured.NestedString(o.Object, "data", enforcerConfigKey); ok {
+				t.Errorf("enforcer.enabled=false still renders %s", enforcerConfigKey)
+			}
+		}
+	}
+	for _, o := range render(t, "--set", "enforcer.config.dryRun=true") {
+		if o.GetKind() != "ConfigMap" {
+			continue
+		}
+		data, _, _ := unstructured.NestedString(o.Object, "data", enforcerConfigKey)
+		var cfg map[string]any
+		if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg["dryRun"] != true || cfg["schedulerConfig"] != "/etc/placement-scheduler/scheduler-config.yaml" || cfg["kind"] != "EnforcerConfiguration" {
+			t.Errorf("enforcer config with enforcer.config.dryRun=true:\n%s", data)
 		}
 	}
 }

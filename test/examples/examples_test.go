@@ -8,6 +8,7 @@ package examples
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -43,10 +44,23 @@ func setup(e *framework.Env) (stop func(), err error) {
 	if sched, err = env.LaunchScheduler(framework.SchedulerOptions{Name: "examples", Config: config}); err != nil {
 		return nil, err
 	}
-	if runner, err = examples.NewRunner(env.Config); err != nil {
-		return sched.Stop, err
+	// The enforcer too, as make run and make demo run it: the enforce-*
+	// examples move pods while they run.
+	stopEnforcer, err := startEnforcer(config)
+	if err != nil {
+		sched.Stop()
+		return nil, err
 	}
-	return sched.Stop, runner.ApplyFleet(context.Background(), manifests.Examples())
+	stop = func() {
+		if err := stopEnforcer(); err != nil {
+			fmt.Fprintln(os.Stderr, "placement-enforcer:", err)
+		}
+		sched.Stop()
+	}
+	if runner, err = examples.NewRunner(env.Config); err != nil {
+		return stop, err
+	}
+	return stop, runner.ApplyFleet(context.Background(), manifests.Examples())
 }
 
 // TestExamples runs each folder in its own subtest, in parallel: every

@@ -129,3 +129,12 @@ says otherwise.
 {{- define "placement-scheduler.schedulerName" -}}
 {{- (first (concat .Values.profiles .Values.additionalProfiles)).schedulerName -}}
 {{- end -}}
+
+{{/*
+The enforcer's config file: what the chart sets, with .Values.enforcer.config
+merged over it.
+*/}}
+{{- define "placement-scheduler.enforcerConfig" -}}
+{{- $base := dict "apiVersion" "enforcer.placement-scheduler.io/v1alpha1" "kind" "EnforcerConfiguration" "schedulerConfig" "/etc/placement-scheduler/scheduler-config.yaml" "leaderElection" (dict "leaseNamespace" .Release.Namespace "leaseName" (printf "%s-enforcer" (include "placement-scheduler.fullname" .))) -}}
+{{- toYaml (mergeOverwrite $base (deepCopy .Values.enforcer.config)) -}}
+{{- end -}}

@@ -32,7 +32,7 @@ help: ## List the targets.
 build: ## Build bin/placement-scheduler, bin/placement-enforcer and bin/kubectl-placement (static).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/placement-scheduler ./cmd/scheduler
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/placement-enforcer ./cmd/enforcer
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/kubectl-placement ./cmd/kubectl-placement
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-placement ./cmd/kubectl-placement
 
 # The container image, assembled by hack/image without Docker or network;
 # IMAGE is the reference recorded in the tarball (push it with crane, skopeo
@@ -68,7 +68,7 @@ space := $(empty) $(empty)
 image: ## Build the multi-arch image index tarball bin/placement-scheduler-image-index.tar (IMAGE=repo:tag, PLATFORMS="amd64 arm64"); no Docker needed.
 	for arch in $(PLATFORMS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-scheduler ./cmd/scheduler; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/placement-enforcer ./cmd/enforcer; done
 	$(GO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
 		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement+$(BIN)/linux-$(a)/placement-enforcer))
@@ -77,7 +77,7 @@ image: ## Build the multi-arch image index tarball bin/placement-scheduler-image
 image-single: build ## Build the single-arch image tarball bin/placement-scheduler-image.tar (IMAGE_ARCH=arm64 to cross-build).
 	if [ "$(IMAGE_BIN)" != "$(BIN)/placement-scheduler" ]; then \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_TOOL) ./cmd/kubectl-placement; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_TOOL) ./cmd/kubectl-placement; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_ENFORCER) ./cmd/enforcer; fi
 	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -tool $(IMAGE_ENFORCER) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
 
@@ -159,7 +159,7 @@ lint-chart: helm ## helm lint charts/placement-scheduler.
 
 .PHONY: test-unit
 test-unit: etcd helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
-	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability)
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability -e /test/release)
 
 # The inner loop: gofmt, vet, then every package test-unit runs except the
 # two that need binaries (test/chart: helm; test/perf's wiring check: etcd,
@@ -169,7 +169,7 @@ test-unit: etcd helm ## Unit tests, the equivalence suite, the chart-vs-manifest
 # stays on, so a second run only re-tests what changed.
 .PHONY: test-fast
 test-fast: fmt-check vet ## The inner loop: gofmt, vet, unit tests and the short equivalence batches; no bin/, no control plane.
-	$(GO) test -short $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability -e /test/chart)
+	$(GO) test -short $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability -e /test/chart -e /test/release)
 
 .PHONY: test-integration
 test-integration: build controlplane-envtest helm image-single ## Integration tests: the real binary (its image, the chart) against envtest.
@@ -237,33 +237,112 @@ test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engin
 	cd test/alerts && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 .PHONY: test
-test: fmt-check vet lint-chart test-alerts test-unit test-integration test-reliability-short test-examples ## Everything CI runs.
+test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples ## Everything CI runs.
 
-# Release artifacts, all in dist/ (git-ignored), for VERSION=vX.Y.Z:
+# Release artifacts, all in dist/ (git-ignored), for VERSION=vX.Y.Z
+# (docs/releasing.md):
 #   placement-scheduler-$(VERSION)-image-index.tar  OCI image index, linux/amd64 + linux/arm64
 #   placement-scheduler-$(VERSION).yaml             manifests/ rendered, image set to IMAGE
-#   placement-scheduler-X.Y.Z.tgz                    the Helm chart (version X.Y.Z, appVersion vX.Y.Z)
-#   kubectl-placement-$(VERSION)-<os>-<arch>        linux/darwin x amd64/arm64, when cmd/kubectl-placement exists
-#   SHA256SUMS
-DIST          := $(CURDIR)/dist
-PLUGIN_OSARCH := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+#   placement-scheduler-X.Y.Z.tgz                   the Helm chart (version X.Y.Z, appVersion vX.Y.Z)
+#   kubectl-placement_$(VERSION)_<os>_<arch>.tar.gz linux/darwin x amd64/arm64: binary, LICENSE,
+#   kubectl-placement_$(VERSION)_windows_<arch>.zip   kubectl_complete-placement (.exe/.bat on Windows)
+#   placement.yaml                                  krew plugin manifest with the archives' sha256
+#   *.sbom.cdx.json                                 CycloneDX SBOMs of both binaries (cyclonedx-gomod)
+#   SHA256SUMS, SHA256SUMS.sig                      checksums; signed (ssh-keygen -Y sign) when SIGNING_KEY=path
+DIST          ?= $(CURDIR)/dist
+PLUGIN_OSARCH ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+PLUGIN_BUILD  ?= $(BIN)/plugin
+# An OpenSSH private key (ed25519); SHA256SUMS.sig is made with namespace
+# "file" and checked with ssh-keygen -Y verify against an allowed_signers line.
+SIGNING_KEY   ?=
+SIGNING_PUBKEY ?=
+# Archive entries carry the release commit's time, so the same tree gives
+# the same archives.
+SOURCE_EPOCH  := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+check-version = @if [ "$(origin VERSION)" = file ] || ! [[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then \
+		echo "$@: VERSION must be given as vX.Y.Z, e.g. make $@ VERSION=v0.1.0 (got $(VERSION))" >&2; exit 1; fi
 
 .PHONY: release
-release: helm ## Build every release artifact into dist/ (VERSION=vX.Y.Z required).
-	@if [ "$(origin VERSION)" = file ] || ! [[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then \
-		echo "release: VERSION must be given as vX.Y.Z, e.g. make release VERSION=v0.1.0 (got $(VERSION))" >&2; exit 1; fi
+release: helm ## Build every release artifact into dist/ (VERSION=vX.Y.Z required; SIGNING_KEY=path signs SHA256SUMS).
+	$(check-version)
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-image-index.tar
 	$(GO) run ./hack/kustomize -dir manifests -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION).yaml
 	$(BIN)/helm package charts/placement-scheduler --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(DIST)
-	if [ -d cmd/kubectl-placement ]; then \
-		for osarch in $(PLUGIN_OSARCH); do \
-			CGO_ENABLED=0 GOOS=$${osarch%/*} GOARCH=$${osarch#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
-				-o $(DIST)/kubectl-placement-$(VERSION)-$${osarch%/*}-$${osarch#*/} ./cmd/kubectl-placement; \
-		done; \
-	else echo "release: no cmd/kubectl-placement yet, no plugin binaries"; fi
-	cd $(DIST) && sha256sum $$(ls | grep -v '^SHA256SUMS$$') > SHA256SUMS
+	$(MAKE) --no-print-directory release-plugin release-sbom release-checksums VERSION=$(VERSION) DIST=$(DIST)
 	@ls -l $(DIST)
+
+.PHONY: release-plugin
+release-plugin: ## kubectl-placement archives per PLUGIN_OSARCH and the krew manifest placement.yaml, into DIST.
+	$(check-version)
+	@mkdir -p $(DIST)
+	for osarch in $(PLUGIN_OSARCH); do \
+		goos=$${osarch%/*} goarch=$${osarch#*/}; exe=; if [ $$goos = windows ]; then exe=.exe; fi; \
+		CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+			-o $(PLUGIN_BUILD)/$$goos-$$goarch/kubectl-placement$$exe ./cmd/kubectl-placement; \
+	done
+	$(GO) run ./hack/krew -version $(VERSION) -builds $(PLUGIN_BUILD) -platforms '$(PLUGIN_OSARCH)' \
+		-license LICENSE -completion cmd/kubectl-placement -out $(DIST) -mtime $(SOURCE_EPOCH)
+
+.PHONY: sbom-tool
+sbom-tool: ## Build bin/cyclonedx-gomod from tools/sbom/go.mod.
+	cd tools/sbom && $(GO) build -o $(BIN)/cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+
+# One SBOM per shipped binary, from the packages it links (cyclonedx-gomod
+# app: the modules of the build list it actually uses, not go.mod's tools,
+# with licenses detected from the module cache), for linux/amd64. The main
+# component's version comes from the git tag on HEAD; cyclonedx-gomod's git
+# library cannot read a linked worktree (`git worktree add`), so there it
+# reads a plain clone of HEAD instead.
+.PHONY: release-sbom
+release-sbom: sbom-tool ## CycloneDX SBOMs of placement-scheduler and kubectl-placement into DIST.
+	$(check-version)
+	@mkdir -p $(DIST)
+	src=$(CURDIR); if [ "$$(git rev-parse --git-dir)" != "$$(git rev-parse --git-common-dir)" ]; then \
+		src=$(BIN)/sbom-src; rm -rf $$src; git clone -q $(CURDIR) $$src; fi; \
+	for main in scheduler:placement-scheduler kubectl-placement:kubectl-placement; do \
+		(cd $$src && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(BIN)/cyclonedx-gomod app -json -licenses -main cmd/$${main%%:*} \
+			-output $(DIST)/$${main#*:}_$(VERSION).sbom.cdx.json .) || exit 1; \
+	done
+
+.PHONY: release-checksums
+release-checksums: ## SHA256SUMS of DIST's files; SHA256SUMS.sig too when SIGNING_KEY=path (an OpenSSH key).
+	cd $(DIST) && rm -f SHA256SUMS SHA256SUMS.sig && sha256sum $$(ls) > SHA256SUMS
+	if [ -n "$(SIGNING_KEY)" ]; then ssh-keygen -Y sign -f $(SIGNING_KEY) -n file $(DIST)/SHA256SUMS; fi
+
+# The release test (test/release) on artifacts made here the way `make
+# release` makes them, with a throwaway signing key: the host's archive and
+# windows/amd64's (the zip layout), the krew manifest, both SBOMs, signed
+# checksums. krew (tools/krew, built from source) validates the manifest and
+# installs each archive offline. verify-release runs the same test on dist/.
+RELEASE_TEST_DIR := $(BIN)/release-test
+.PHONY: test-release
+test-release: kubectl krew ## The release test on a small release (host + windows/amd64) signed with a throwaway key (part of make test).
+	rm -rf $(RELEASE_TEST_DIR) && mkdir -p $(RELEASE_TEST_DIR)
+	ssh-keygen -q -t ed25519 -N '' -C throwaway -f $(RELEASE_TEST_DIR)/key
+	$(MAKE) --no-print-directory release-plugin release-sbom release-checksums VERSION=v0.0.0-test DIST=$(RELEASE_TEST_DIR)/dist \
+		PLUGIN_OSARCH='$(subst $(space),/,$(GO_HOST)) windows/amd64' SIGNING_KEY=$(RELEASE_TEST_DIR)/key
+	RELEASE_DIST=$(RELEASE_TEST_DIR)/dist RELEASE_VERSION=v0.0.0-test RELEASE_SIGNING_PUBKEY=$(RELEASE_TEST_DIR)/key.pub \
+		RELEASE_K8S_VERSION=$(K8S_VERSION) $(GO) test -count=1 ./test/release/...
+
+# The signature is checked against SIGNING_PUBKEY, or the public half of
+# SIGNING_KEY when only that is given.
+.PHONY: verify-release
+verify-release: kubectl krew ## The release test on dist/ from make release (VERSION=vX.Y.Z; SIGNING_PUBKEY=path or SIGNING_KEY=path checks the signature).
+	$(check-version)
+	pub='$(SIGNING_PUBKEY)'; if [ -z "$$pub" ] && [ -n '$(SIGNING_KEY)' ]; then \
+		pub=$(BIN)/release-signing-key.pub; ssh-keygen -y -f '$(SIGNING_KEY)' > $$pub; fi; \
+	RELEASE_DIST=$(DIST) RELEASE_VERSION=$(VERSION) RELEASE_SIGNING_PUBKEY=$$pub \
+		RELEASE_K8S_VERSION=$(K8S_VERSION) $(GO) test -count=1 ./test/release/...
+
+.PHONY: kubectl
+kubectl: ## Build bin/kubectl alone (controlplane builds it with the rest).
+	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+
+.PHONY: krew
+krew: ## Build bin/krew and bin/validate-krew-manifest from tools/krew/go.mod.
+	cd tools/krew && $(GO) build -o $(BIN)/krew sigs.k8s.io/krew/cmd/krew
+	cd tools/krew && $(GO) build -o $(BIN)/validate-krew-manifest sigs.k8s.io/krew/cmd/validate-krew-manifest
 
 # Side-by-side scheduler_perf run (test/perf): upstream's affinity workloads and
 # SchedulingBasic, read unmodified from the module cache (at 15000 nodes their

@@ -13,6 +13,13 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/internal/placementcmd"
 )
 
+// Set by the Makefile with -ldflags -X, as for the scheduler.
+var (
+	version   = "v0.0.0-dev"
+	gitCommit = "unknown"
+	buildDate = "unknown"
+)
+
 func main() {
 	defer func() {
 		// A bug must still end in one line, not a goroutine dump.
@@ -21,7 +28,9 @@ func main() {
 			os.Exit(2)
 		}
 	}()
-	cmd := placementcmd.New(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	cmd := placementcmd.New(streams)
+	cmd.AddCommand(placementcmd.NewVersion(streams, placementcmd.BuildInfo{Version: version, GitCommit: gitCommit, BuildDate: buildDate}))
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		// One line, no usage dump, no stack trace.
 		fmt.Fprintln(os.Stderr, "error: "+strings.Join(strings.Fields(err.Error()), " "))

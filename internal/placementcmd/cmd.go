@@ -49,6 +49,7 @@ func New(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newExplain(streams, nil), newViolations(streams))
+	setUpKubectlPlugin(root, streams)
 	return root
 }
 

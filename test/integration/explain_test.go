@@ -326,7 +326,9 @@ func TestExplainResourcesAndPreemption(t *testing.T) {
 	env.CreateNodes(t, a, b)
 	low, mid, top := testutil.MakePriorityClass(ns+"-low", 100), testutil.MakePriorityClass(ns+"-mid", 500), testutil.MakePriorityClass(ns+"-top", 2000)
 	env.Create(t, low, mid, top)
-	on := func(n *v1.Node) map[string]string { return map[string]string{v1.LabelHostname: n.Labels[v1.LabelHostname]} }
+	on := func(n *v1.Node) map[string]string {
+		return map[string]string{v1.LabelHostname: n.Labels[v1.LabelHostname]}
+	}
 	env.CreatePod(t, testutil.MakePod(ns, "low-1").Placement().NodeSelector(on(a)).Request("6", "1Gi").PriorityClassName(low.Name).Obj())
 	env.CreatePod(t, testutil.MakePod(ns, "top-1").Placement().NodeSelector(on(b)).Request("6", "1Gi").PriorityClassName(top.Name).Obj())
 	env.WaitForBound(t, ns, "low-1")

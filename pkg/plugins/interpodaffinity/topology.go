@@ -88,6 +88,9 @@ func (t *nodeTopology) pair(key string) (string, string, bool) {
 type topologyTable struct {
 	enabled bool
 	mu      sync.Mutex
+	// primed: sync was called before; the view is built from the
+	// second call on.
+	primed bool
 	// nodes and gens are the list last synced and its generations.
 	nodes []fwk.NodeInfo
 	gens  []int64
@@ -135,6 +138,15 @@ func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []str
 			t.gens[i] = g
 			t.refresh(i)
 		}
+	}
+	if !same && !t.primed {
+		// The table's first call: building the view costs more than
+		// this one cycle's reads from the nodes, and a plugin that is
+		// asked once (or a scheduler that just started) should pay no
+		// more than the scan.
+		t.primed = true
+		use(nil, nil)
+		return nil
 	}
 	if !same && !t.rebuild(nodes) {
 		use(nil, nil)
@@ -280,4 +292,14 @@ func (t *topologyTable) valueOf(v string, ok bool) topologyValue {
 		t.intern[s] = s
 	}
 	return topologyValue{value: s, ok: true}
+}
+
+// nodeLabels returns the labels of a NodeInfo's node, tolerating a NodeInfo
+// without a node (test snapshots create those for pods bound to unknown node
+// names), which then simply has no topology domains.
+func nodeLabels(ni fwk.NodeInfo) map[string]string {
+	if n := ni.Node(); n != nil {
+		return n.Labels
+	}
+	return nil
 }

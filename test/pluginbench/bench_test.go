@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/metrics"
+	"syscall"
 	"testing"
 	"time"
 
@@ -299,12 +300,27 @@ func workloadVariants(pod *v1.Pod, n int) []*v1.Pod {
 // meter adds up the time and heap allocations of the measured stretches
 // of a benchmark. Allocations come from runtime/metrics, which (unlike
 // ReadMemStats, what b.StopTimer uses) does not stop the world.
+//
+// cpu-ns/op is the process's CPU time (user and system, every thread: the
+// parallelizer's workers and the garbage collector included) over the
+// measured stretches: the work an op costs, which a loaded machine
+// stretches far less than the wall time.
 type meter struct {
-	ns            time.Duration
+	ns, cpu       time.Duration
 	bytes, allocs uint64
 	t0            time.Time
+	c0            time.Duration
 	b0, a0        uint64
 	samples       []metrics.Sample
+}
+
+// cpuTime is the process's user and system time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func newMeter() *meter {
@@ -318,11 +334,13 @@ func (m *meter) read() (bytes, allocs uint64) {
 
 func (m *meter) start() {
 	m.b0, m.a0 = m.read()
+	m.c0 = cpuTime()
 	m.t0 = time.Now()
 }
 
 func (m *meter) stop() {
 	m.ns += time.Since(m.t0)
+	m.cpu += cpuTime() - m.c0
 	b1, a1 := m.read()
 	m.bytes += b1 - m.b0
 	m.allocs += a1 - m.a0
@@ -332,6 +350,7 @@ func (m *meter) report(b *testing.B) {
 	b.ReportAllocs() // prints B/op and allocs/op: ours, set below, take precedence
 	n := float64(b.N)
 	b.ReportMetric(float64(m.ns.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(float64(m.cpu.Nanoseconds())/n, "cpu-ns/op")
 	b.ReportMetric(float64(m.bytes)/n, "B/op")
 	b.ReportMetric(float64(m.allocs)/n, "allocs/op")
 }

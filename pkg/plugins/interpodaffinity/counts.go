@@ -51,7 +51,7 @@ func (c *topologyCounts) len() int { return c.domains.len() }
 func (c *topologyCounts) addTo(p topologyPair, delta int64) {
 	old, had := c.domains.get(p)
 	n := old + delta
-	c.domains.set(p, n)
+	c.domains.update(p, n, had)
 	switch {
 	case !had && n != 0:
 		c.keys.add(p.key, 1)
@@ -244,14 +244,14 @@ func newScoreSum() *scoreSum {
 // apply adds (sign 1) or takes back (sign -1) one node's tally.
 func (s *scoreSum) apply(t nodeTally, sign int64) {
 	for _, d := range t {
-		w, _ := s.domains.get(d.pair)
+		w, had := s.domains.get(d.pair)
 		w.weight += sign * d.count
 		w.entries += sign
 		if w.entries == 0 {
 			// No tally has the domain any more (its weight is 0 too).
 			w = domainWeight{}
 		}
-		s.domains.set(d.pair, w)
+		s.domains.update(d.pair, w, had)
 		s.keys.add(d.pair.key, sign)
 	}
 }

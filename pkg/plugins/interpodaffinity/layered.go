@@ -69,12 +69,7 @@ func (m *layered[K, V]) update(k K, v V, had bool) {
 		} else {
 			delete(m.delta, k)
 		}
-		switch has := v != zero; {
-		case has && !had:
-			m.n++
-		case !has && had:
-			m.n--
-		}
+		m.count(had, v != zero)
 		return
 	}
 	m.setOverBase(k, v)
@@ -96,7 +91,13 @@ func (m *layered[K, V]) setOverBase(k K, v V) {
 	case inDelta:
 		delete(m.delta, k)
 	}
-	switch has := v != zero; {
+	m.count(had, v != zero)
+}
+
+// count keeps n up to date when a key that had (or not) a value has (or
+// not) one now.
+func (m *layered[K, V]) count(had, has bool) {
+	switch {
 	case has && !had:
 		m.n++
 	case !has && had:

@@ -314,7 +314,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 	// A node's part depends on its pods and labels and on what the
 	// holders' terms read of the incoming pod: its namespace, its labels
 	// and its namespace's labels.
-	sum, _ := keyedSum(ctx, cycleState, pl.parallelizer, nodes, nil, &pl.caches.keys, "anti-affinity holders", &pl.caches.existingAnti,
+	sum := keyedSum(ctx, cycleState, pl.parallelizer, nodes, nil, &pl.caches.keys, "anti-affinity holders", &pl.caches.existingAnti,
 		func(inputs *termInputs) string {
 			var sig signature
 			inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)

@@ -92,17 +92,18 @@ func scoreOps(compute func(fwk.NodeInfo) nodeTally) sumOps[nodeTally, *scoreSum]
 // caches are off) the signature cannot be known without a scan of its
 // own, so the sum is scanned without consulting x: a plugin that has just
 // started pays the one scan upstream pays. empty, if set, may tell from
-// the inputs that the sum has nothing in it; keyedSum then returns false.
+// the inputs that the sum has nothing in it; keyedSum then returns the
+// zero A (nil).
 func keyedSum[V, A any](ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, nodes []fwk.NodeInfo, gens []int64,
 	keys *nodeIndex[nodeTermInputs, *termInputs], list string, x *nodeIndex[V, A],
-	sigOf func(*termInputs) string, empty func(*termInputs) bool, ops sumOps[V, A]) (A, bool) {
+	sigOf func(*termInputs) string, empty func(*termInputs) bool, ops sumOps[V, A]) A {
 	inputs, ok := keys.lookup(ctx, cs, par, list, nodes, gens, selectorKeys)
 	if !ok {
-		return computeSum(ctx, par, nodes, ops), true
+		return computeSum(ctx, par, nodes, ops)
 	}
 	if empty != nil && empty(inputs) {
 		var none A
-		return none, false
+		return none
 	}
-	return x.sum(ctx, cs, par, sigOf(inputs), nodes, gens, ops), true
+	return x.sum(ctx, cs, par, sigOf(inputs), nodes, gens, ops)
 }

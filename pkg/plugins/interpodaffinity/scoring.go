@@ -97,7 +97,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	// closure copies it instead of boxing a variable in every cycle).
 	sumOver := func(gens []int64, view *topologyView) *scoreSum {
 		ops := scoreOps(func(ni fwk.NodeInfo) nodeTally { return pl.tallyNode(view, ni, pi, nsLabels, hasPreferred) })
-		sum, _ := keyedSum(ctx, cycleState, pl.parallelizer, nodes, gens, &pl.caches.keys, list, &pl.caches.score,
+		return keyedSum(ctx, cycleState, pl.parallelizer, nodes, gens, &pl.caches.keys, list, &pl.caches.score,
 			func(inputs *termInputs) string {
 				var sig signature
 				sig.flag(hasPreferred)
@@ -111,7 +111,6 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 				// the listed pods has one that does.
 				return !hasPreferred && inputs.scoringNodes == 0
 			}, ops)
-		return sum
 	}
 	var sum *scoreSum
 	var topology *topologyView

@@ -37,6 +37,7 @@ func run() error {
 	config := flag.String("config", "", "KubeSchedulerConfiguration to run (default: the shipped manifests/scheduler-config.yaml)")
 	dir := flag.String("dir", ".run", "where to write keys, kubeconfig, configs and one log per process")
 	demo := flag.Bool("demo", false, "apply the fleet and every manifests/examples scenario, check them, print the placement table and stop")
+	enforcerBin := flag.String("enforcer", "", "placement-enforcer binary to run beside the scheduler (empty: none)")
 	flag.Parse()
 	extraArgs := flag.Args() // passed through to placement-scheduler, after ours
 
@@ -77,6 +78,14 @@ func run() error {
 		return err
 	}
 	defer sched.Stop()
+	if *enforcerBin != "" {
+		enf, err := startEnforcer(*enforcerBin, env, *dir, cfg)
+		if err != nil {
+			return err
+		}
+		defer enf.stop()
+		fmt.Printf("placement-enforcer runs beside it (log %s; http://127.0.0.1:10261/violations)\n", enf.log)
+	}
 	fmt.Printf("cluster is up after %s: %s (component logs in %s)\n", time.Since(start).Round(100*time.Millisecond), env.Config.Host, *dir)
 
 	if *demo {

@@ -93,6 +93,9 @@ func (e Expectation) describe() string {
 	if e.ScheduledBy != "" {
 		parts = append(parts, "scheduled by "+e.ScheduledBy)
 	}
+	if e.Event != "" {
+		parts = append(parts, "each with a "+e.Event+" event")
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -158,6 +161,15 @@ func (r *Runner) check(ctx context.Context, ns string, e Expectation) (string, e
 				return fmt.Sprintf("pod %s shares %s=%s with another pod%s", p.Name, e.SpreadBy, value, groupNote(e.GroupBy, group)), nil
 			}
 			groups[group].Insert(value)
+		}
+		if e.Event != "" {
+			evs, err := r.events(ctx, ns, p.Name, e.Event)
+			if err != nil {
+				return "", err
+			}
+			if len(evs) == 0 {
+				return fmt.Sprintf("pod %s has no %s event yet", p.Name, e.Event), nil
+			}
 		}
 		if e.ScheduledBy != "" {
 			by, err := r.scheduledBy(ctx, &p)

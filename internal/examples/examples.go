@@ -82,6 +82,9 @@ type Expectation struct {
 	// Evicted names a pod the taint-eviction controller must evict: an
 	// event TaintManagerEviction for it, and the pod gone.
 	Evicted string `json:"evicted,omitempty"`
+	// Event: every selected pod has an event with this reason, e.g.
+	// PlacementNoFit (placement-enforcer kept it: nothing else fits).
+	Event string `json:"event,omitempty"`
 }
 
 // DefaultTimeout bounds each expectation's wait. Generous: CI shares two

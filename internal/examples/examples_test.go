@@ -2,6 +2,9 @@ package examples
 
 import (
 	"context"
+	"io/fs"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -15,15 +18,17 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
 
-// The shipped folders load, and every scenario issue 14 lists has one.
+// The shipped folders load, and manifests/examples/README.md's table lists
+// exactly the folders there are.
 func TestLoadShippedExamples(t *testing.T) {
-	exs, err := Load(manifests.Examples())
+	fsys := manifests.Examples()
+	exs, err := Load(fsys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	have := map[string]Example{}
+	var have []string
 	for _, ex := range exs {
-		have[ex.Name] = ex
+		have = append(have, ex.Name)
 		nss, err := ex.Namespaces()
 		if err != nil {
 			t.Errorf("%s: %v", ex.Name, err)
@@ -32,15 +37,19 @@ func TestLoadShippedExamples(t *testing.T) {
 			t.Errorf("%s: creates no namespace; examples carry their own so they apply as-is", ex.Name)
 		}
 	}
-	for _, want := range []string{
-		"node-selector", "required-node-affinity", "preferred-node-affinity", "profile-pool",
-		"node-isolation", "dedicated-nodes", "prefer-no-schedule", "no-execute", "zone-affinity",
-		"web-store", "job-controller-uid", "rolling-update", "namespace-selector", "statefulset-zones",
-		"default-scheduler",
-	} {
-		if _, ok := have[want]; !ok {
-			t.Errorf("no example folder %s", want)
-		}
+	readme, err := fs.ReadFile(fsys, "README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Table rows: | `folder` | what it shows |
+	var listed []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\|").FindAllStringSubmatch(string(readme), -1) {
+		listed = append(listed, m[1])
+	}
+	slices.Sort(have)
+	slices.Sort(listed)
+	if len(listed) == 0 || !slices.Equal(have, listed) {
+		t.Errorf("example folders %v, manifests/examples/README.md's table lists %v", have, listed)
 	}
 }
 

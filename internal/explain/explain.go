@@ -20,6 +20,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
@@ -32,6 +33,12 @@ type Result struct {
 
 	Pod     string `json:"pod"`
 	Profile string `json:"profile"`
+	// Config names the KubeSchedulerConfiguration the profile came from:
+	// "--config FILE", "ConfigMap NAMESPACE/NAME" or the shipped default.
+	Config string `json:"config,omitempty"`
+	// BoundTo is the node the pod is bound to, when it is: the verdict is
+	// then recomputed against today's cluster, without the pod.
+	BoundTo string `json:"boundTo,omitempty"`
 	// Nodes and Feasible count all nodes and those passing every filter.
 	Nodes    int `json:"nodes"`
 	Feasible int `json:"feasible"`
@@ -53,7 +60,13 @@ type Result struct {
 	NodeResults []NodeResult `json:"nodeResults"`
 	// Ranking is the feasible nodes by total score, best first.
 	Ranking []NodeScore `json:"ranking,omitempty"`
-	// Notes say where the explanation may differ from what happens.
+	// PostFilter is the preemption dry run, for a pod no node fits.
+	PostFilter *PostFilter `json:"postFilter,omitempty"`
+	// Warnings say the explanation may not be about the scheduler that
+	// runs (e.g. the installed config could not be read).
+	Warnings []string `json:"warnings,omitempty"`
+	// Notes say where the explanation may differ from what happens,
+	// including what the caller could not read.
 	Notes []string `json:"notes,omitempty"`
 	// Hints are cheap what-ifs: one change to the pod and how many more
 	// nodes it would make feasible.
@@ -98,6 +111,9 @@ type PluginVerdict struct {
 	Code    string          `json:"code"`
 	Reasons []string        `json:"reasons,omitempty"`
 	Causes  []plugins.Cause `json:"causes,omitempty"`
+	// Resources details a NodeResourcesFit rejection: per short resource,
+	// the request, what the node has free and which pods hold it.
+	Resources []ResourceFit `json:"resources,omitempty"`
 }
 
 // NodeResult is every filter's verdict on one node.
@@ -148,6 +164,11 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 	if err != nil {
 		return nil, err
 	}
+	return explainWith(ctx, fw, pod, c, profile)
+}
+
+// explainWith runs the cycle on a framework built by newFramework.
+func explainWith(ctx context.Context, fw *profileFramework, pod *v1.Pod, c *Cluster, profile *config.KubeSchedulerProfile) (*Result, error) {
 	nodes, err := fw.snapshot.NodeInfos().List()
 	if err != nil {
 		return nil, err
@@ -166,6 +187,11 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 	if name != profile.SchedulerName {
 		res.Notes = append(res.Notes, fmt.Sprintf("the pod asks for schedulerName %q, not this profile: this is what %s would do with it", name, profile.SchedulerName))
 	}
+	if pod.Spec.NodeName != "" {
+		res.BoundTo = pod.Spec.NodeName
+		res.Notes = append(res.Notes, fmt.Sprintf("the pod is bound to %s: this verdict is recomputed against today's cluster (without the pod), not the one the scheduler saw when it placed it", pod.Spec.NodeName))
+	}
+	res.Notes = append(res.Notes, c.Unseen...)
 	state := framework.NewCycleState()
 	preRes, st, prePlugins := fw.RunPreFilterPlugins(ctx, state, pod)
 	if !st.IsSuccess() {
@@ -180,6 +206,9 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 		for _, r := range st.Reasons() {
 			res.Reasons = append(res.Reasons, ReasonCount{Reason: r, Plugin: st.Plugin(), Nodes: len(nodes)})
 		}
+		if res.PostFilter, err = runPostFilter(ctx, fw, state, pod, diag.NodeToStatus); err != nil {
+			return nil, err
+		}
 		return res, nil
 	}
 	if !preRes.AllNodes() {
@@ -193,13 +222,16 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 		res.PreFilter = append(res.PreFilter, PluginVerdict{Plugin: name, Code: fwk.Skip.String(), Reasons: []string{"PreFilter returned Skip: Filter is not run and passes"}})
 	}
 
-	feasible, err := runFilters(ctx, fw, state, pod, nodes, preRes, prePlugins, res)
+	feasible, statuses, err := runFilters(ctx, fw, state, pod, nodes, preRes, prePlugins, res)
 	if err != nil {
 		return nil, err
 	}
 	res.Feasible = len(feasible)
 	hints(res)
 	if len(feasible) == 0 {
+		if res.PostFilter, err = runPostFilter(ctx, fw, state, pod, statuses); err != nil {
+			return nil, err
+		}
 		return res, nil
 	}
 	if err := runScores(ctx, fw, state, pod, feasible, res); err != nil {
@@ -210,14 +242,15 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 
 // runFilters calls every Filter plugin of the profile on every node, in
 // profile order, and records the scheduler's own per-node status (the first
-// failure) to reproduce its FailedScheduling message.
+// failure) to reproduce its FailedScheduling message; those statuses are
+// what PostFilter gets.
 func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo,
-	preRes *fwk.PreFilterResult, prePlugins sets.Set[string], res *Result) ([]fwk.NodeInfo, error) {
+	preRes *fwk.PreFilterResult, prePlugins sets.Set[string], res *Result) ([]fwk.NodeInfo, *framework.NodeToStatus, error) {
 	var filters []fwk.FilterPlugin
 	for _, p := range fw.ListPlugins().Filter.Enabled {
 		fp, ok := fw.plugins[p.Name].(fwk.FilterPlugin)
 		if !ok {
-			return nil, fmt.Errorf("filter plugin %s: instance not found", p.Name)
+			return nil, nil, fmt.Errorf("filter plugin %s: instance not found", p.Name)
 		}
 		filters = append(filters, fp)
 	}
@@ -237,7 +270,7 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 		} else {
 			sched = fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			if sched.Code() == fwk.Error {
-				return nil, fmt.Errorf("filtering node %s: %w", name, sched.AsError())
+				return nil, nil, fmt.Errorf("filtering node %s: %w", name, sched.AsError())
 			}
 		}
 		nr.Feasible = sched.IsSuccess()
@@ -249,13 +282,16 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 			}
 			st := pl.Filter(ctx, state, pod, ni)
 			if st.Code() == fwk.Error {
-				return nil, fmt.Errorf("filter plugin %s on node %s: %w", pl.Name(), name, st.AsError())
+				return nil, nil, fmt.Errorf("filter plugin %s on node %s: %w", pl.Name(), name, st.AsError())
 			}
 			v := verdict(pl.Name(), st)
 			if !st.IsSuccess() {
 				ownFailure = true
 				if ex, ok := pl.(plugins.FilterExplainer); ok {
 					v.Causes = ex.ExplainFilter(ctx, state, pod, ni)
+				}
+				if pl.Name() == names.NodeResourcesFit {
+					v.Resources = resourceFits(pod, ni, st.Reasons(), fw.SharedDRAManager())
 				}
 				for _, r := range st.Reasons() {
 					counts[[2]string{pl.Name(), r}]++
@@ -286,7 +322,7 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 		}
 		return a.Plugin+a.Reason < b.Plugin+b.Reason
 	})
-	return feasible, nil
+	return feasible, diag.NodeToStatus, nil
 }
 
 // runScores runs PreScore through the framework (it decides which score

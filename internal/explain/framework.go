@@ -3,10 +3,10 @@ package explain
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
@@ -35,6 +35,9 @@ type Cluster struct {
 	// (PersistentVolumeClaims, StorageClasses, CSINodes, Services,
 	// ReplicaSets, ResourceClaims...). Unknown kinds are ignored.
 	Others []runtime.Object
+	// Unseen says what the reader was not allowed to read (e.g. pods of
+	// other namespaces) and what the explanation therefore leaves out.
+	Unseen []string
 }
 
 // profileFramework is a framework built from a profile, plus the plugin
@@ -43,6 +46,9 @@ type profileFramework struct {
 	framework.Framework
 	snapshot *cache.Snapshot
 	plugins  map[string]fwk.Plugin
+	// client is the fake clientset the plugins were given: the only one
+	// they can write to, so a test can check that nothing was written.
+	client *fake.Clientset
 }
 
 // registry is upstream's in-tree registry merged with ours: what
@@ -64,19 +70,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	instances := map[string]fwk.Plugin{}
-	for name, f := range reg {
-		reg[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			p, err := f(ctx, args, h)
-			if err == nil {
-				mu.Lock()
-				instances[name] = p
-				mu.Unlock()
-			}
-			return p, err
-		}
-	}
+	instances := Record(reg)
 
 	// The pod being explained is not part of the cluster it is placed in
 	// (when it is bound, we answer "why there" as if it were not yet).
@@ -90,6 +84,13 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 		}
 		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
+		}
+		if p.UID == "" {
+			// A hand-written snapshot may omit what the apiserver always
+			// sets; the scheduler's cache keys pods by UID (the preemption
+			// dry run removes victims from a node by it).
+			p = p.DeepCopy()
+			p.UID = types.UID("explain-" + p.Namespace + "/" + p.Name)
 		}
 		objs = append(objs, p)
 		if p.Spec.NodeName != "" {
@@ -129,6 +130,9 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(inf),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		// The preemption dry run lists nodes and victims through it, as
+		// in the scheduler; explain never starts a mutation session.
+		frameworkruntime.WithMutableSnapshotLister(snapshot),
 		frameworkruntime.WithPodNominator(nom),
 		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, inf)),
 		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(inf.Storage().V1().CSINodes().Lister())),
@@ -144,7 +148,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 			return nil, fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
-	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances}, nil
+	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances.all(), client: client}, nil
 }
 
 // nominator serves the snapshot's nominated pods (status.nominatedNodeName

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -162,4 +163,46 @@ func MergeMatchLabelKeys(pod *v1.Pod) {
 			merge(&pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
 		}
 	}
+}
+
+// ResolvePriority does for a pod that is not created what the apiserver's
+// Priority admission does when it is: spec.priority (and, unless set,
+// spec.preemptionPolicy) from its priorityClassName, or from the cluster's
+// globalDefault class. Without it a what-if pod would have priority 0 and
+// the preemption dry run would be about another pod. It returns notes on
+// what it could not resolve.
+func ResolvePriority(pod *v1.Pod, c *Cluster) ([]string, error) {
+	if pod.Spec.Priority != nil {
+		return nil, nil
+	}
+	var classes []*schedulingv1.PriorityClass
+	for _, o := range c.Others {
+		if pc, ok := o.(*schedulingv1.PriorityClass); ok {
+			classes = append(classes, pc)
+		}
+	}
+	var class *schedulingv1.PriorityClass
+	for _, pc := range classes {
+		if pod.Spec.PriorityClassName != "" && pc.Name == pod.Spec.PriorityClassName ||
+			pod.Spec.PriorityClassName == "" && pc.GlobalDefault {
+			class = pc
+			break
+		}
+	}
+	switch {
+	case class != nil:
+	case pod.Spec.PriorityClassName == "":
+		return nil, nil // priority 0, as the apiserver gives it
+	case len(classes) == 0:
+		return []string{fmt.Sprintf("PriorityClasses not known (not readable, or not in the snapshot): the pod's priorityClassName %s is taken as priority 0", pod.Spec.PriorityClassName)}, nil
+	default:
+		return nil, fmt.Errorf("spec.priorityClassName %q: no such PriorityClass in the cluster: fix the name or create the class", pod.Spec.PriorityClassName)
+	}
+	pod.Spec.PriorityClassName = class.Name
+	value := class.Value
+	pod.Spec.Priority = &value
+	if pod.Spec.PreemptionPolicy == nil && class.PreemptionPolicy != nil {
+		pod.Spec.PreemptionPolicy = class.PreemptionPolicy
+	}
+	return nil, nil
 }

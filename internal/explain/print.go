@@ -14,7 +14,14 @@ import (
 // adds every filter's verdict (also the passing ones) and each score's
 // raw and normalized values.
 func PrintTable(w io.Writer, r *Result, wide bool) error {
-	fmt.Fprintf(w, "Pod %s, profile %s\n", r.Pod, r.Profile)
+	if r.Config != "" {
+		fmt.Fprintf(w, "Pod %s, profile %s of %s\n", r.Pod, r.Profile, r.Config)
+	} else {
+		fmt.Fprintf(w, "Pod %s, profile %s\n", r.Pod, r.Profile)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "Warning: %s.\n", warn)
+	}
 	switch {
 	case r.Feasible == 0:
 		fmt.Fprintf(w, "Feasible: 0/%d nodes: unschedulable.\n", r.Nodes)
@@ -30,7 +37,11 @@ func PrintTable(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintf(w, "Note: %s.\n", n)
 	}
 	if r.SchedulerMessage != "" {
-		fmt.Fprintf(w, "kube-scheduler would report: %s\n", r.SchedulerMessage)
+		msg := r.SchedulerMessage
+		if r.PostFilter != nil && r.PostFilter.Message != "" {
+			msg += " " + r.PostFilter.Message
+		}
+		fmt.Fprintf(w, "kube-scheduler would report: %s\n", msg)
 	}
 	if len(r.Reasons) > 0 {
 		fmt.Fprintln(w, "Rejections (all filters run on every node; a node counts under each plugin that rejects it):")
@@ -50,6 +61,7 @@ func PrintTable(w io.Writer, r *Result, wide bool) error {
 			fmt.Fprintf(w, "  %s would make %d more node(s) feasible\n", h.Change, h.Nodes)
 		}
 	}
+	printPostFilter(w, r.PostFilter)
 	if len(r.NodeResults) > 0 {
 		fmt.Fprintln(w)
 		tw := printers.GetNewTabWriter(w)
@@ -114,7 +126,12 @@ func filterRows(nr NodeResult, wide bool) [][2]string {
 			rows = append(rows, [2]string{f.Plugin, f.Code})
 			continue
 		}
-		if len(f.Causes) == 0 {
+		for _, rf := range f.Resources {
+			for _, line := range resourceRows(rf) {
+				rows = append(rows, [2]string{f.Plugin, line})
+			}
+		}
+		if len(f.Causes) == 0 && len(f.Resources) == 0 {
 			rows = append(rows, [2]string{f.Plugin, f.Code + ": " + strings.Join(f.Reasons, "; ")})
 		}
 		for _, c := range f.Causes {
@@ -143,4 +160,72 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// printPostFilter writes the preemption dry run: where and at whose
+// expense, or why not.
+func printPostFilter(w io.Writer, pf *PostFilter) {
+	if pf == nil {
+		return
+	}
+	if pf.Plugin == "" {
+		fmt.Fprintf(w, "Preemption: %s.\n", pf.Reason)
+		return
+	}
+	fmt.Fprintf(w, "Preemption (%s, dry run: nothing is evicted or nominated):\n", pf.Plugin)
+	if pf.WouldPreempt {
+		fmt.Fprintf(w, "  would help: the scheduler would nominate %s and evict %d pod(s): %s%s\n", pf.Node, len(pf.Victims), victimList(pf.Victims), pdbNote(pf.PDBViolations))
+		for _, c := range pf.Candidates {
+			if c.Node != pf.Node {
+				fmt.Fprintf(w, "  also possible on %s, evicting %s%s\n", c.Node, victimList(c.Victims), pdbNote(c.PDBViolations))
+			}
+		}
+	} else {
+		fmt.Fprintf(w, "  would not help: %s\n", pf.Reason)
+	}
+	for _, n := range pf.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	if len(pf.NotHelpful) > 0 {
+		// Grouped by reason, so that a large cluster reads in a few lines;
+		// -o json lists every node.
+		fmt.Fprintln(w, "  why not (after evicting every lower-priority pod, where there are any):")
+		var reasons []string
+		nodes := map[string][]string{}
+		for _, n := range pf.NotHelpful {
+			if _, ok := nodes[n.Reason]; !ok {
+				reasons = append(reasons, n.Reason)
+			}
+			nodes[n.Reason] = append(nodes[n.Reason], n.Node)
+		}
+		for _, r := range reasons {
+			fmt.Fprintf(w, "    %s: %s\n", nodeList(nodes[r]), r)
+		}
+	}
+}
+
+// nodeList names up to three nodes and counts the rest.
+func nodeList(nodes []string) string {
+	const show = 3
+	if len(nodes) <= show {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:show], ", "), len(nodes)-show)
+}
+
+// pdbNote says how many victims a PodDisruptionBudget does not allow to
+// evict (preemption evicts them only when no node needs fewer such).
+func pdbNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d beyond what a PodDisruptionBudget allows)", n)
+}
+
+func victimList(vs []Victim) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%s (priority %d)", v.Pod, v.Priority)
+	}
+	return strings.Join(parts, ", ")
 }

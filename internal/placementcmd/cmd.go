@@ -30,11 +30,14 @@ import (
 )
 
 // In-cluster location of the installed scheduler's configuration: the
-// kustomize base's generated ConfigMap (manifests/kustomization.yaml).
+// kustomize base's generated ConfigMap (manifests/kustomization.yaml), or
+// the chart's, which carries the same label and key; the namespace is
+// --scheduler-namespace.
 const (
 	installNamespace = "placement-scheduler"
 	installSelector  = "app.kubernetes.io/part-of=placement-scheduler"
 	configKey        = "scheduler-config.yaml"
+	shippedConfig    = "the shipped manifests/scheduler-config.yaml"
 )
 
 // New returns the root command, `kubectl placement`.
@@ -45,23 +48,32 @@ func New(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newExplain(streams))
+	root.AddCommand(newExplain(streams, nil), newViolations(streams))
 	return root
 }
 
 type explainOptions struct {
-	flags    *genericclioptions.ConfigFlags
-	streams  genericiooptions.IOStreams
-	file     string
-	fromFile []string
-	fromDir  string
-	config   string
-	profile  string
-	output   string
+	flags              *genericclioptions.ConfigFlags
+	streams            genericiooptions.IOStreams
+	file               string
+	fromFile           []string
+	fromDir            string
+	config             string
+	profile            string
+	output             string
+	schedulerNamespace string
+	// newClient builds the client from the kubeconfig flags; tests give a
+	// fake one.
+	newClient func() (kubernetes.Interface, error)
 }
 
-func newExplain(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &explainOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams}
+// newExplain is the explain verb; newClient, when not nil, replaces the
+// kubeconfig-built client (tests).
+func newExplain(streams genericiooptions.IOStreams, newClient func() (kubernetes.Interface, error)) *cobra.Command {
+	o := &explainOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams, newClient: newClient}
+	if o.newClient == nil {
+		o.newClient = o.client
+	}
 	cmd := &cobra.Command{
 		Use:   "explain (POD | -f FILE) [-n NAMESPACE] [--from-file SNAPSHOT | --from-dir DIR] [--config FILE] [-o table|wide|json|yaml]",
 		Short: "Why a pod is Pending, or why it landed where it did: per node, per plugin, per term",
@@ -69,10 +81,16 @@ func newExplain(streams genericiooptions.IOStreams) *cobra.Command {
 over the cluster: every filter plugin on every node, every score plugin on the
 feasible nodes. Read-only; a pod given with -f is not created.
 
-The profile is --config, else the installed scheduler's ConfigMap (namespace
-placement-scheduler), else the shipped default. The cluster is the live one
-(kubeconfig flags), or an offline snapshot: --from-file/--from-dir with the
-output of e.g. kubectl get nodes,pods,namespaces -A -o yaml.`,
+The profile is --config, else the installed scheduler's ConfigMap (in
+--scheduler-namespace), else the shipped default; the output names the one
+used and warns on the fallback. The cluster is the live one (kubeconfig
+flags), or an offline snapshot: --from-file/--from-dir with the output of e.g.
+kubectl get nodes,pods,namespaces,pdb,priorityclasses -A -o yaml.
+
+Live, it needs list on nodes; pods and other namespaced objects are read
+across namespaces when allowed, else in -n only, and the output says what it
+could not see. For a pod no node fits, it dry-runs preemption: nothing is
+evicted or nominated.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), args)
@@ -84,6 +102,7 @@ output of e.g. kubectl get nodes,pods,namespaces -A -o yaml.`,
 	cmd.Flags().StringVar(&o.fromDir, "from-dir", "", "Offline snapshot: every .yaml, .yml and .json file in this directory")
 	cmd.Flags().StringVar(&o.config, "config", "", "KubeSchedulerConfiguration file (default: the installed scheduler's ConfigMap, else the shipped profile)")
 	cmd.Flags().StringVar(&o.profile, "profile", "", "Profile (schedulerName) to use when the config has several (default: the pod's schedulerName)")
+	cmd.Flags().StringVar(&o.schedulerNamespace, "scheduler-namespace", installNamespace, "Namespace of the installed scheduler, whose ConfigMap holds its KubeSchedulerConfiguration")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output format: table, wide, json or yaml")
 	return cmd
 }
@@ -104,28 +123,30 @@ func (o *explainOptions) run(ctx context.Context, args []string) error {
 	ctx = klog.NewContext(ctx, logr.Discard())
 
 	offline := len(o.fromFile) > 0 || o.fromDir != ""
+	namespace, err := o.namespace(offline)
+	if err != nil {
+		return err
+	}
 	var cluster *explain.Cluster
 	var client kubernetes.Interface
-	var err error
 	if offline {
 		cluster, err = o.loadSnapshot()
 	} else {
-		client, err = o.client()
+		client, err = o.newClient()
 		if err == nil {
-			cluster, err = liveCluster(ctx, client)
+			cluster, err = liveCluster(ctx, client, namespace)
 		}
 	}
 	if err != nil {
 		return err
 	}
 
-	namespace, err := o.namespace(offline)
-	if err != nil {
-		return err
-	}
 	var pod *v1.Pod
+	var podNotes []string
 	if o.file != "" {
-		pod, err = o.podFromFile(namespace)
+		if pod, err = o.podFromFile(namespace); err == nil {
+			podNotes, err = explain.ResolvePriority(pod, cluster)
+		}
 	} else {
 		pod, err = findPod(cluster, namespace, args[0])
 	}
@@ -137,7 +158,7 @@ func (o *explainOptions) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	profile, err := explain.PickProfile(cfg, o.profile, pod.Spec.SchedulerName)
+	profile, err := explain.PickProfile(cfg.cfg, o.profile, pod.Spec.SchedulerName)
 	if err != nil {
 		return err
 	}
@@ -145,6 +166,9 @@ func (o *explainOptions) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("explaining %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	res.Config = cfg.source
+	res.Warnings = append(res.Warnings, cfg.warnings...)
+	res.Notes = append(res.Notes, podNotes...)
 	return write(o.streams.Out, res, o.output)
 }
 
@@ -262,22 +286,45 @@ func (o *explainOptions) loadSnapshot() (*explain.Cluster, error) {
 	return c, nil
 }
 
+// judgedWith is the configuration explain judges with, where it came
+// from, and warnings when that may not be the running scheduler's.
+type judgedWith struct {
+	cfg      *config.KubeSchedulerConfiguration
+	source   string
+	warnings []string
+}
+
 // loadConfig: --config, else the installed scheduler's ConfigMap (live
-// only), else the shipped default.
-func (o *explainOptions) loadConfig(ctx context.Context, client kubernetes.Interface) (*config.KubeSchedulerConfiguration, error) {
+// only), else the shipped default, with a warning saying why.
+func (o *explainOptions) loadConfig(ctx context.Context, client kubernetes.Interface) (*judgedWith, error) {
+	load := func(data []byte, source string, warnings ...string) (*judgedWith, error) {
+		cfg, err := explain.LoadConfig(data, source)
+		if err != nil {
+			return nil, err
+		}
+		return &judgedWith{cfg: cfg, source: source, warnings: warnings}, nil
+	}
 	if o.config != "" {
 		data, err := os.ReadFile(o.config)
 		if err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
 		}
-		return explain.LoadConfig(data, "--config "+o.config)
+		return load(data, "--config "+o.config)
 	}
+	why := "an offline snapshot carries none (give --config)"
 	if client != nil {
-		cms, err := client.CoreV1().ConfigMaps(installNamespace).List(ctx, metav1.ListOptions{LabelSelector: installSelector})
+		ns := o.schedulerNamespace
+		cms, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: installSelector})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("reading the installed scheduler's ConfigMap: %w", err)
+			return nil, fmt.Errorf("reading the installed scheduler's ConfigMap in --scheduler-namespace %s: %w", ns, err)
 		}
-		if err == nil {
+		switch {
+		case apierrors.IsForbidden(err):
+			why = fmt.Sprintf("ConfigMaps in namespace %s are not readable; give --config, or --scheduler-namespace if the scheduler runs elsewhere", ns)
+		case err != nil:
+			why = fmt.Sprintf("no scheduler ConfigMap in namespace %s; give --scheduler-namespace if the scheduler runs elsewhere, or --config", ns)
+		default:
+			why = fmt.Sprintf("no ConfigMap labelled %s with key %s in namespace %s; give --scheduler-namespace if the scheduler runs elsewhere, or --config", installSelector, configKey, ns)
 			// kustomize suffixes the name with a content hash; an upgrade
 			// without --prune leaves older ones: the newest is in use.
 			items := cms.Items
@@ -286,10 +333,11 @@ func (o *explainOptions) loadConfig(ctx context.Context, client kubernetes.Inter
 			})
 			for _, cm := range items {
 				if data, ok := cm.Data[configKey]; ok {
-					return explain.LoadConfig([]byte(data), fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name))
+					return load([]byte(data), fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name))
 				}
 			}
 		}
 	}
-	return explain.LoadConfig(manifests.SchedulerConfig(), "the shipped manifests/scheduler-config.yaml")
+	return load(manifests.SchedulerConfig(), shippedConfig,
+		"judged with "+shippedConfig+", which may not be the running scheduler's config: "+why)
 }

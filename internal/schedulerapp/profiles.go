@@ -52,7 +52,7 @@ func CheckConfigFile(logger klog.Logger, path string) error {
 //
 // It does not reject ours enabled after the other defaults (the in-tree ones
 // disabled by name, "*" not): that is a valid profile whose filter order
-// differs from upstream's (README, "Configuring a profile"), which only
+// differs from upstream's (docs/operations.md, "Configuring a profile"), which only
 // the shipped-config test holds our own configs to.
 func CheckProfiles(cfg *config.KubeSchedulerConfiguration) error {
 	var errs []error

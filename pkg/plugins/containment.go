@@ -13,7 +13,7 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
 )
 
-// Panic containment (issue 15). kube-scheduler v1.37.1 does not recover
+// Panic containment. kube-scheduler v1.37.1 does not recover
 // panics of plugins: Filter and Score run in workqueue.ParallelizeUntil,
 // whose utilruntime.HandleCrash re-panics, and the scheduling loop's
 // wait.UntilWithContext does the same, so one pod that trips a bug in a
@@ -23,7 +23,9 @@ import (
 // Error status naming the plugin and the extension point (the framework
 // fails that pod's cycle and records a FailedScheduling event carrying the
 // message; the pod is retried with backoff), and is logged with its stack.
-// Other pods keep being scheduled.
+// Other pods keep being scheduled. Each contained panic also counts in
+// placement_scheduler_plugin_panics_total{plugin, extension_point}
+// (metrics.go), which the chart's PrometheusRule alerts on.
 //
 // The wrapper must be invisible otherwise: the framework decides what a
 // plugin runs at by type assertion, so the wrapper implements exactly the
@@ -117,6 +119,8 @@ func Contain(p fwk.Plugin) (fwk.Plugin, error) {
 	if want, got := Interfaces(p), Interfaces(out); !slices.Equal(want, got) {
 		return nil, fmt.Errorf("plugin %s implements %v, its panic-containment wrapper %v: add a wrapper of that exact shape in pkg/plugins/containment.go", p.Name(), want, got)
 	}
+	RegisterMetrics()
+	initPanicSeries(p.Name(), out.(interface{ panicPoints() []string }).panicPoints())
 	return out, nil
 }
 
@@ -130,6 +134,7 @@ func recovered(logger klog.Logger, plugin, point string, pod *v1.Pod, value any)
 		kv = append(kv, "pod", klog.KObj(pod))
 	}
 	logger.Error(nil, "Plugin panicked; the panic was contained and turned into an Error status", kv...)
+	pluginPanics.WithLabelValues(plugin, panicPoint(point)).Inc()
 	return fwk.AsStatus(fmt.Errorf("%s", msg))
 }
 
@@ -152,6 +157,15 @@ func newContainedFilter(p filterShape) *containedFilter {
 }
 
 var _ filterShape = &containedFilter{}
+
+// panicPoints are the extension_point values of the panics c contains.
+func (c *containedFilter) panicPoints() []string {
+	points := []string{"PreFilter", "Filter", "SignPod", "ExplainFilter", "EventsToRegister", "QueueingHint", "PreQueueingHint"}
+	if c.extensions != nil {
+		points = append(points, "AddPod", "RemovePod")
+	}
+	return points
+}
 
 // Unwrap returns the wrapped plugin (for tools that inspect ours).
 func (c *containedFilter) Unwrap() fwk.Plugin { return c.plugin }
@@ -261,6 +275,14 @@ func containNormalizer(name string, ext fwk.ScoreExtensions) fwk.ScoreExtensions
 }
 
 var _ scoreShape = &containedScorer{}
+
+func (c *containedScorer) panicPoints() []string {
+	points := append(c.containedFilter.panicPoints(), "PreScore", "Score")
+	if c.normalizer != nil {
+		points = append(points, "NormalizeScore")
+	}
+	return points
+}
 
 func (c *containedScorer) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (st *fwk.Status) {
 	defer func() {

@@ -108,6 +108,17 @@ func TestContainTurnsPanicsIntoErrors(t *testing.T) {
 	pi, _ := framework.NewPodInfo(testutil.MakePod("ns", "victim").Obj())
 	state := framework.NewCycleState()
 	w := wrapped.(scoreShape)
+	// Contain created the plugin's counters at zero, one per point it
+	// contains (deltas: -count=N reuses the process's registry).
+	points := []string{"PreFilter", "AddPod", "RemovePod", "Filter", "PreScore", "Score", "NormalizeScore", "SignPod", "ExplainFilter", "QueueingHint", "PreQueueingHint"}
+	before := map[string]float64{}
+	for _, p := range points {
+		v, ok := panicCount(t, "Panicky", p)
+		if !ok {
+			t.Errorf("no placement_scheduler_plugin_panics_total{plugin=\"Panicky\",extension_point=%q} on /metrics after Contain", p)
+		}
+		before[p] = v
+	}
 
 	check := func(point string, st *fwk.Status) {
 		t.Helper()
@@ -154,6 +165,17 @@ func TestContainTurnsPanicsIntoErrors(t *testing.T) {
 		t.Error("the wrapper added a hint function where the plugin has none")
 	}
 
+	// Every contained panic counted once, under its point (the hints
+	// under their kind, not per event).
+	for _, p := range points {
+		if got, _ := panicCount(t, "Panicky", p); got != before[p]+1 {
+			t.Errorf("plugin_panics_total{Panicky,%s} = %v after one panic there, want %v", p, got, before[p]+1)
+		}
+	}
+	if _, ok := panicCount(t, "Panicky", "QueueingHint(Node/Add)"); ok {
+		t.Error("a queueing hint's panic counted under a per-event extension_point")
+	}
+
 	out := logs.String()
 	for _, want := range []string{
 		`"Plugin panicked; the panic was contained and turned into an Error status" plugin="Panicky" extensionPoint="Filter"`,
@@ -165,6 +187,18 @@ func TestContainTurnsPanicsIntoErrors(t *testing.T) {
 			t.Errorf("log lacks %q:\n%.3000s", want, out)
 		}
 	}
+}
+
+// panicCount reads placement_scheduler_plugin_panics_total{plugin, point}
+// from the registry /metrics serves; ok is false when there is no such
+// series.
+func panicCount(t *testing.T, plugin, point string) (v float64, ok bool) {
+	t.Helper()
+	v, ok, err := testutil.CounterValue("placement_scheduler_plugin_panics_total", map[string]string{"plugin": plugin, "extension_point": point})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, ok
 }
 
 // filterOnly lacks Sign and Explain: no wrapper has its shape.

@@ -15,8 +15,17 @@ const DiagnosisName = placementdiagnosis.Name
 // upstream.
 func OptIn() frameworkruntime.Registry {
 	return frameworkruntime.Registry{
-		placementdiagnosis.Name: withGates(placementdiagnosis.New),
+		placementdiagnosis.Name: withGates(placementdiagnosis.NewWith(news(Set())...)),
 	}
+}
+
+// news is the New of each row of set.
+func news(set []Plugin) []Factory {
+	out := make([]Factory, len(set))
+	for i, p := range set {
+		out[i] = p.New
+	}
+	return out
 }
 
 // All returns Registry and OptIn merged: every plugin the binary can run,

@@ -2,10 +2,12 @@ package plugins
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/klog/v2/ktesting"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	plugintesting "k8s.io/kubernetes/pkg/scheduler/framework/plugins/testing"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/ptr"
@@ -109,4 +112,55 @@ func TestAllHoldsRegistryAndOptIn(t *testing.T) {
 	if _, ok := all[DiagnosisName]; !ok {
 		t.Errorf("%s missing from All()", DiagnosisName)
 	}
+}
+
+// Every list of the plugin set derives from Set, and each row agrees with
+// upstream: InTree builds the plugin named Replaces with upstream's
+// extension points (ours adds only FilterExplainer); Args is the type of
+// the args upstream's default profile configures for Replaces, nil exactly
+// when it configures none; and OptIn's PlacementDiagnosis explains every
+// row's rejections.
+func TestSetRowsAgreeWithUpstream(t *testing.T) {
+	schedmetrics.Register()
+	_, ctx := ktesting.NewTestContext(t)
+	var cfg configv1.KubeSchedulerConfiguration
+	scheme.Scheme.Default(&cfg)
+	defaultArgs := map[string]runtime.Object{}
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		defaultArgs[pc.Name] = pc.Args.Object
+	}
+	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+	for _, p := range Set() {
+		if want := defaultArgs[p.Replaces]; reflect.TypeOf(p.Args) != reflect.TypeOf(want) {
+			t.Errorf("%s: Args is %T, upstream's default profile configures %s with %T", p.Name, p.Args, p.Replaces, want)
+		}
+		inTree := plugintesting.SetupPluginWithInformers(ctx, t, func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return p.NewInTree(ctx, nil, h, fts)
+		}, nil, cache.NewEmptySnapshot(), nil)
+		if inTree.Name() != p.Replaces {
+			t.Errorf("%s: InTree builds %s, want %s", p.Name, inTree.Name(), p.Replaces)
+		}
+		ours := plugintesting.SetupPluginWithInformers(ctx, t, withGates(p.New), nil, cache.NewEmptySnapshot(), nil)
+		want := append(Interfaces(inTree), "FilterExplainer")
+		if got := Interfaces(ours); !slices.Equal(got, want) {
+			t.Errorf("%s implements %v; %s implements %v (ours adds FilterExplainer only)", p.Name, got, p.Replaces, want[:len(want)-1])
+		}
+		if _, err := p.NewInTree(ctx, &configv1.DefaultPreemptionArgs{}, nil, fts); err == nil {
+			t.Errorf("%s: NewInTree accepted args of another plugin", p.Name)
+		}
+	}
+	diag := plugintesting.SetupPluginWithInformers(ctx, t, OptIn()[DiagnosisName], nil, cache.NewEmptySnapshot(), nil)
+	explains := diag.(interface{ Explains() []string }).Explains()
+	if got, want := explains, rowNames(Set()); !slices.Equal(got, want) {
+		t.Errorf("%s explains %v, want every row of Set() %v", DiagnosisName, got, want)
+	}
+}
+
+func rowNames(set []Plugin) []string {
+	var out []string
+	for _, p := range set {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
 }

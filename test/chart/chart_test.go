@@ -34,6 +34,8 @@ const (
 	release   = "placement-scheduler"
 	namespace = "placement-scheduler"
 	configKey = "scheduler-config.yaml"
+	// enforcerConfigKey is the enforcer's config, in the same ConfigMap.
+	enforcerConfigKey = "enforcer-config.yaml"
 )
 
 func helm(t *testing.T) *framework.Helm {
@@ -45,8 +47,16 @@ func helm(t *testing.T) *framework.Helm {
 	return h
 }
 
-// render is `helm template` of the chart with args (--set, -f ...).
+// render is `helm template` of the chart with args (--set, -f ...),
+// without the `helm test` hooks (renderAll has them): `helm install` never
+// creates those, only `helm test` does.
 func render(t *testing.T, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	return renderAll(t, append([]string{"--skip-tests"}, args...)...)
+}
+
+// renderAll is `helm template` of the chart with args, test hooks included.
+func renderAll(t *testing.T, args ...string) []*unstructured.Unstructured {
 	t.Helper()
 	out, errOut, err := helm(t).Run(append([]string{"template", release, framework.ChartDir(t), "--namespace", namespace}, args...)...)
 	if err != nil {
@@ -91,25 +101,31 @@ var kustomizeHash = regexp.MustCompile(`^(placement-scheduler-config)-[a-z0-9]{1
 //     change; the chart keeps a fixed name and rolls them with the pod
 //     template's checksum/config annotation instead, which is checked
 //     (against the ConfigMap's data) and then dropped;
-//   - the config file in the ConfigMap, parsed: manifests/ ships it with
-//     comments, the chart renders it from values.
+//   - the config files in the ConfigMap (the scheduler's and the
+//     enforcer's), parsed: manifests/ ships them with comments, the chart
+//     renders them from values; the enforcer's Deployment also carries
+//     checksum/enforcer-config, checked and dropped like checksum/config.
 func normalize(t *testing.T, objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
 	t.Helper()
-	var config string
+	var config, enforcerConfig string
 	out := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		o = o.DeepCopy()
 		dropLabels(o.Object, "metadata", "labels")
 		if o.GetKind() == "ConfigMap" {
 			o.SetName(kustomizeHash.ReplaceAllString(o.GetName(), "$1"))
-			data, _, _ := unstructured.NestedString(o.Object, "data", configKey)
-			config = data
-			var parsed map[string]any
-			if err := yaml.Unmarshal([]byte(data), &parsed); err != nil {
-				t.Fatalf("%s: %s: %v", key(o), configKey, err)
-			}
-			if err := unstructured.SetNestedField(o.Object, parsed, "data", configKey); err != nil {
-				t.Fatal(err)
+			config, _, _ = unstructured.NestedString(o.Object, "data", configKey)
+			enforcerConfig, _, _ = unstructured.NestedString(o.Object, "data", enforcerConfigKey)
+			// Every config file in it (the scheduler's, the enforcer's), parsed.
+			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			for k, v := range data {
+				var parsed map[string]any
+				if err := yaml.Unmarshal([]byte(v), &parsed); err != nil {
+					t.Fatalf("%s: %s: %v", key(o), k, err)
+				}
+				if err := unstructured.SetNestedField(o.Object, parsed, "data", k); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		out[key(o)] = o
@@ -135,6 +151,16 @@ func normalize(t *testing.T, objs []*unstructured.Unstructured) map[string]*unst
 			}
 			delete(annotations, "checksum/config")
 			_ = unstructured.SetNestedStringMap(o.Object, annotations, "spec", "template", "metadata", "annotations")
+		}
+		if sum, ok := annotations["checksum/enforcer-config"]; ok {
+			if want := sha256.Sum256([]byte(strings.TrimSuffix(enforcerConfig, "\n"))); sum != hex.EncodeToString(want[:]) {
+				t.Errorf("%s: checksum/enforcer-config %s is not the sha256 of the ConfigMap's %s", key(o), sum, enforcerConfigKey)
+			}
+			delete(annotations, "checksum/enforcer-config")
+			_ = unstructured.SetNestedStringMap(o.Object, annotations, "spec", "template", "metadata", "annotations")
+		}
+		if len(annotations) == 0 { // the enforcer's pods have only the checksums
+			unstructured.RemoveNestedField(o.Object, "spec", "template", "metadata", "annotations")
 		}
 	}
 	return out
@@ -209,7 +235,9 @@ func renderedConfig(t *testing.T, objs []*unstructured.Unstructured) (config map
 				t.Fatalf("%s: %v\n%s", configKey, err, data)
 			}
 		case "Deployment":
-			deployment = o
+			if o.GetName() == release { // the scheduler's, not the enforcer's
+				deployment = o
+			}
 		}
 	}
 	if config == nil || deployment == nil {
@@ -252,6 +280,12 @@ extraArgs: ["--kube-api-qps=100"]
 nodeSelector: {pool: infra}
 tolerations: [{key: infra, operator: Exists, effect: NoSchedule}]
 resources: {requests: {cpu: 200m, memory: 256Mi}}
+priorityClassName: infra-critical
+podAnnotations: {example.com/team: sched}
+podLabels: {example.com/cost-center: "42"}
+topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app.kubernetes.io/name: placement-scheduler}}}
+serviceAccount: {annotations: {iam.example.com/role: sched}}
 leaderElection: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s}
 pluginArgs:
   PlacementInterPodAffinity: {hardPodAffinityWeight: 5}
@@ -266,8 +300,18 @@ additionalProfiles:
       multiPoint:
         enabled: [{name: PlacementNodeAffinity}]
 `)
-	config, d := renderedConfig(t, render(t, "-f", values))
+	objs := render(t, "-f", values)
+	config, d := renderedConfig(t, objs)
 	_, defaultD := renderedConfig(t, render(t))
+	var sa *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "ServiceAccount" {
+			sa = o
+		}
+	}
+	if sa == nil {
+		t.Fatal("no ServiceAccount rendered")
+	}
 
 	pod := at(t, d.Object, "spec", "template", "spec").(map[string]any)
 	c := pod["containers"].([]any)[0].(map[string]any)
@@ -284,6 +328,17 @@ additionalProfiles:
 		{"nodeSelector", pod["nodeSelector"], map[string]any{"kubernetes.io/os": "linux", "pool": "infra"}},
 		{"tolerations", pod["tolerations"], []any{map[string]any{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}}},
 		{"resources", c["resources"], map[string]any{"requests": map[string]any{"cpu": "200m", "memory": "256Mi"}, "limits": map[string]any{"memory": "1Gi"}}},
+		{"priorityClassName", pod["priorityClassName"], "infra-critical"},
+		{"topologySpreadConstraints", pod["topologySpreadConstraints"], []any{map[string]any{
+			"maxSkew": float64(1), "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+			"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "placement-scheduler"}},
+		}}},
+		// Added to the chart's own, which stay.
+		{"podAnnotations", at(t, d.Object, "spec", "template", "metadata", "annotations", "example.com/team"), "sched"},
+		{"the chart's annotation next to podAnnotations", at(t, d.Object, "spec", "template", "metadata", "annotations", "kubectl.kubernetes.io/default-container"), "scheduler"},
+		{"podLabels", at(t, d.Object, "spec", "template", "metadata", "labels", "example.com/cost-center"), "42"},
+		{"the selector label next to podLabels", at(t, d.Object, "spec", "template", "metadata", "labels", "app.kubernetes.io/name"), "placement-scheduler"},
+		{"serviceAccount.annotations", sa.GetAnnotations(), map[string]string{"iam.example.com/role": "sched"}},
 		{"leaderElection", config["leaderElection"], map[string]any{
 			"leaderElect": true, "resourceLock": "leases", "resourceNamespace": namespace, "resourceName": release,
 			"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s",
@@ -323,6 +378,64 @@ additionalProfiles:
 	}
 }
 
+// image.digest pins the image: repository@digest is deployed, whatever the
+// tag says, and `helm test`'s canary runs that same image. NOTES.txt names
+// the image deployed, not the chart's appVersion when a tag or digest
+// overrides it.
+func TestImageDigestOverridesTag(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"defaults: the appVersion tag", nil, "ghcr.io/placement-scheduler/placement-scheduler:" + appVersion(t)},
+		{"tag", []string{"--set", "image.tag=v9.9.9"}, "ghcr.io/placement-scheduler/placement-scheduler:v9.9.9"},
+		{"digest over tag", []string{"--set", "image.tag=v9.9.9,image.digest=" + digest}, "ghcr.io/placement-scheduler/placement-scheduler@" + digest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, o := range renderAll(t, tc.args...) {
+				if o.GetKind() != "Deployment" && o.GetName() != release+"-test-canary" {
+					continue
+				}
+				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+				if o.GetKind() == "Pod" {
+					containers, _, _ = unstructured.NestedSlice(o.Object, "spec", "containers")
+				}
+				if got := containers[0].(map[string]any)["image"]; got != tc.want {
+					t.Errorf("%s: image %v, want %s", key(o), got, tc.want)
+				}
+			}
+			// `helm install --dry-run=client` prints NOTES.txt, rendered,
+			// without a cluster.
+			out, errOut, err := helm(t).Run(append([]string{"install", release, framework.ChartDir(t), "--namespace", namespace, "--dry-run=client"}, tc.args...)...)
+			if err != nil {
+				t.Fatalf("helm install --dry-run=client: %v\n%s", err, errOut)
+			}
+			_, notes, ok := strings.Cut(out, "\nNOTES:\n")
+			if first, _, _ := strings.Cut(notes, "\n"); !ok || !strings.HasPrefix(first, "placement-scheduler "+tc.want+" runs as ") {
+				t.Errorf("NOTES.txt's first line %q does not name the deployed image %s", first, tc.want)
+			}
+		})
+	}
+}
+
+// appVersion is Chart.yaml's appVersion.
+func appVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(framework.ChartDir(t), "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(b, &chart); err != nil || chart.AppVersion == "" {
+		t.Fatalf("Chart.yaml appVersion: %v", err)
+	}
+	return chart.AppVersion
+}
+
 // values.schema.json turns a mistake away before anything is installed,
 // naming the value: an unknown key at any level, a wrong type, a malformed
 // duration, a flag the chart owns.
@@ -342,6 +455,11 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 		{name: "profile typo", values: "additionalProfiles: [{schedulerName: x, plugin: {}}]\n", want: []string{"/additionalProfiles/0", "plugin"}},
 		{name: "plugin list typo", values: "additionalProfiles: [{schedulerName: x, plugins: {multipoint: {}}}]\n", want: []string{"/additionalProfiles/0/plugins", "multipoint"}},
 		{name: "profile without schedulerName", values: "additionalProfiles: [{plugins: {}}]\n", want: []string{"/additionalProfiles/0", "schedulerName"}},
+		{name: "a pod label the chart owns", args: []string{"--set", "podLabels.app\\.kubernetes\\.io/name=x"}, want: []string{"invalid propertyName 'app.kubernetes.io/name'"}},
+		{name: "the chart's checksum annotation", args: []string{"--set", "podAnnotations.checksum/config=x"}, want: []string{"invalid propertyName 'checksum/config'"}},
+		{name: "a tag as digest", args: []string{"--set", "image.digest=v1.2.3"}, want: []string{"/image/digest"}},
+		{name: "monitoring typo", args: []string{"--set", "monitoring.serviceMonitor.enable=true"}, want: []string{"/monitoring/serviceMonitor", "enable"}},
+		{name: "alert duration without unit", args: []string{"--set-string", "monitoring.prometheusRule.downFor=5"}, want: []string{"/monitoring/prometheusRule/downFor"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"template", release, framework.ChartDir(t), "--namespace", namespace}, tc.args...)
@@ -361,5 +479,60 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Chart.yaml's kubeVersion admits what the skew policy allows a v1.37
+// kube-scheduler (an apiserver of v1.37 or v1.38, providers' suffixes
+// included) and refuses the rest before anything is installed.
+func TestKubeVersionGuard(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		ok      bool
+	}{
+		{"v1.36.9", false},
+		{"v1.37.0", true},
+		{"v1.37.1-eks-1234abcd", true},
+		{"v1.38.4", true},
+		{"v1.39.0", false},
+	} {
+		_, errOut, err := helm(t).Run("template", release, framework.ChartDir(t), "--namespace", namespace, "--kube-version", tc.version)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("Kubernetes %s: refused, want accepted: %v\n%s", tc.version, err, errOut)
+		case !tc.ok && err == nil:
+			t.Errorf("Kubernetes %s: accepted, want refused by kubeVersion", tc.version)
+		case !tc.ok && !strings.Contains(errOut, "kubeVersion"):
+			t.Errorf("Kubernetes %s: refused without naming kubeVersion:\n%s", tc.version, errOut)
+		}
+	}
+}
+
+// enforcer.enabled=false leaves out every enforcer object and its config;
+// enforcer.config reaches the enforcer's config file, merged over what the
+// chart sets.
+func TestEnforcerToggleAndConfig(t *testing.T) {
+	for _, o := range render(t, "--set", "enforcer.enabled=false") {
+		if strings.Contains(o.GetName(), "enforcer") {
+			t.Errorf("enforcer.enabled=false still renders %s", key(o))
+		}
+		if o.GetKind() == "ConfigMap" {
+			if _, ok, _ := unstructured.NestedString(o.Object, "data", enforcerConfigKey); ok {
+				t.Errorf("enforcer.enabled=false still renders %s", enforcerConfigKey)
+			}
+		}
+	}
+	for _, o := range render(t, "--set", "enforcer.config.dryRun=true") {
+		if o.GetKind() != "ConfigMap" {
+			continue
+		}
+		data, _, _ := unstructured.NestedString(o.Object, "data", enforcerConfigKey)
+		var cfg map[string]any
+		if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg["dryRun"] != true || cfg["schedulerConfig"] != "/etc/placement-scheduler/scheduler-config.yaml" || cfg["kind"] != "EnforcerConfiguration" {
+			t.Errorf("enforcer config with enforcer.config.dryRun=true:\n%s", data)
+		}
 	}
 }

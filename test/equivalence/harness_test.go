@@ -23,21 +23,16 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodename"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
@@ -54,40 +49,19 @@ type kind struct {
 	// OursName and OursNew are our replacement, from pkg/plugins.Set().
 	OursName string
 	OursNew  newFunc
+	row      plugins.Plugin
 }
 
-// upstreamFactories builds the in-tree plugin each of ours replaces, with the
-// scenario's args converted as the config loader would.
-var upstreamFactories = map[string]factory{
-	nodename.Name:        plain(nodename.New),
-	tainttoleration.Name: plain(tainttoleration.New),
-	nodeaffinity.Name: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
-		args, err := internalNodeAffinityArgs(sc)
-		if err != nil {
-			return nil, err
-		}
-		return nodeaffinity.New(ctx, args, h, fts)
-	},
-	interpodaffinity.Name: func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
-		args, err := internalInterPodAffinityArgs(sc)
-		if err != nil {
-			return nil, err
-		}
-		return interpodaffinity.New(ctx, args, h, fts)
-	},
-}
-
-// kinds is pkg/plugins.Set() paired with the in-tree plugins, in profile
-// order (docs/behavior.md §2.1). A plugin added to Set without an upstream
-// factory here fails every test of the suite.
+// kinds is pkg/plugins.Set() in profile order (docs/behavior.md §2.1): each
+// row's in-tree plugin (InTree, handed the scenario's args converted as the
+// config loader would) against ours.
 var kinds = func() []*kind {
 	var out []*kind
 	for _, p := range plugins.Set() {
-		up, ok := upstreamFactories[p.Replaces]
-		if !ok {
-			panic(fmt.Sprintf("equivalence: no upstream factory for %s (replaced by %s): add one to upstreamFactories", p.Replaces, p.Name))
+		upstream := func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+			return p.NewInTree(ctx, sc.versionedArgs(p.Replaces), h, fts)
 		}
-		out = append(out, &kind{Name: p.Replaces, Weight: p.Weight, Upstream: up, OursName: p.Name, OursNew: p.New})
+		out = append(out, &kind{Name: p.Replaces, Weight: p.Weight, Upstream: upstream, OursName: p.Name, OursNew: p.New, row: p})
 	}
 	return out
 }()
@@ -101,12 +75,6 @@ func kindByName(name string) *kind {
 	return nil
 }
 
-func plain(f newFunc) factory {
-	return func(ctx context.Context, _ *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
-		return f(ctx, nil, h, fts)
-	}
-}
-
 // Ours is the factory for our implementation of k, handed the scenario's
 // args the way kube-scheduler hands args to out-of-tree plugins.
 func (k *kind) Ours(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
@@ -118,30 +86,25 @@ func (k *kind) Ours(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature
 // for upstream (defaults applied, as the config loader would) and handed raw
 // to ours (as kube-scheduler hands args to out-of-tree plugins).
 
-func internalNodeAffinityArgs(sc *Scenario) (*config.NodeAffinityArgs, error) {
-	return testutil.InternalNodeAffinityArgs(sc.NodeAffinityArgs)
-}
-
-func internalInterPodAffinityArgs(sc *Scenario) (*config.InterPodAffinityArgs, error) {
-	return testutil.InternalInterPodAffinityArgs(sc.InterPodAffinityArgs)
+// versionedArgs returns the scenario's args for the in-tree plugin called
+// name, or nil (no pluginConfig entry: the plugin's defaults) when the
+// generator made none: it generates args for the plugins whose args shape
+// their decisions (NodeAffinity, InterPodAffinity).
+func (sc *Scenario) versionedArgs(name string) runtime.Object {
+	switch {
+	case name == names.NodeAffinity && sc.NodeAffinityArgs != nil:
+		return sc.NodeAffinityArgs
+	case name == names.InterPodAffinity && sc.InterPodAffinityArgs != nil:
+		return sc.InterPodAffinityArgs
+	}
+	return nil
 }
 
 // oursArgs returns the *runtime.Unknown our factory receives, or nil when
 // the profile would have no pluginConfig entry.
 func oursArgs(name string, sc *Scenario) runtime.Object {
-	var v any
-	switch name {
-	case nodeaffinity.Name:
-		if sc.NodeAffinityArgs == nil {
-			return nil
-		}
-		v = sc.NodeAffinityArgs
-	case interpodaffinity.Name:
-		if sc.InterPodAffinityArgs == nil {
-			return nil
-		}
-		v = sc.InterPodAffinityArgs
-	default:
+	v := sc.versionedArgs(name)
+	if v == nil {
 		return nil
 	}
 	raw, err := json.Marshal(v)

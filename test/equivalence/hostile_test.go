@@ -20,7 +20,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
-// Hostile-input fuzz targets (issue 15): one per plugin we ship, each
+// Hostile-input fuzz targets: one per plugin we ship, each
 // comparing that plugin with upstream's in-tree one on a Scenario decoded
 // from the fuzzer's bytes (decodeHostile), with the suite's own plugin-level
 // comparator (comparePlugin: every extension point, statuses rendered by

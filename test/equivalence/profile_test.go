@@ -128,10 +128,17 @@ func buildProfile(sc *Scenario, pr profileRegistry, upstream bool) (*config.Kube
 		}
 		prof = shipped.DeepCopy()
 	}
+	// The plugins that take args: the scenario's (or their defaults)
+	// replace the profile's pluginConfig entry for them.
+	withArgs := map[string]*kind{}
 	argNames := map[string]bool{}
-	for _, name := range []string{"NodeAffinity", "InterPodAffinity"} {
-		argNames[name] = true
-		if ourName, ok := pr.renames[name]; ok {
+	for _, k := range kinds {
+		if k.row.Args == nil {
+			continue
+		}
+		withArgs[k.Name] = k
+		argNames[k.Name] = true
+		if ourName, ok := pr.renames[k.Name]; ok {
 			argNames[ourName] = true
 		}
 	}
@@ -141,24 +148,21 @@ func buildProfile(sc *Scenario, pr profileRegistry, upstream bool) (*config.Kube
 			pcs = append(pcs, pc)
 		}
 	}
-	for _, name := range []string{"NodeAffinity", "InterPodAffinity"} {
-		if ourName, ok := pr.renames[name]; ok && !upstream {
-			if a := oursArgs(name, sc); a != nil {
+	for _, k := range kinds {
+		if withArgs[k.Name] == nil {
+			continue
+		}
+		if ourName, ok := pr.renames[k.Name]; ok && !upstream {
+			if a := oursArgs(k.Name, sc); a != nil {
 				pcs = append(pcs, config.PluginConfig{Name: ourName, Args: a})
 			}
 			continue
 		}
-		var args runtime.Object
-		var err error
-		if name == "NodeAffinity" {
-			args, err = internalNodeAffinityArgs(sc)
-		} else {
-			args, err = internalInterPodAffinityArgs(sc)
-		}
+		args, err := k.row.InternalArgs(sc.versionedArgs(k.Name))
 		if err != nil {
 			return nil, err
 		}
-		pcs = append(pcs, config.PluginConfig{Name: name, Args: args})
+		pcs = append(pcs, config.PluginConfig{Name: k.Name, Args: args})
 	}
 	prof.PluginConfig = pcs
 	return prof, nil

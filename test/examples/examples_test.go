@@ -27,42 +27,40 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+	opts := framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}}
+	os.Exit(framework.Main(m, opts, setup))
 }
 
-func runMain(m *testing.M) int {
-	var err error
-	env, err = framework.Start(framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
-		}
-	}()
+// setup starts placement-scheduler on the cluster and applies the fleet
+// every example shares.
+func setup(e *framework.Env) (stop func(), err error) {
+	env = e
 	// make run and make demo run this config too: the shipped profile and
 	// the profile-pool example's second one.
 	config, err := manifests.Example("profile-pool/scheduler-config.yaml")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	if sched, err = env.LaunchScheduler(framework.SchedulerOptions{Name: "examples", Config: config}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer sched.Stop()
+	// The enforcer too, as make run and make demo run it: the enforce-*
+	// examples move pods while they run.
+	stopEnforcer, err := startEnforcer(config)
+	if err != nil {
+		sched.Stop()
+		return nil, err
+	}
+	stop = func() {
+		if err := stopEnforcer(); err != nil {
+			fmt.Fprintln(os.Stderr, "placement-enforcer:", err)
+		}
+		sched.Stop()
+	}
 	if runner, err = examples.NewRunner(env.Config); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return stop, err
 	}
-	if err := runner.ApplyFleet(context.Background(), manifests.Examples()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return stop, runner.ApplyFleet(context.Background(), manifests.Examples())
 }
 
 // TestExamples runs each folder in its own subtest, in parallel: every
@@ -114,5 +112,9 @@ func TestClusterAlive(t *testing.T) {
 	}
 	if sched.Exited() {
 		t.Fatalf("placement-scheduler exited: %v", sched.Err())
+	}
+	// What `make run` prints is this log, on this cluster and config.
+	if lines := framework.UnhandledErrors(sched.Log()); len(lines) > 0 {
+		t.Errorf("placement-scheduler logged errors on a healthy cluster:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -36,7 +36,9 @@ const (
 // cluster runs: the workload controllers that create pods, the ones that
 // keep namespaces, owners and service accounts working, and the node
 // lifecycle and taint-eviction controllers that taint NotReady nodes and
-// evict pods from NoExecute taints after tolerationSeconds.
+// evict pods from NoExecute taints after tolerationSeconds, and the
+// disruption controller, without which every PodDisruptionBudget answers
+// 429 to every eviction.
 func DefaultControllers() []string {
 	return []string{
 		"deployment-controller",
@@ -49,6 +51,7 @@ func DefaultControllers() []string {
 		"garbage-collector-controller",
 		"node-lifecycle-controller",
 		"taint-eviction-controller",
+		"disruption-controller",
 		"pod-garbage-collector-controller",
 		"serviceaccount-controller",
 		"serviceaccount-token-controller",
@@ -117,7 +120,7 @@ func (e *Env) startCluster(ctx context.Context, opts ClusterOptions) error {
 	}
 	for _, bin := range bins {
 		if _, err := os.Stat(e.toolPath(bin)); err != nil {
-			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane` (or set %s): %w", e.assets, bin, AssetsEnv, err)
+			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane-cluster` (or set %s): %w", e.assets, bin, AssetsEnv, err)
 		}
 	}
 	// Each component gets its own client certificate, as kubeadm gives it:

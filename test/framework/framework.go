@@ -8,17 +8,18 @@
 // one (cluster.go): kube-controller-manager, the upstream kube-scheduler and
 // KWOK as well.
 //
-// One Env serves one test binary (start it in TestMain); each test works in
+// One Env serves one test binary (Main, from TestMain); each test works in
 // its own namespace (NewNamespace) and its helpers remove, in t.Cleanup, only
 // what that test created. `make run` (hack/devcluster) brings up the same
 // control plane with the same Start.
 //
+//	var env *framework.Env
+//
 //	func TestMain(m *testing.M) {
-//		env, err := framework.Start(framework.Options{})
-//		...
-//		code := m.Run()
-//		env.Stop()
-//		os.Exit(code)
+//		os.Exit(framework.Main(m, framework.Options{}, func(e *framework.Env) (func(), error) {
+//			env = e
+//			return nil, nil
+//		}))
 //	}
 package framework
 
@@ -30,6 +31,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -166,6 +168,9 @@ func Start(opts Options) (_ *Env, err error) {
 
 	e.testenv = &envtest.Environment{BinaryAssetsDirectory: e.assets}
 	apiserverArgs := e.testenv.ControlPlane.GetAPIServer().Configure()
+	if err := e.configureRequestHeader(apiserverArgs); err != nil {
+		return nil, err
+	}
 	if opts.Cluster != nil {
 		if err := e.configureAPIServer(apiserverArgs); err != nil {
 			return nil, err
@@ -234,6 +239,34 @@ func (e *Env) Stop() error {
 	return err
 }
 
+// Main is a TestMain's body for a test binary whose tests share one Env:
+// it starts the control plane with opts, hands it to setup (which keeps it
+// for the tests and may start more on it, returning what stops that, or
+// nil), runs the tests, then stops what setup started and the control
+// plane. It returns the exit code for os.Exit; a failure to start is
+// printed to stderr and exits 1.
+func Main(m *testing.M, opts Options, setup func(*Env) (stop func(), err error)) int {
+	env, err := Start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	stop, err := setup(env)
+	if stop != nil {
+		defer stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
 // toolPath is the path of a control-plane tool ("kubectl", "etcd",
 // "kube-apiserver") in the assets directory.
 func (e *Env) toolPath(name string) string { return filepath.Join(e.assets, name) }
@@ -251,7 +284,7 @@ func (e *Env) findAssets() error {
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(e.assets, bin)); err != nil {
-			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane` (or set %s): %w", e.assets, bin, AssetsEnv, err)
+			return fmt.Errorf("control-plane assets %s have no %s: run `make controlplane-envtest` (or set %s): %w", e.assets, bin, AssetsEnv, err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,23 @@ func (e *Env) CreateNodes(t testing.TB, nodes ...*v1.Node) {
 				t.Errorf("deleting node %s: %v", name, err)
 			}
 		})
+	}
+}
+
+// SetNodeLabel sets the label key of node to value, or removes it when
+// value is "" (a node relabelled under running pods).
+func (e *Env) SetNodeLabel(t testing.TB, node, key, value string) {
+	t.Helper()
+	patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{key: nil}}}
+	if value != "" {
+		patch["metadata"].(map[string]any)["labels"].(map[string]any)[key] = value
+	}
+	raw, err := json.Marshal(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, raw, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling node %s %s=%q: %v", node, key, value, err)
 	}
 }
 

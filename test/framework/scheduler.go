@@ -242,6 +242,19 @@ func (s *Scheduler) Log() string {
 	return string(b)
 }
 
+// UnhandledErrors returns the lines of a component's log that
+// utilruntime.HandleError wrote ("Unhandled Error"): errors no caller
+// handled, which a healthy start must not produce.
+func UnhandledErrors(log string) []string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "Unhandled Error") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 // LogTail returns the last n lines of the log.
 func (s *Scheduler) LogTail(n int) string {
 	f, err := os.Open(s.logPath)

@@ -9,40 +9,51 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
-// `helm install` of the chart, defaults only, sets up a scheduler that
+// `helm install` of the chart, defaults only, passes the chart's
+// kubeVersion guard against the test apiserver (stamped with the pinned
+// Kubernetes version, as a release is) and sets up a scheduler that
 // needs nothing but its ServiceAccount: the real binary, run with that
 // account's token and the installed ConfigMap's config and Deployment's
 // args, leads on the release's lease, schedules an opted-in pod, serves
-// /metrics to a holder of the chart's metrics-reader ClusterRole, and is
-// refused nothing. A `helm upgrade` that changes the config changes the
-// pod template's checksum, so the replicas roll.
+// /metrics to a holder of the chart's metrics-reader ClusterRole (with the
+// series the chart's alerts read), passes `helm test`, and is refused
+// nothing. A `helm upgrade` that changes the config changes the pod
+// template's checksum, so the replicas roll.
 func TestChartInstallsASchedulerThatNeedsOnlyItsServiceAccount(t *testing.T) {
 	ctx := context.Background()
+	checkAPIServerVersion(t)
 	env.StopSharedScheduler()
 	in := env.InstallChart(t, framework.ChartDir(t))
 	checkStored(t, in, map[string]int{
-		"ServiceAccount": 1, "ConfigMap": 1, "Deployment": 1, "Service": 1, "PodDisruptionBudget": 1,
-		"ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 2, "ClusterRole": 1,
+		"ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 1, "PodDisruptionBudget": 1,
+		"ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 3, "ClusterRole": 2, // the scheduler's and the enforcer's
 	})
 
 	sched := startLeaderAsInstalled(t, in)
 
 	ns := env.NewNamespace(t, nil)
-	env.CreateNodes(t, framework.SchedulableNode(ns, "a").Obj())
+	// kubernetes.io/os, as every kubelet labels its node: the helm test's
+	// canary selects it.
+	env.CreateNodes(t, framework.SchedulableNode(ns, "a").Label(v1.LabelOSStable, "linux").Obj())
 	env.CreatePod(t, testutil.MakePod(ns, "p").Placement().Obj())
 	if got := env.WaitForBound(t, ns, "p"); got != ns+"-a" {
 		t.Errorf("p bound to %q, want %s-a", got, ns)
@@ -51,7 +62,10 @@ func TestChartInstallsASchedulerThatNeedsOnlyItsServiceAccount(t *testing.T) {
 
 	sched.WaitForGet(t, "/healthz", "", 200)
 	sched.WaitForGet(t, "/readyz", "", 200)
-	sched.WaitForGet(t, "/metrics", metricsScraper(t, ns), 200)
+	scraper := metricsScraper(t, ns)
+	sched.WaitForGet(t, "/metrics", scraper, 200)
+	checkAlertInputs(t, sched, scraper)
+	helmTestAsKubelet(t, ns+"-a")
 	if lines := forbiddenLines(sched.Log()); len(lines) > 0 {
 		t.Errorf("the scheduler was refused something with the chart's RBAC:\n%s", strings.Join(lines, "\n"))
 	}
@@ -139,4 +153,150 @@ func batchProfile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// checkAPIServerVersion fails unless the test apiserver reports the
+// Kubernetes version this module pins (go.mod's k8s.io/kubernetes): the
+// chart's kubeVersion guard is checked against it. An unstamped build says
+// v0.0.0-master, which the guard refuses.
+func checkAPIServerVersion(t *testing.T) {
+	t.Helper()
+	gomod, err := os.ReadFile(filepath.Join(framework.ChartDir(t), "..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pinned string
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "k8s.io/kubernetes" {
+			pinned = f[1]
+		}
+	}
+	got, err := env.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pinned == "" || got.GitVersion != pinned {
+		t.Fatalf("the test apiserver reports %s, want %q (go.mod's k8s.io/kubernetes): rebuild bin/kube-apiserver with `make controlplane`, which stamps it", got.GitVersion, pinned)
+	}
+}
+
+// checkAlertInputs scrapes the binary's /metrics, as the chart's
+// ServiceMonitor does, and fails unless it serves, under the names and
+// labels the chart's alerts and dashboard use, the leader gauge (this
+// replica leads), the queue gauge and the panic counter at zero for every
+// plugin of ours.
+func checkAlertInputs(t *testing.T, sched *framework.Scheduler, token string) {
+	t.Helper()
+	code, body, err := sched.GetBody("/metrics", token)
+	if err != nil || code != 200 {
+		t.Fatalf("GET /metrics: %d %v", code, err)
+	}
+	want := []string{
+		`leader_election_master_status{name="kube-scheduler"} 1`,
+		`scheduler_pending_pods{queue="unschedulable"} `,
+		`scheduler_schedule_attempts_total{profile="placement-scheduler",result="scheduled"} `,
+	}
+	for _, p := range plugins.Set() {
+		want = append(want, fmt.Sprintf(`placement_scheduler_plugin_panics_total{extension_point="Filter",plugin=%q} 0`, p.Name))
+	}
+	for _, w := range want {
+		if !strings.Contains(string(body), "\n"+w) {
+			t.Errorf("/metrics has no line starting %q", w)
+		}
+	}
+}
+
+// helmTestAsKubelet runs `helm test` on the release, standing in for what
+// envtest lacks: the kubelet, and the default scheduler for the pod that
+// asks for it. The canary must be bound by placement-scheduler (only it
+// serves that schedulerName); it then "runs" (phase Succeeded). The lease
+// check's container runs here: kubectl (bin/kubectl, built from the same
+// Kubernetes version as the image's) with the pod's args and its
+// ServiceAccount's token, so the test's Role is what is exercised; its exit
+// status becomes the pod's phase. `helm test` must then report both passed.
+func helmTestAsKubelet(t *testing.T, node string) {
+	t.Helper()
+	h, err := framework.FindHelm(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		out, errOut string
+		err         error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, err := h.Run("test", framework.Name, "--namespace", framework.Namespace, "--kubeconfig", env.Kubeconfig, "--timeout", "3m")
+		done <- result{out, errOut, err}
+	}()
+	pods := env.Client.CoreV1().Pods(framework.Namespace)
+	finish := func(p *v1.Pod, phase v1.PodPhase) {
+		t.Helper()
+		if p.Spec.NodeName == "" {
+			// What the default scheduler would do.
+			err := pods.Bind(context.Background(), &v1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+				Target:     v1.ObjectReference{Kind: "Node", Name: node},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("binding %s: %v", p.Name, err)
+			}
+		}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := pods.Get(context.Background(), p.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Phase = phase
+			_, err = pods.UpdateStatus(context.Background(), cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("setting %s's phase to %s: %v", p.Name, phase, err)
+		}
+	}
+
+	canary := env.WaitForPod(t, framework.Namespace, framework.Name+"-test-canary", "bound", func(p *v1.Pod) bool { return p.Spec.NodeName != "" })
+	if canary.Spec.SchedulerName != testutil.SchedulerName {
+		t.Errorf("canary schedulerName %q, want %q", canary.Spec.SchedulerName, testutil.SchedulerName)
+	}
+	env.WaitForEvent(t, framework.Namespace, canary.Name, "Scheduled", "Successfully assigned")
+	finish(canary, v1.PodSucceeded)
+
+	lease := env.WaitForPod(t, framework.Namespace, framework.Name+"-test-lease", "created", func(*v1.Pod) bool { return true })
+	kubeconfig := env.ServiceAccountKubeconfig(t, framework.Namespace, lease.Spec.ServiceAccountName)
+	// The later --kubeconfig wins over the admin one env.Kubectl passes.
+	out, errOut, err := env.Kubectl(t, append(slices.Clone(lease.Spec.Containers[0].Args), "--kubeconfig", kubeconfig)...)
+	phase := v1.PodSucceeded
+	if err != nil {
+		phase = v1.PodFailed
+		t.Errorf("the lease check, as the test ServiceAccount: kubectl %s: %v\n%s%s", strings.Join(lease.Spec.Containers[0].Args, " "), err, out, errOut)
+	}
+	finish(lease, phase)
+
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("helm test: %v\n%s%s", r.err, r.out, r.errOut)
+	}
+	phases := helmTestPhases(r.out)
+	for _, name := range []string{canary.Name, lease.Name} {
+		if phases[name] != "Succeeded" {
+			t.Errorf("helm test reports %s %q, want Succeeded:\n%s", name, phases[name], r.out)
+		}
+	}
+}
+
+// helmTestPhases reads `helm test`'s report: each "TEST SUITE: <hook>"
+// block's "Phase:".
+func helmTestPhases(out string) map[string]string {
+	phases := map[string]string{}
+	var suite string
+	for _, line := range strings.Split(out, "\n") {
+		if name, ok := strings.CutPrefix(line, "TEST SUITE:"); ok {
+			suite = strings.TrimSpace(name)
+		} else if phase, ok := strings.CutPrefix(line, "Phase:"); ok && suite != "" {
+			phases[suite] = strings.TrimSpace(phase)
+		}
+	}
+	return phases
 }

@@ -41,8 +41,8 @@ func TestManifestsInstallOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	in := env.InstallManifests(t)
 	checkStored(t, in, map[string]int{
-		"Namespace": 1, "ServiceAccount": 1, "ConfigMap": 1, "Deployment": 1, "Service": 1, "PodDisruptionBudget": 1,
-		"ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 2, "ClusterRole": 1,
+		"Namespace": 1, "ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 1, "PodDisruptionBudget": 1,
+		"ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 3, "ClusterRole": 2, // the scheduler's and the enforcer's
 	})
 
 	// One source of truth: the ConfigMap is the shipped file, byte for byte,
@@ -242,7 +242,7 @@ func TestInstalledSchedulerNeedsOnlyItsServiceAccount(t *testing.T) {
 		t.Errorf("with-device bound to %q, want %q (the only node with the device)", got, deviceNode.Name)
 	}
 	for _, p := range []string{"plain", "with-volume", "with-device"} {
-		// reportingComponent is what the README tells operators to look for.
+		// reportingComponent is what docs/operations.md tells operators to look for.
 		if e := env.WaitForEvent(t, ns, p, "Scheduled", "Successfully assigned"); e.ReportingController != testutil.SchedulerName {
 			t.Errorf("%s: Scheduled event reported by %q, want %q", p, e.ReportingController, testutil.SchedulerName)
 		}
@@ -296,6 +296,9 @@ func TestInstalledSchedulerNeedsOnlyItsServiceAccount(t *testing.T) {
 
 	if lines := forbiddenLines(sched.Log()); len(lines) > 0 {
 		t.Errorf("the scheduler was refused something with the installed RBAC:\n%s", strings.Join(lines, "\n"))
+	}
+	if lines := framework.UnhandledErrors(sched.Log()); len(lines) > 0 {
+		t.Errorf("a healthy start logged errors:\n%s", strings.Join(lines, "\n"))
 	}
 }
 
@@ -555,7 +558,7 @@ func eventsByPod(t *testing.T, ns string) map[string]map[string]int {
 }
 
 // An upgrade is `kubectl apply -k` of the new manifests, pruning our
-// ConfigMaps (the README's command): a changed config gets a new ConfigMap
+// ConfigMaps (docs/install.md's command): a changed config gets a new ConfigMap
 // name, so the Deployment's pod template changes and the replicas roll; the
 // previous ConfigMap is pruned; nothing else is touched.
 func TestUpgradeRollsTheConfigAndPrunesTheOld(t *testing.T) {

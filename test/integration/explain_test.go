@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
@@ -26,11 +28,40 @@ type explainResult struct {
 	NodeResults      []struct {
 		Node     string `json:"node"`
 		Feasible bool   `json:"feasible"`
+		Filters  []struct {
+			Plugin    string        `json:"plugin"`
+			Resources []resourceFit `json:"resources"`
+		} `json:"filters"`
 	} `json:"nodeResults"`
 	Hints []struct {
 		Change string `json:"change"`
 		Nodes  int    `json:"nodes"`
 	} `json:"hints"`
+	Config   string   `json:"config"`
+	BoundTo  string   `json:"boundTo"`
+	Notes    []string `json:"notes"`
+	Warnings []string `json:"warnings"`
+	// PostFilter is the preemption dry run.
+	PostFilter *struct {
+		WouldPreempt bool   `json:"wouldPreempt"`
+		Node         string `json:"node"`
+		Victims      []struct {
+			Pod string `json:"pod"`
+		} `json:"victims"`
+		NotHelpful []struct {
+			Node   string `json:"node"`
+			Reason string `json:"reason"`
+		} `json:"notHelpful"`
+		Message string `json:"message"`
+	} `json:"postFilter"`
+}
+
+type resourceFit struct {
+	Resource string `json:"resource"`
+	Short    string `json:"short"`
+	Holders  []struct {
+		Pod string `json:"pod"`
+	} `json:"holders"`
 }
 
 // binDir is where `make build controlplane` puts the binaries: the
@@ -115,9 +146,19 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 	env.CreatePod(t, testutil.MakePod(ns, "stuck").Placement().NodeSelector(map[string]string{"disktype": "ssd"}).Obj())
 	ev := env.WaitForEvent(t, ns, "stuck", "FailedScheduling", "nodes are available")
 
-	// The bound pod: explain picks the node the scheduler bound it to.
-	if got := explainJSON(t, "explain", "bound", "-n", ns, "--kubeconfig", env.Kubeconfig); got.Selected != boundTo {
+	// The bound pod: explain picks the node the scheduler bound it to, and
+	// says the verdict is today's.
+	got := explainJSON(t, "explain", "bound", "-n", ns, "--kubeconfig", env.Kubeconfig)
+	if got.Selected != boundTo {
 		t.Errorf("explain picks %q for the bound pod, the scheduler bound it to %q", got.Selected, boundTo)
+	}
+	if got.BoundTo != boundTo || !anyContains(got.Notes, "recomputed against today's cluster") {
+		t.Errorf("explain of a bound pod: boundTo %q, notes %q; want %q and a note that the verdict is recomputed", got.BoundTo, got.Notes, boundTo)
+	}
+	// No scheduler ConfigMap is installed here: the output names the
+	// shipped profile and warns.
+	if !strings.Contains(got.Config, "shipped") || !anyContains(got.Warnings, "--scheduler-namespace") {
+		t.Errorf("config %q, warnings %q: want the shipped profile named and a warning on the fallback", got.Config, got.Warnings)
 	}
 
 	live := explainJSON(t, "explain", "stuck", "-n", ns, "--kubeconfig", env.Kubeconfig)
@@ -130,6 +171,9 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 		t.Errorf("explain says the scheduler reports\n  %q\nthe scheduler's FailedScheduling event says\n  %q", live.SchedulerMessage, ev.Message)
 	}
 	t.Logf("FailedScheduling: %s\nexplain:          %s", ev.Message, live.SchedulerMessage)
+	if live.PostFilter == nil || ev.Message != live.SchedulerMessage+" "+live.PostFilter.Message {
+		t.Errorf("the event is not explain's message with its preemption part: %+v", live.PostFilter)
+	}
 	var tolerate int
 	for _, h := range live.Hints {
 		if h.Change == "tolerating dedicated=gpu:NoSchedule" {
@@ -150,6 +194,12 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 		t.Fatal(err)
 	}
 	offline := explainJSON(t, "explain", "stuck", "-n", ns, "--from-file", snap)
+	// Both judge with the shipped profile; they warn for different reasons
+	// (no ConfigMap in the cluster, none in a snapshot).
+	if len(live.Warnings) != 1 || len(offline.Warnings) != 1 {
+		t.Errorf("want one fallback warning each: live %q, offline %q", live.Warnings, offline.Warnings)
+	}
+	live.Warnings, offline.Warnings = nil, nil
 	liveJSON, _ := json.Marshal(live)
 	offlineJSON, _ := json.Marshal(offline)
 	if string(liveJSON) != string(offlineJSON) {
@@ -219,4 +269,161 @@ current-context: c
 			}
 		})
 	}
+}
+
+func anyContains(list []string, sub string) bool {
+	for _, s := range list {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// resourceDetail is node's NodeResourcesFit detail in r.
+func (r explainResult) resourceDetail(node string) []resourceFit {
+	for _, nr := range r.NodeResults {
+		if nr.Node != node {
+			continue
+		}
+		for _, f := range nr.Filters {
+			if f.Plugin == "NodeResourcesFit" {
+				return f.Resources
+			}
+		}
+	}
+	return nil
+}
+
+// writePod writes pod as a what-if file for -f.
+func writePod(t *testing.T, pod *v1.Pod) string {
+	t.Helper()
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	data, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), pod.Name+".json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Resources and preemption, explained and then done by the running
+// scheduler: a pod short of CPU everywhere gets the shortfall and the pods
+// holding it, and a preemption dry run whose "why not" is the scheduler's
+// own FailedScheduling text; a higher-priority pod gets the node and the
+// victims the scheduler then nominates and evicts. A user with rights in
+// the namespace only gets the same answer, and is told what it could not
+// see.
+func TestExplainResourcesAndPreemption(t *testing.T) {
+	env.SharedScheduler(t)
+	ns := env.NewNamespace(t, nil)
+	pool := map[string]string{"explain-pool": ns}
+	a := framework.SchedulableNode(ns, "a").Labels(pool).Obj()
+	b := framework.SchedulableNode(ns, "b").Labels(pool).Obj()
+	env.CreateNodes(t, a, b)
+	low, mid, top := testutil.MakePriorityClass(ns+"-low", 100), testutil.MakePriorityClass(ns+"-mid", 500), testutil.MakePriorityClass(ns+"-top", 2000)
+	env.Create(t, low, mid, top)
+	on := func(n *v1.Node) map[string]string { return map[string]string{v1.LabelHostname: n.Labels[v1.LabelHostname]} }
+	env.CreatePod(t, testutil.MakePod(ns, "low-1").Placement().NodeSelector(on(a)).Request("6", "1Gi").PriorityClassName(low.Name).Obj())
+	env.CreatePod(t, testutil.MakePod(ns, "top-1").Placement().NodeSelector(on(b)).Request("6", "1Gi").PriorityClassName(top.Name).Obj())
+	env.WaitForBound(t, ns, "low-1")
+	env.WaitForBound(t, ns, "top-1")
+
+	// Priority 0, four CPUs on nodes with two free: short everywhere, and
+	// nobody it may preempt.
+	stuck := testutil.MakePod(ns, "stuck").Placement().NodeSelector(pool).Request("4", "1Gi").Obj()
+	whatIf := explainJSON(t, "explain", "-f", writePod(t, stuck.DeepCopy()), "-n", ns, "--kubeconfig", env.Kubeconfig)
+	if whatIf.Feasible != 0 {
+		t.Fatalf("explain finds %d feasible nodes for 4 CPUs on two nodes with 2 free", whatIf.Feasible)
+	}
+	for node, holder := range map[string]string{a.Name: ns + "/low-1", b.Name: ns + "/top-1"} {
+		d := whatIf.resourceDetail(node)
+		if len(d) != 1 || d[0].Resource != "cpu" || d[0].Short != "2" || len(d[0].Holders) == 0 || d[0].Holders[0].Pod != holder {
+			t.Errorf("node %s: resource detail %+v, want cpu short by 2, held by %s", node, d, holder)
+		}
+	}
+	if pf := whatIf.PostFilter; pf == nil || pf.WouldPreempt || pf.Message == "" {
+		t.Fatalf("preemption dry run %+v: want it not to help, with the scheduler's message", pf)
+	}
+
+	env.CreatePod(t, stuck)
+	ev := env.WaitForEvent(t, ns, "stuck", "FailedScheduling", "preemption:")
+	live := explainJSON(t, "explain", "stuck", "-n", ns, "--kubeconfig", env.Kubeconfig)
+	if live.PostFilter == nil {
+		t.Fatal("no preemption section for an unschedulable pod")
+	}
+	if want := live.SchedulerMessage + " " + live.PostFilter.Message; ev.Message != want {
+		t.Errorf("FailedScheduling says\n  %q\nexplain, with its preemption dry run, says\n  %q", ev.Message, want)
+	}
+
+	// The same through a user who may read pods and the like in ns only
+	// (and list nodes): same verdict, and a note on what it could not see.
+	user := namespaceReader(t, ns)
+	scoped := explainJSON(t, "explain", "stuck", "-n", ns, "--kubeconfig", user)
+	if scoped.SchedulerMessage != live.SchedulerMessage || scoped.PostFilter == nil || scoped.PostFilter.Message != live.PostFilter.Message {
+		t.Errorf("namespace-scoped explain differs:\n  %q %+v\nfull-rights explain:\n  %q %+v", scoped.SchedulerMessage, scoped.PostFilter, live.SchedulerMessage, live.PostFilter)
+	}
+	if !anyContains(scoped.Notes, "pods in namespaces other than "+ns+" not visible") {
+		t.Errorf("namespace-scoped explain does not say what it could not see: notes %q", scoped.Notes)
+	}
+
+	// Priority 500 may evict low-1 (100) on a, not top-1 (2000) on b.
+	urgent := testutil.MakePod(ns, "urgent").Placement().NodeSelector(pool).Request("4", "1Gi").PriorityClassName(mid.Name).Obj()
+	plan := explainJSON(t, "explain", "-f", writePod(t, urgent.DeepCopy()), "-n", ns, "--kubeconfig", env.Kubeconfig)
+	pf := plan.PostFilter
+	if pf == nil || !pf.WouldPreempt || pf.Node != a.Name || len(pf.Victims) != 1 || pf.Victims[0].Pod != ns+"/low-1" {
+		t.Fatalf("preemption dry run %+v: want node %s, victim %s/low-1", pf, a.Name, ns)
+	}
+	// The dry run evicted nothing.
+	if p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), "low-1", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("after the dry run low-1 is %v (err %v), want it untouched", p.DeletionTimestamp, err)
+	}
+	env.CreatePod(t, urgent)
+	env.WaitForPod(t, ns, "urgent", "nominatedNodeName", func(p *v1.Pod) bool {
+		return p.Status.NominatedNodeName == pf.Node || p.Spec.NodeName == pf.Node
+	})
+	env.WaitForPod(t, ns, "low-1", "deletion", func(p *v1.Pod) bool { return p.DeletionTimestamp != nil })
+	if p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), "top-1", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("top-1 is being deleted (err %v); explain said only low-1 would be", err)
+	}
+}
+
+// namespaceReader is a kubeconfig for a ServiceAccount that may read
+// everything in ns and list nodes, nothing else.
+func namespaceReader(t *testing.T, ns string) string {
+	t.Helper()
+	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}},
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}},
+	}
+	nodes := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-nodes"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}},
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-nodes"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nodes.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}},
+	}
+	env.Create(t, sa, role, rb, nodes, crb)
+	// The authorizer learns of new bindings through its informers.
+	env.Poll(t, "RBAC to let "+sa.Name+" list nodes", func(ctx context.Context) (bool, error) {
+		sar, err := env.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               "system:serviceaccount:" + ns + ":" + sa.Name,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"},
+			},
+		}, metav1.CreateOptions{})
+		return err == nil && sar.Status.Allowed, err
+	})
+	return env.ServiceAccountKubeconfig(t, ns, sa.Name)
 }

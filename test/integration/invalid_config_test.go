@@ -55,7 +55,7 @@ func addedAffinityRequired(lines string) string {
 	return "          addedAffinity:\n            requiredDuringSchedulingIgnoredDuringExecution:\n              nodeSelectorTerms:\n" + lines
 }
 
-// Every field of our plugins' args and every profile shape the README and
+// Every field of our plugins' args and every profile shape docs/operations.md and
 // docs/behavior.md warn about, each failing at start-up (app.Setup, what the
 // binary runs from --config) with an error that names the field and says
 // what to do.
@@ -284,7 +284,7 @@ func TestConfigShapesAcceptedLikeUpstream(t *testing.T) {
 				"          - name: PlacementNodeAffinity\n            weight: 2\n          - name: PlacementInterPodAffinity\n            weight: 2\n" +
 				"        disabled:\n          - name: NodeName\n          - name: TaintToleration\n          - name: NodeAffinity\n          - name: InterPodAffinity\n",
 			why: "a valid profile: each plugin runs once with its weight; only the filter order differs from " +
-				"upstream's (README, \"Configuring a profile\"), which the shipped-config test holds our own configs to",
+				"upstream's (docs/operations.md, \"Configuring a profile\"), which the shipped-config test holds our own configs to",
 		},
 	}
 	for _, tc := range cases {

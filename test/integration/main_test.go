@@ -5,7 +5,6 @@
 package integration
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -17,19 +16,8 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-		}
-	}()
-	return m.Run()
+	os.Exit(framework.Main(m, framework.Options{}, func(e *framework.Env) (func(), error) {
+		env = e
+		return nil, nil
+	}))
 }

@@ -157,6 +157,14 @@ func TestPluginPanicIsContained(t *testing.T) {
 		t.Fatalf("the scheduler stopped: %v", err)
 	default:
 	}
+	// Each contained panic is counted, by plugin and extension point, in
+	// the registry the scheduler's /metrics serves (this process's: the
+	// scheduler runs in it).
+	for _, point := range []string{"Filter", "Score"} {
+		if n := panicsCounted(t, nodeaffinity.Name, point); n < 1 {
+			t.Errorf("placement_scheduler_plugin_panics_total{plugin=%q,extension_point=%q} = %v after a contained panic there, want >= 1", nodeaffinity.Name, point, n)
+		}
+	}
 	for _, name := range []string{"panics-in-filter", "panics-in-score"} {
 		p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -169,4 +177,15 @@ func TestPluginPanicIsContained(t *testing.T) {
 			t.Errorf("%s: PodScheduled condition %+v does not report the failing plugin", name, c)
 		}
 	}
+}
+
+// panicsCounted reads placement_scheduler_plugin_panics_total{plugin, point}
+// from the registry /metrics serves (0 when there is no such series).
+func panicsCounted(t *testing.T, plugin, point string) float64 {
+	t.Helper()
+	v, _, err := testutil.CounterValue("placement_scheduler_plugin_panics_total", map[string]string{"plugin": plugin, "extension_point": point})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -74,7 +74,7 @@ func UpstreamDir(repoRoot string) (string, error) {
 
 // EnsureEtcd makes etcd findable on PATH, where scheduler_perf looks for it
 // (it starts a fresh etcd per workload). When it is not on PATH already, the
-// repository's bin/ (built by `make controlplane`) is prepended.
+// repository's bin/ (built by `make etcd`) is prepended.
 func EnsureEtcd(repoRoot string) (string, error) {
 	if p, err := exec.LookPath("etcd"); err == nil {
 		return p, nil
@@ -86,7 +86,7 @@ func EnsureEtcd(repoRoot string) (string, error) {
 		}
 		return exec.LookPath("etcd")
 	}
-	return "", fmt.Errorf("etcd is neither on PATH nor at %s: run `make controlplane` to build bin/etcd "+
+	return "", fmt.Errorf("etcd is neither on PATH nor at %s: run `make etcd` to build bin/etcd "+
 		"(scheduler_perf starts its own etcd for every workload and finds it on PATH)", filepath.Join(bin, "etcd"))
 }
 

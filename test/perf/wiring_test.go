@@ -19,8 +19,11 @@ import (
 // workload. Together they reach every plugin we replace: required and
 // preferred inter-pod (anti-)affinity, namespaceSelector terms, node
 // affinity, and SchedulingBasic for the path without affinity (NodeName and
-// TaintToleration run for every pod). PERF_WIRING_ALL=1 runs every prepared
-// test case instead.
+// TaintToleration run for every pod); and two of our own test cases: one
+// interleaved (the three differ only in how many Deployments, and its
+// 10Nodes size has 20, of all four shapes) and the cold start, whose init
+// pods are bound at creation. PERF_WIRING_ALL=1 runs every prepared test
+// case instead.
 var wiringCases = []string{
 	"SchedulingPodAntiAffinity",
 	"SchedulingPreferredPodAffinity",
@@ -28,6 +31,8 @@ var wiringCases = []string{
 	"SchedulingRequiredPodAntiAffinityWithNSSelector",
 	"MixedSchedulingBasePod",
 	"SchedulingBasic",
+	"InterleavedDeployments1000",
+	"ColdStartDeployments100",
 }
 
 // TestSchedulerPerfWiring proves the benchmark's wiring, not its numbers: it
@@ -66,7 +71,7 @@ func TestSchedulerPerfWiring(t *testing.T) {
 		alternatives = append(alternatives, fmt.Sprintf("^BenchmarkPerfScheduling$/^%s$///^%s$", regexp.QuoteMeta(c.Name), regexp.QuoteMeta(w)))
 	}
 	if !all && len(want) != len(wiringCases) {
-		t.Fatalf("found %d of the %d wiring test cases in upstream's files: %v", len(want), len(wiringCases), want)
+		t.Fatalf("found %d of the %d wiring test cases in the prepared files: %v", len(want), len(wiringCases), want)
 	}
 
 	dir := t.TempDir()

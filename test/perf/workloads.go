@@ -51,23 +51,54 @@ const (
 // Profiles are the profiles every test case is prepared for.
 var Profiles = []Profile{Upstream, Ours}
 
-// Source is one upstream performance-config file and the test cases taken
-// from it.
+// Source is one performance-config file, upstream's or ours, and the test
+// cases taken from it.
 type Source struct {
-	// Topic is the name upstream's own Benchmark passes for this file.
+	// Topic is the name upstream's own Benchmark passes for this file (for
+	// ours, a name of our own). It goes into scheduler_perf's file names.
 	Topic string
-	// File is relative to the scheduler_perf directory.
+	// File is relative to the scheduler_perf directory, or for Own to
+	// test/perf.
 	File string
+	// Own marks a file of this repository (test/perf/workloads) rather than
+	// one of upstream's.
+	Own bool
 	// Cases restricts the file to these test cases; nil takes them all.
 	Cases []string
+	// Scale adds larger workloads to some of the file's test cases.
+	Scale []Scaling
 }
 
-// DefaultSources are the workloads of issue 7: every affinity test case
-// (those without a workload at the chosen scale simply do not run) and
-// SchedulingBasic, the ceiling without affinity.
+// Scaling adds a workload to each of Cases: the parameters of the test
+// case's workload From, each multiplied by Factor, under the name Name.
+// Upstream stops at 5000 nodes; this is how its workloads run at more,
+// unchanged otherwise.
+type Scaling struct {
+	Cases  []string
+	From   string
+	Name   string
+	Factor int
+}
+
+// scaled15000 is upstream's 5000Nodes workload with node and pod counts x3.
+func scaled15000(cases ...string) []Scaling {
+	return []Scaling{{Cases: cases, From: "5000Nodes", Name: "15000Nodes", Factor: 3}}
+}
+
+// OwnWorkloadsFile holds our own test cases, relative to test/perf.
+const OwnWorkloadsFile = "workloads/performance-config.yaml"
+
+// DefaultSources are upstream's affinity test cases (those without a
+// workload at the chosen scale simply do not run), SchedulingBasic, the
+// ceiling without affinity, and our own test cases. Upstream's four
+// inter-pod affinity cases and SchedulingBasic also get a 15000Nodes
+// workload.
 var DefaultSources = []Source{
-	{Topic: "affinity", File: "affinity/performance-config.yaml"},
-	{Topic: "misc", File: "misc/performance-config.yaml", Cases: []string{"SchedulingBasic"}},
+	{Topic: "affinity", File: "affinity/performance-config.yaml",
+		Scale: scaled15000("SchedulingPodAntiAffinity", "SchedulingPodAffinity", "SchedulingPreferredPodAffinity", "SchedulingPreferredPodAntiAffinity")},
+	{Topic: "misc", File: "misc/performance-config.yaml", Cases: []string{"SchedulingBasic"},
+		Scale: scaled15000("SchedulingBasic")},
+	{Topic: "placement", File: OwnWorkloadsFile, Own: true},
 }
 
 // OurProfileName is the profile name in manifests/scheduler-config.yaml.
@@ -101,6 +132,8 @@ type Workload struct {
 type Options struct {
 	// UpstreamDir is scheduler_perf's directory in the module cache.
 	UpstreamDir string
+	// OwnDir is test/perf, where Own sources' files are.
+	OwnDir string
 	// Dir receives the temporary copies.
 	Dir string
 	// Sources default to DefaultSources.
@@ -147,11 +180,25 @@ func Prepare(opts Options) (*Setup, error) {
 	return setup, nil
 }
 
+// SourcePath is where src's file is.
+func SourcePath(opts Options, src Source) (string, error) {
+	if !src.Own {
+		return filepath.Join(opts.UpstreamDir, src.File), nil
+	}
+	if opts.OwnDir == "" {
+		return "", fmt.Errorf("source %s is test/perf's own, but Options.OwnDir is not set", src.File)
+	}
+	return filepath.Join(opts.OwnDir, src.File), nil
+}
+
 func prepareSource(opts Options, src Source, ourConfig string) ([]Case, error) {
-	path := filepath.Join(opts.UpstreamDir, src.File)
+	path, err := SourcePath(opts, src)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading upstream workloads: %w", err)
+		return nil, fmt.Errorf("reading workloads: %w", err)
 	}
 	var testCases []map[string]any
 	if err := yaml.Unmarshal(raw, &testCases); err != nil {
@@ -179,6 +226,13 @@ func prepareSource(opts Options, src Source, ourConfig string) ([]Case, error) {
 		if err := setCollectorConfig(tc, opts.PluginNames); err != nil {
 			return nil, fmt.Errorf("%s: test case %s: %w", path, name, err)
 		}
+		for _, sc := range src.Scale {
+			if slices.Contains(sc.Cases, name) {
+				if err := addScaledWorkload(tc, sc); err != nil {
+					return nil, fmt.Errorf("%s: test case %s: %w", path, name, err)
+				}
+			}
+		}
 		c := Case{Name: name, Topic: src.Topic, Files: map[Profile]string{}}
 		c.Workloads, err = workloads(tc)
 		if err != nil {
@@ -202,7 +256,63 @@ func prepareSource(opts Options, src Source, ourConfig string) ([]Case, error) {
 			return nil, fmt.Errorf("%s: no test case %s", path, want)
 		}
 	}
+	for _, sc := range src.Scale {
+		for _, want := range sc.Cases {
+			if !found[want] {
+				return nil, fmt.Errorf("%s: no test case %s to add %s to", path, want, sc.Name)
+			}
+		}
+	}
 	return cases, nil
+}
+
+// addScaledWorkload appends sc's workload to the test case: a copy of
+// workload sc.From (labels, feature gates, threshold selector) with every
+// parameter multiplied by sc.Factor and no threshold (upstream's thresholds
+// are for its own sizes). Every parameter must be a whole number: a
+// parameter that is not a count cannot be scaled, and guessing would
+// measure something else than upstream's workload at a larger size.
+func addScaledWorkload(tc map[string]any, sc Scaling) error {
+	if sc.Factor < 2 {
+		return fmt.Errorf("scaling %s to %s: factor %d, want at least 2", sc.From, sc.Name, sc.Factor)
+	}
+	list, _ := tc["workloads"].([]any)
+	var from map[string]any
+	for _, w := range list {
+		m, _ := w.(map[string]any)
+		switch m["name"] {
+		case sc.Name:
+			return fmt.Errorf("has a workload %s already", sc.Name)
+		case sc.From:
+			from = m
+		}
+	}
+	if from == nil {
+		return fmt.Errorf("no workload %s to scale to %s", sc.From, sc.Name)
+	}
+	scaled := map[string]any{}
+	for k, v := range from {
+		switch k {
+		case "threshold":
+		case "params":
+			params, _ := v.(map[string]any)
+			out := map[string]any{}
+			for p, pv := range params {
+				// sigs.k8s.io/yaml decodes numbers as float64.
+				f, ok := pv.(float64)
+				if !ok || f != float64(int64(f)) {
+					return fmt.Errorf("workload %s: parameter %s = %v is not a count, cannot scale it to %s", sc.From, p, pv, sc.Name)
+				}
+				out[p] = f * float64(sc.Factor)
+			}
+			scaled[k] = out
+		default:
+			scaled[k] = v
+		}
+	}
+	scaled["name"] = sc.Name
+	tc["workloads"] = append(list, scaled)
+	return nil
 }
 
 func workloads(tc map[string]any) ([]Workload, error) {

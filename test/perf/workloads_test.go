@@ -29,6 +29,7 @@ func prepareForTest(t testing.TB) *Setup {
 	}
 	setup, err := Prepare(Options{
 		UpstreamDir: env.upstreamDir,
+		OwnDir:      filepath.Join(env.repoRoot, "test", "perf"),
 		Dir:         t.TempDir(),
 		PluginNames: benchmark.PluginNames,
 	})
@@ -45,7 +46,16 @@ func TestPrepareKeepsUpstreamTestCases(t *testing.T) {
 	setup := prepareForTest(t)
 	originals := map[string]map[string]any{}
 	dirs := map[string]string{}
+	scaled := map[string][]Scaling{}
 	for _, src := range DefaultSources {
+		if src.Own {
+			continue
+		}
+		for _, sc := range src.Scale {
+			for _, c := range sc.Cases {
+				scaled[c] = append(scaled[c], sc)
+			}
+		}
 		path := filepath.Join(env.upstreamDir, src.File)
 		for _, tc := range readCases(t, path) {
 			name := tc["name"].(string)
@@ -55,8 +65,14 @@ func TestPrepareKeepsUpstreamTestCases(t *testing.T) {
 			}
 		}
 	}
-	if len(setup.Cases) != len(originals) {
-		t.Fatalf("prepared %d test cases, upstream files select %d", len(setup.Cases), len(originals))
+	var upstreamCases []Case
+	for _, c := range setup.Cases {
+		if c.Topic != ownTopic {
+			upstreamCases = append(upstreamCases, c)
+		}
+	}
+	if len(upstreamCases) != len(originals) {
+		t.Fatalf("prepared %d upstream test cases, upstream files select %d", len(upstreamCases), len(originals))
 	}
 	for _, want := range []string{"SchedulingPodAntiAffinity", "SchedulingPodAffinity", "SchedulingNodeAffinity",
 		"MixedSchedulingBasePod", "SchedulingPreferredAffinityWithNSSelector", "SchedulingBasic"} {
@@ -65,7 +81,7 @@ func TestPrepareKeepsUpstreamTestCases(t *testing.T) {
 		}
 	}
 	ours := ourPluginNames()
-	for _, c := range setup.Cases {
+	for _, c := range upstreamCases {
 		for _, p := range Profiles {
 			got := readCases(t, c.Files[p])
 			if len(got) != 1 {
@@ -93,11 +109,57 @@ func TestPrepareKeepsUpstreamTestCases(t *testing.T) {
 			}
 			delete(tc, "schedulerConfigPath")
 			delete(tc, "metricsCollectorConfig")
+			tc["workloads"] = withoutScaled(t, c.Name, tc["workloads"], scaled[c.Name])
 			if diff := compareModuloPaths(originals[c.Name], tc, dirs[c.Name], ""); diff != "" {
 				t.Errorf("%s/%s differs from upstream beyond path rewriting: %s", c.Name, p, diff)
 			}
 		}
 	}
+}
+
+// ownTopic is the topic of test/perf's own source in DefaultSources.
+const ownTopic = "placement"
+
+// withoutScaled checks that the workloads the harness added are the
+// scalings asked for, and returns the list without them.
+func withoutScaled(t *testing.T, name string, v any, scalings []Scaling) []any {
+	t.Helper()
+	list, _ := v.([]any)
+	byName := map[string]map[string]any{}
+	for _, w := range list {
+		m := w.(map[string]any)
+		byName[m["name"].(string)] = m
+	}
+	var out []any
+	for _, w := range list {
+		m := w.(map[string]any)
+		i := slices.IndexFunc(scalings, func(sc Scaling) bool { return sc.Name == m["name"] })
+		if i < 0 {
+			out = append(out, w)
+			continue
+		}
+		sc := scalings[i]
+		from := byName[sc.From]
+		if from == nil {
+			t.Errorf("%s: %s added without %s", name, sc.Name, sc.From)
+			continue
+		}
+		want := map[string]any{}
+		for p, pv := range from["params"].(map[string]any) {
+			want[p] = pv.(float64) * float64(sc.Factor)
+		}
+		if diff := cmp.Diff(want, m["params"]); diff != "" {
+			t.Errorf("%s/%s: params are not %s's x%d (-want +got):\n%s", name, sc.Name, sc.From, sc.Factor, diff)
+		}
+		if !reflect.DeepEqual(from["labels"], m["labels"]) || !reflect.DeepEqual(from["featureGates"], m["featureGates"]) {
+			t.Errorf("%s/%s: labels or feature gates differ from %s's", name, sc.Name, sc.From)
+		}
+		scalings = slices.Delete(slices.Clone(scalings), i, i+1)
+	}
+	for _, sc := range scalings {
+		t.Errorf("%s: no workload %s", name, sc.Name)
+	}
+	return out
 }
 
 func readCases(t *testing.T, path string) []map[string]any {

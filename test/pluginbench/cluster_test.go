@@ -262,7 +262,7 @@ func impls(tb testing.TB, name string) []impl {
 		}
 		return []impl{
 			{Name: "upstream", New: func(ctx context.Context, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
-				return tu.UpstreamPlugin(ctx, name, nil, h, fts)
+				return p.NewInTree(ctx, nil, h, fts)
 			}},
 			{Name: "ours", New: func(ctx context.Context, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
 				return p.New(ctx, runtime.Object(nil), h, fts)

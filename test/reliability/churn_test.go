@@ -83,7 +83,7 @@ func TestLeaderChurnUnderLoad(t *testing.T) {
 		replicas[leader].Kill()
 		replicas[leader] = pool.start()
 		// The new holder stamps the lease with when it acquired it (its
-		// clock is this machine's, as the apiserver's audit timestamps).
+		// clock is the host's, as the apiserver's audit timestamps are).
 		env.Poll(t, fmt.Sprintf("kill %d: the lease to move from %q", k+1, holder), func(ctx context.Context) (bool, error) {
 			l, err := env.Client.CoordinationV1().Leases(framework.Namespace).Get(ctx, framework.Name, metav1.GetOptions{})
 			if err != nil {

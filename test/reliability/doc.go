@@ -7,8 +7,8 @@
 //
 // Every test reads its sizes from environment variables (knobs_test.go).
 // The defaults are short variants, which `make test` runs; `make
-// test-reliability` sets RELIABILITY_LONG=1, whose defaults are the figures
-// of issue 15 (2,000 pods and 20 kills, 10-30 s outages, 20,000 pods against
+// test-reliability` sets RELIABILITY_LONG=1, whose defaults are the full
+// sizes (2,000 pods and 20 kills, 10-30 s outages, 20,000 pods against
 // 500 nodes for 15 minutes). Each test logs a result row; with
 // RELIABILITY_REPORT set, it also appends the row to that file (Markdown).
 package reliability

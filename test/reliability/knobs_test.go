@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// LongEnv selects the long variants' defaults (issue 15's figures); the
+// LongEnv selects the long variants' defaults (the full sizes); the
 // Makefile's test-reliability target sets it. Every size below can also be
 // set on its own.
 const LongEnv = "RELIABILITY_LONG"

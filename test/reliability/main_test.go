@@ -1,7 +1,6 @@
 package reliability
 
 import (
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -29,21 +28,11 @@ rules:
 `
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	var err error
-	// Waits here cover thousands of pods on a shared 2-core machine; a
-	// failure still names what it waited for.
-	if env, err = framework.Start(framework.Options{AuditPolicy: []byte(auditPolicy), Timeout: 3 * time.Minute}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-		}
-	}()
-	return m.Run()
+	// Waits here cover thousands of pods on 2 loaded cores; a failure still
+	// names what it waited for.
+	opts := framework.Options{AuditPolicy: []byte(auditPolicy), Timeout: 3 * time.Minute}
+	os.Exit(framework.Main(m, opts, func(e *framework.Env) (func(), error) {
+		env = e
+		return nil, nil
+	}))
 }

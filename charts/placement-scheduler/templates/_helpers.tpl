@@ -95,3 +95,46 @@ leaderElection:
 profiles:
 {{ toYaml $profiles | indent 2 }}
 {{- end -}}
+
+{{/*
+An image reference from {repository, tag, digest}: repository@digest when a
+digest is given (it pins the image, whatever the tag says), else
+repository:tag, the tag defaulting to $default.
+*/}}
+{{- define "placement-scheduler.imageRef" -}}
+{{- $img := index . 0 -}}
+{{- $default := index . 1 -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository ($img.tag | default $default) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The scheduler's image, as deployed. */}}
+{{- define "placement-scheduler.image" -}}
+{{- include "placement-scheduler.imageRef" (list .Values.image .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+The label matchers selecting this release's scheduler series in Prometheus:
+the ServiceMonitor's job and namespace unless monitoring.prometheusRule.selector
+says otherwise.
+*/}}
+{{- define "placement-scheduler.metricsSelector" -}}
+{{- .Values.monitoring.prometheusRule.selector | default (printf "job=%q, namespace=%q" (printf "%s-metrics" (include "placement-scheduler.fullname" .)) .Release.Namespace) -}}
+{{- end -}}
+
+{{/* The first profile's schedulerName: what the helm test's canary asks for. */}}
+{{- define "placement-scheduler.schedulerName" -}}
+{{- (first (concat .Values.profiles .Values.additionalProfiles)).schedulerName -}}
+{{- end -}}
+
+{{/*
+The enforcer's config file: what the chart sets, with .Values.enforcer.config
+merged over it.
+*/}}
+{{- define "placement-scheduler.enforcerConfig" -}}
+{{- $base := dict "apiVersion" "enforcer.placement-scheduler.io/v1alpha1" "kind" "EnforcerConfiguration" "schedulerConfig" "/etc/placement-scheduler/scheduler-config.yaml" "leaderElection" (dict "leaseNamespace" .Release.Namespace "leaseName" (printf "%s-enforcer" (include "placement-scheduler.fullname" .))) -}}
+{{- toYaml (mergeOverwrite $base (deepCopy .Values.enforcer.config)) -}}
+{{- end -}}

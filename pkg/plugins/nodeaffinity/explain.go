@@ -19,7 +19,7 @@ import (
 // the node's actual label. Only tooling calls it; Filter is unchanged.
 func (pl *NodeAffinity) ExplainFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) []explanation.Cause {
 	node := nodeInfo.Node()
-	if node == nil || pl.skipsDeferredResize(pod) {
+	if node == nil || pl.resizeDeferred(pod) {
 		return nil
 	}
 	var out []explanation.Cause

@@ -6,7 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -24,13 +23,6 @@ type preFilterState struct {
 // the pods added or removed during preemption, and is read-only.
 func (s *preFilterState) Clone() fwk.StateData { return s }
 
-// skipsDeferredResize reports whether pod is exempt from this plugin because
-// the gate is on and its in-place resize is deferred: such a pod is already
-// bound, and re-checking affinity against its own node must not fail it.
-func (pl *NodeAffinity) skipsDeferredResize(pod *v1.Pod) bool {
-	return pl.skipDeferredResize && resource.IsPodResizeDeferred(pod)
-}
-
 // requiredTerms returns the pod's required node selector, or nil when it has
 // none. Only a nil Required counts as "none": an empty term list is present
 // and matches no node.
@@ -45,7 +37,7 @@ func requiredTerms(pod *v1.Pod) *v1.NodeSelector {
 // pods that have none, and narrows the candidate nodes when every required
 // term pins metadata.name.
 func (pl *NodeAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if pl.skipsDeferredResize(pod) {
+	if pl.resizeDeferred(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	required := requiredTerms(pod)
@@ -113,7 +105,7 @@ func (pl *NodeAffinity) PreFilterExtensions() fwk.PreFilterExtensions { return n
 // Filter checks the scheduler-enforced added affinity first (so its own
 // reason wins), then the pod's nodeSelector AND required node affinity.
 func (pl *NodeAffinity) Filter(_ context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	if pl.skipsDeferredResize(pod) {
+	if pl.resizeDeferred(pod) {
 		return nil
 	}
 	node := nodeInfo.Node()

@@ -439,7 +439,7 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-func TestDeferredResizeGate(t *testing.T) {
+func TestResizeDeferred(t *testing.T) {
 	ctx := context.Background()
 	gateOn := feature.Features{EnableInPlacePodVerticalScalingSchedulerPreemption: true}
 	added := requiredAdded(tu.Term(tu.Expr("zone", in, "a")))

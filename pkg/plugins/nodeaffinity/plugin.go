@@ -16,6 +16,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -99,3 +100,10 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Featur
 
 // Name returns the registered plugin name.
 func (pl *NodeAffinity) Name() string { return Name }
+
+// resizeDeferred reports whether pod is exempt from this plugin because
+// the gate is on and its in-place resize is deferred: such a pod is already
+// bound, and re-checking affinity against its own node must not fail it.
+func (pl *NodeAffinity) resizeDeferred(pod *v1.Pod) bool {
+	return pl.skipDeferredResize && resource.IsPodResizeDeferred(pod)
+}

@@ -13,6 +13,7 @@ package placementdiagnosis
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -31,10 +32,7 @@ import (
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/pluginargs"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodename"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/tainttoleration"
 )
 
 const (
@@ -75,14 +73,23 @@ type PlacementDiagnosis struct {
 
 var _ fwk.PostFilterPlugin = &PlacementDiagnosis{}
 
-// New builds the plugin with its own instances of our filter plugins (with
-// default args) to explain their rejections. Their state is read from the
-// cycle state the profile's instances wrote, which they share by package.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
-	return newWithClock(ctx, obj, h, fts, clock.RealClock{})
+// Factory is the shape of a plugin package's New (pkg/plugins.Factory).
+type Factory = func(ctx context.Context, args runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error)
+
+// NewWith returns the plugin's factory. The plugin builds its own instances
+// of the plugins explainers build (with default args) and asks those that
+// implement explanation.FilterExplainer to explain their rejections; their
+// state is read from the cycle state the profile's instances wrote, which
+// they share by package. pkg/plugins hands it the New of every row of its
+// Set, so this package keeps no list of its own (and cannot import
+// pkg/plugins, which imports it).
+func NewWith(explainers ...Factory) Factory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+		return newWithClock(ctx, obj, h, fts, clock.RealClock{}, explainers)
+	}
 }
 
-func newWithClock(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features, c clock.PassiveClock) (*PlacementDiagnosis, error) {
+func newWithClock(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features, c clock.PassiveClock, explainers []Factory) (*PlacementDiagnosis, error) {
 	var args Args
 	if err := pluginargs.DecodeStrict(obj, &args); err != nil {
 		return nil, err
@@ -108,9 +115,7 @@ func newWithClock(ctx context.Context, obj runtime.Object, h fwk.Handle, fts fea
 		}
 		pl.examples = *args.Examples
 	}
-	for _, f := range []func(context.Context, runtime.Object, fwk.Handle, feature.Features) (fwk.Plugin, error){
-		nodename.New, tainttoleration.New, nodeaffinity.New, interpodaffinity.New,
-	} {
+	for _, f := range explainers {
 		p, err := f(ctx, nil, h, fts)
 		if err != nil {
 			return nil, err
@@ -124,6 +129,12 @@ func newWithClock(ctx context.Context, obj runtime.Object, h fwk.Handle, fts fea
 
 // Name returns the registered plugin name.
 func (pl *PlacementDiagnosis) Name() string { return Name }
+
+// Explains returns the names of the plugins whose rejections it explains,
+// sorted.
+func (pl *PlacementDiagnosis) Explains() []string {
+	return slices.Sorted(maps.Keys(pl.explainers))
+}
 
 // PostFilter records the diagnosis event when the pod's and the cluster's
 // rate limits allow, and always leaves the outcome to the other PostFilter

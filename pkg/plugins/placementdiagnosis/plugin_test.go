@@ -1,4 +1,4 @@
-package placementdiagnosis
+package placementdiagnosis_test
 
 import (
 	"context"
@@ -18,13 +18,25 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/placementdiagnosis"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/tainttoleration"
 )
 
+// ours is the New of every row of pkg/plugins.Set(), as pkg/plugins.OptIn
+// hands them to NewWith.
+func ours() []placementdiagnosis.Factory {
+	var out []placementdiagnosis.Factory
+	for _, p := range plugins.Set() {
+		out = append(out, p.New)
+	}
+	return out
+}
+
 // setup returns the plugin over a snapshot of nodes, its event recorder and
 // its clock.
-func setup(t *testing.T, args string, nodes ...*v1.Node) (*PlacementDiagnosis, *events.FakeRecorder, *clocktesting.FakeClock) {
+func setup(t *testing.T, args string, nodes ...*v1.Node) (*placementdiagnosis.PlacementDiagnosis, *events.FakeRecorder, *clocktesting.FakeClock) {
 	t.Helper()
 	ctx := context.Background()
 	rec := events.NewFakeRecorder(10)
@@ -37,7 +49,7 @@ func setup(t *testing.T, args string, nodes ...*v1.Node) (*PlacementDiagnosis, *
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var obj = tu.RawArgs(args)
-	pl, err := newWithClock(ctx, obj, h, feature.Features{}, clk)
+	pl, err := placementdiagnosis.NewWithClock(ctx, obj, h, feature.Features{}, clk, ours()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,18 +128,18 @@ func TestNoteIsBounded(t *testing.T) {
 		byNode[n.Name] = rejected("SomePlugin", "reason "+n.Name)
 	}
 	pl, _, _ := setup(t, ``, nodes...)
-	note, err := pl.diagnose(context.Background(), framework.NewCycleState(), tu.MakePod("d", "p").Obj(), statuses(byNode))
+	note, err := pl.Diagnose(context.Background(), framework.NewCycleState(), tu.MakePod("d", "p").Obj(), statuses(byNode))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(note) > maxNote || !strings.Contains(note, "more") {
-		t.Errorf("note of %d bytes (max %d), ends %q", len(note), maxNote, note[max(0, len(note)-40):])
+	if len(note) > placementdiagnosis.MaxNote || !strings.Contains(note, "more") {
+		t.Errorf("note of %d bytes (max %d), ends %q", len(note), placementdiagnosis.MaxNote, note[max(0, len(note)-40):])
 	}
 }
 
 func TestBadArgs(t *testing.T) {
 	for _, args := range []string{`{"minInterval": "-1s"}`, `{"examples": 11}`, `{"exampels": 1}`} {
-		_, err := newWithClock(context.Background(), tu.RawArgs(args), nil, feature.Features{}, clocktesting.NewFakeClock(time.Time{}))
+		_, err := placementdiagnosis.NewWithClock(context.Background(), tu.RawArgs(args), nil, feature.Features{}, clocktesting.NewFakeClock(time.Time{}), ours()...)
 		if err == nil {
 			t.Errorf("args %s accepted", args)
 		}

@@ -217,7 +217,7 @@ func TestFilterComparisonOperators(t *testing.T) {
 	}
 }
 
-func TestFilterDeferredResize(t *testing.T) {
+func TestResizeDeferred(t *testing.T) {
 	node := tu.NodeInfo(nodeWith(taint("k", "v", noSched)))
 	deferred := tu.MakePod("ns", "p").ResizeDeferred().Obj()
 	tests := []struct {

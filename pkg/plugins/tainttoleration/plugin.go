@@ -60,15 +60,6 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Featur
 // Name returns the registered plugin name.
 func (pl *TaintToleration) Name() string { return Name }
 
-// SignPod reports the only pod input the plugin reads, the tolerations, with
-// the shared signer so that pods differing only in toleration order batch
-// together exactly as with upstream.
-func (pl *TaintToleration) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	return []fwk.SignFragment{
-		{Key: fwk.TolerationsSignerName, Value: fwk.TolerationsSigner(pod)},
-	}, nil
-}
-
 // resizeDeferred reports whether the pod is a deferred in-place resize that
 // the scheduler is evaluating for preemption only; taints do not apply to it
 // because it is already bound.

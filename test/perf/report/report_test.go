@@ -246,22 +246,29 @@ func TestLoadAndBuild(t *testing.T) {
 	}
 
 	// Phase times, s: affinity upstream 10 and 8.33 (median 9.17), ours
-	// 6.67 and 5.88 (median 6.27); ceiling upstream 2.5, ours 4.
+	// 6.67 and 5.88 (median 6.27); ceiling upstream 2.5, ours 4. The
+	// ceiling is the faster, upstream's: 2000 pods in 2.5 s, for both
+	// profiles.
 	wantShare := &CeilingShare{
-		Upstream: ptr((1000 / ((10 + 1000/120.) / 2)) / (2000 / 2.5)),
-		Ours:     ptr((1000 / ((1000/150. + 1000/170.) / 2)) / (2000 / 4.)),
-		OursRuns: NewStat([]float64{150. / 500, 170. / 500}),
+		CeilingProfile:    Upstream,
+		CeilingPodsPerSec: 800,
+		Upstream:          ptr((1000 / ((10 + 1000/120.) / 2)) / 800),
+		Ours:              ptr((1000 / ((1000/150. + 1000/170.) / 2)) / 800),
+		OursRuns:          NewStat([]float64{150. / 800, 170. / 800}),
 	}
 	if diff := cmp.Diff(wantShare, aff.OfCeiling, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("share of the ceiling (-want +got):\n%s", diff)
 	}
-	if tbl.Rows[1].OfCeiling != nil {
-		t.Errorf("the ceiling's own row has a share of itself: %+v", tbl.Rows[1].OfCeiling)
+	wantBasic := &CeilingShare{CeilingProfile: Upstream, CeilingPodsPerSec: 800, Upstream: ptr(1), Ours: ptr(2.5 / 4), OursRuns: NewStat([]float64{2.5 / 4})}
+	if diff := cmp.Diff(wantBasic, tbl.Rows[1].OfCeiling, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("the ceiling's own share: the faster profile at 100 %%, the other below (-want +got):\n%s", diff)
 	}
 
 	md := Markdown(rep)
 	for _, want := range []string{
-		"| SchedulingPodAffinity | 14 % | 32 % | 30–34 % |",
+		"| SchedulingPodAffinity | 14 % | 20 % | 19–21 % |",
+		"| SchedulingBasic (ceiling) | 100 % | 62 % | 62–62 % |",
+		"the faster of the two profiles' SchedulingBasic in the same run (here the upstream profile's, 800.0 pods/s)",
 		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | 1.45 † | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] |",
 		"| SchedulingBasic (ceiling) | 400.0 | – | n/a |",
 		"| SchedulingPodAffinity | 9.17 [8.33–10.00] / 6.27 [5.88–6.67] | 1.46 | 4 / 7 |",
@@ -291,6 +298,61 @@ func TestLoadAndBuild(t *testing.T) {
 	if md := Markdown(rep); strings.Contains(md, "Against the ceiling") {
 		t.Errorf("markdown shows shares it cannot compute:\n%s", md)
 	}
+}
+
+// The ceiling is the faster of the two profiles' SchedulingBasic: a slower
+// SchedulingBasic of ours changes no share, a faster one lowers both.
+func TestCeilingIsTheFasterBasic(t *testing.T) {
+	const workload = "500Nodes"
+	build := func(basicUpstream, basicOurs float64) Table {
+		t.Helper()
+		sample := func(profile string, d float64) Sample {
+			return Sample{Profile: profile, Rep: 1, DurationS: d, Throughput: math.NaN(), AttemptP50: math.NaN(), AttemptP99: math.NaN(), PeakHeapMB: math.NaN(), ThroughputSamples: math.NaN()}
+		}
+		res := &Results{
+			Info: &RunInfo{Cases: []string{"Interleaved", CeilingCase}, MeasuredPods: map[string]int{
+				MeasuredPodsKey("Interleaved", workload): 1000, MeasuredPodsKey(CeilingCase, workload): 1000}},
+			Samples: map[Key][]Sample{
+				{Case: "Interleaved", Workload: workload}: {sample(Upstream, 10), sample(Ours, 5)},
+				{Case: CeilingCase, Workload: workload}:   {sample(Upstream, basicUpstream), sample(Ours, basicOurs)},
+			},
+		}
+		tables := Build(res).Tables
+		if len(tables) != 1 || len(tables[0].Rows) != 2 || tables[0].Rows[0].Case != "Interleaved" {
+			t.Fatalf("tables = %+v", tables)
+		}
+		return tables[0]
+	}
+	for _, tc := range []struct {
+		name                  string
+		basicUp, basicOurs    float64
+		profile               string
+		interleavedUp, oursSh float64
+	}{
+		{"ours' Basic slower", 2, 4, Upstream, 0.2, 0.4},
+		{"ours' Basic much slower: no share moves", 2, 8, Upstream, 0.2, 0.4},
+		{"ours' Basic faster: the ceiling is ours, both shares drop", 2, 1, Ours, 0.1, 0.2},
+		{"no Basic of ours: upstream's", 2, math.NaN(), Upstream, 0.2, 0.4},
+		{"no Basic of upstream's: ours", math.NaN(), 4, Ours, 0.4, 0.8},
+	} {
+		tbl := build(tc.basicUp, tc.basicOurs)
+		want := &CeilingShare{CeilingProfile: tc.profile, CeilingPodsPerSec: 1000 / math.Min(nanTo(tc.basicUp), nanTo(tc.basicOurs)),
+			Upstream: ptr(tc.interleavedUp), Ours: ptr(tc.oursSh), OursRuns: NewStat([]float64{tc.oursSh})}
+		if diff := cmp.Diff(want, tbl.Rows[0].OfCeiling, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+			t.Errorf("%s: share (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	if tbl := build(math.NaN(), math.NaN()); tbl.Rows[0].OfCeiling != nil {
+		t.Errorf("no ceiling time at all: share %+v, want none", tbl.Rows[0].OfCeiling)
+	}
+}
+
+// nanTo reads a missing time as infinitely slow.
+func nanTo(f float64) float64 {
+	if math.IsNaN(f) {
+		return math.Inf(1)
+	}
+	return f
 }
 
 func ptr(f float64) *float64 { return &f }

@@ -34,13 +34,15 @@ func main() {
 
 func run() error {
 	var (
-		testBinary = flag.String("test-binary", "", "test/perf compiled with `go test -c` (required)")
-		dir        = flag.String("dir", "", "results directory: data items, bench.log, run info (required)")
-		scale      = flag.Int("scale", 500, "upstream workload size: runs the <scale>Nodes workload of each test case")
-		cases      = flag.String("cases", ".*", "regexp selecting test cases by full name")
-		repeats    = flag.Int("repeats", 2, "runs per profile and test case; even numbers balance the ABBA order")
-		timeout    = flag.Duration("timeout", 24*time.Hour, "limit for each run's process")
-		dryRun     = flag.Bool("dry-run", false, "print the runs in order and exit")
+		testBinary  = flag.String("test-binary", "", "test/perf compiled with `go test -c` (required)")
+		dir         = flag.String("dir", "", "results directory: data items, bench.log, run info (required)")
+		scale       = flag.Int("scale", 500, "workload size: runs the <scale>Nodes workload of each test case (500, 5000; 15000 for upstream's scaled inter-pod affinity cases, SchedulingBasic and ours)")
+		cases       = flag.String("cases", ".*", "regexp selecting test cases by full name")
+		repeats     = flag.Int("repeats", 2, "runs per profile and test case; even numbers balance the ABBA order")
+		timeout     = flag.Duration("timeout", 24*time.Hour, "limit for each run's process")
+		podsTimeout = flag.Duration("pods-timeout", 0, "how long each createPods op may wait for its pods to be scheduled; 0 keeps scheduler_perf's 10m, "+
+			"which upstream's slowest affinity cases can exceed at 15000 nodes")
+		dryRun = flag.Bool("dry-run", false, "print the runs in order and exit")
 	)
 	flag.Parse()
 	if *testBinary == "" || *dir == "" {
@@ -66,7 +68,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	setup, err := perf.Prepare(perf.Options{UpstreamDir: upstreamDir, Dir: tmp})
+	setup, err := perf.Prepare(perf.Options{UpstreamDir: upstreamDir, OwnDir: filepath.Join(repoRoot, "test", "perf"), Dir: tmp})
 	if err != nil {
 		return err
 	}
@@ -104,7 +106,7 @@ func run() error {
 	var failed []string
 	for i, r := range runs {
 		fmt.Fprintf(io.MultiWriter(os.Stdout, logFile), "bench: run %d/%d: %s/%s/%s\n", i+1, len(runs), r.Case, r.Name(), r.Workload)
-		if err := runOne(binary, filepath.Join(repoRoot, "test", "perf"), absDir, r, *repeats, *timeout, logFile); err != nil {
+		if err := runOne(binary, filepath.Join(repoRoot, "test", "perf"), absDir, r, *repeats, *timeout, *podsTimeout, logFile); err != nil {
 			fmt.Fprintf(io.MultiWriter(os.Stderr, logFile), "bench: %s/%s: %v\n", r.Case, r.Name(), err)
 			failed = append(failed, r.Case+"/"+r.Name())
 		}
@@ -117,8 +119,8 @@ func run() error {
 
 // runOne measures one run in a fresh process of the test binary, working in
 // the package directory as `go test` would.
-func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, timeout time.Duration, log io.Writer) error {
-	cmd := exec.Command(binary,
+func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, timeout, podsTimeout time.Duration, log io.Writer) error {
+	args := []string{
 		"-test.run", "^$",
 		"-test.bench", r.BenchPattern(),
 		"-test.benchtime", "1x",
@@ -127,7 +129,11 @@ func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, timeout tim
 		"-data-items-dir", dataDir,
 		"-placement-repeats", strconv.Itoa(repeats),
 		"-placement-process-per-run",
-	)
+	}
+	if podsTimeout > 0 {
+		args = append(args, "-placement-pods-timeout", podsTimeout.String())
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Dir = pkgDir
 	var out bytes.Buffer
 	cmd.Stdout = io.MultiWriter(os.Stdout, log, &out)

@@ -1,0 +1,50 @@
+// Command placement-enforcer holds running pods to their own placement rules
+// (RequiredDuringSchedulingRequiredDuringExecution) through the Eviction
+// API, judged with placement-scheduler's plugins. See docs/enforcement.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
+)
+
+func main() {
+	klog.InitFlags(nil)
+	configPath := flag.String("config", "", "the EnforcerConfiguration file (required)")
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; empty means in-cluster credentials")
+	flag.Parse()
+	if err := run(*configPath, *kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, "placement-enforcer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(configPath, kubeconfig string) error {
+	if configPath == "" {
+		return fmt.Errorf("--config is required: the EnforcerConfiguration file")
+	}
+	data, err := os.ReadFile(configPath)
+	if err != nil {
+		return err
+	}
+	cfg, err := enforcer.LoadConfig(data, configPath)
+	if err != nil {
+		return err
+	}
+	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return enforcer.Run(klog.NewContext(ctx, klog.Background()), cfg, restConfig)
+}

@@ -1,0 +1,593 @@
+// Package enforcer holds running pods to their own placement rules
+// (RequiredDuringSchedulingRequiredDuringExecution): a pod that opted in and
+// whose node no longer satisfies its node affinity, or whose domain no
+// longer satisfies its required pod (anti-)affinity, is evicted through the
+// Eviction API once the violation has lasted its grace period, and only when
+// the scheduler's own filters say its replacement fits on another node.
+// Judging uses our scheduler plugins (judge.go), fitting the profile's real
+// framework (internal/explain.Placer). docs/enforcement.md is the operator's
+// guide; docs/behavior.md §12 says what counts as a violation.
+package enforcer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/utils/clock"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+)
+
+// The states a violating pod is reported in.
+const (
+	StateGrace        = "grace"         // violating, grace period not over
+	StateProtected    = "protected"     // never evicted; Detail says why
+	StateWaitingOwner = "waiting-owner" // its owner has a pod not Ready or terminating
+	StatePaced        = "paced"         // a cap or the rate limit holds it back
+	StateNoFit        = "no-fit"        // no other node would take its replacement
+	StatePDBBlocked   = "pdb-blocked"   // the Eviction API answered 429
+	StateEvicting     = "evicting"      // eviction accepted
+	StateDryRun       = "dry-run"       // the server accepted a dryRun eviction
+	StateError        = "error"         // the eviction failed otherwise; Detail has the error
+	StateUnjudged     = "unjudged"      // opted in, but cannot be judged; Detail says why
+)
+
+// Report is one opted-in pod that violates a rule, after a pass. Its JSON
+// form is what /violations serves.
+type Report struct {
+	Pod    string    `json:"pod"` // namespace/name
+	UID    types.UID `json:"uid"`
+	Node   string    `json:"node"`
+	Rule   Rule      `json:"rule"`
+	Reason string    `json:"reason"`
+	Terms  []string  `json:"terms,omitempty"`
+	State  string    `json:"state"`
+	// Detail is the protection reason, the refusal or the error.
+	Detail string `json:"detail,omitempty"`
+	// Target is where the replacement would be scheduled.
+	Target string      `json:"target,omitempty"`
+	Since  metav1.Time `json:"since"`
+}
+
+// Cluster is one read of what the enforcer judges (from its informers).
+type Cluster struct {
+	Nodes      []*v1.Node
+	Pods       []*v1.Pod
+	Namespaces []*v1.Namespace
+}
+
+// Enforcer decides and acts, one pass at a time. It keeps, across passes,
+// when each violation was first seen (grace periods), refusals (backoff)
+// and its own evictions in flight (caps); everything else is read from the
+// cluster each pass, so a new leader continues where the last one stopped.
+type Enforcer struct {
+	cfg      *Config
+	sched    *config.KubeSchedulerConfiguration
+	client   kubernetes.Interface
+	recorder record.EventRecorder
+	clock    clock.Clock
+	limiter  flowcontrol.PassiveRateLimiter
+	backoff  *flowcontrol.Backoff
+	metrics  *enforcerMetrics
+	// informers, when set, serve the Namespace lister InterPodAffinity
+	// reads (Run's informers, already synced); otherwise each pass serves
+	// the Cluster's namespaces from an in-memory clientset.
+	informers informers.SharedInformerFactory
+
+	mu       sync.Mutex
+	tracked  map[types.UID]*tracked
+	inflight map[types.UID]inflight
+	reports  []Report
+}
+
+// tracked is a violating pod's memory between passes.
+type tracked struct {
+	since map[Rule]time.Time
+	state string // last reported, so events fire on changes only
+	// last is the outcome of the last eviction request, reported again
+	// while its backoff lasts (a 429 stays pdb-blocked until the retry).
+	last *Report
+}
+
+// inflight is an eviction this enforcer made whose pod or owner has not
+// settled yet.
+type inflight struct {
+	node, namespace string
+	owner           types.UID
+	// ready is how many of the owner's pods were Ready (the evicted one
+	// included) when it was evicted: the eviction settles once as many
+	// are Ready again, so a replacement its controller has not created
+	// yet still counts as in flight.
+	ready int
+	at    time.Time
+}
+
+// inflightTimeout forgets an eviction whose owner never recovers its Ready
+// count (scaled down, or its replacement cannot start), so that one stuck
+// owner cannot hold a cap forever.
+const inflightTimeout = 10 * time.Minute
+
+// New returns an Enforcer. sched is placement-scheduler's configuration;
+// clk is the clock grace periods, backoff and the rate limit read.
+func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernetes.Interface, recorder record.EventRecorder, clk clock.Clock) *Enforcer {
+	b := flowcontrol.NewBackOff(cfg.Backoff.Initial.Duration, cfg.Backoff.Max.Duration)
+	b.Clock = clk
+	return &Enforcer{
+		cfg: cfg, sched: sched, client: client, recorder: recorder, clock: clk,
+		limiter:  flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(cfg.EvictionsPerSecond), cfg.Burst, clk),
+		backoff:  b,
+		metrics:  newMetrics(),
+		tracked:  map[types.UID]*tracked{},
+		inflight: map[types.UID]inflight{},
+	}
+}
+
+// Reports returns the last pass's reports, sorted by pod.
+func (e *Enforcer) Reports() []Report {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append(make([]Report, 0, len(e.reports)), e.reports...)
+}
+
+// pass is one pass's working state.
+type pass struct {
+	*Enforcer
+	c        *Cluster
+	now      time.Time
+	nodes    map[string]*v1.Node
+	owners   map[types.UID][]*v1.Pod
+	placers  map[string]*explain.Placer
+	next     time.Duration
+	reports  []Report
+	seen     map[types.UID]bool
+	placeCtx context.Context
+	logger   klog.Logger
+}
+
+// Pass judges every opted-in pod of c and acts on those due. It returns how
+// soon the next pass is needed for a grace period or backoff to be re-read
+// (0: no timer pending; events and the resync will call again).
+func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the judge's and placers' informers
+
+	p := &pass{Enforcer: e, c: c, now: e.clock.Now(), nodes: map[string]*v1.Node{},
+		owners: map[types.UID][]*v1.Pod{}, placers: map[string]*explain.Placer{}, seen: map[types.UID]bool{}, placeCtx: ctx, logger: logger}
+	nsLabels := map[string]map[string]string{}
+	nsObjs := make([]runtime.Object, 0, len(c.Namespaces))
+	for _, ns := range c.Namespaces {
+		nsLabels[ns.Name] = ns.Labels
+		nsObjs = append(nsObjs, ns)
+	}
+	for _, n := range c.Nodes {
+		p.nodes[n.Name] = n
+	}
+	present := map[types.UID]bool{}
+	for _, pod := range c.Pods {
+		present[pod.UID] = true
+		if o := metav1.GetControllerOf(pod); o != nil {
+			p.owners[o.UID] = append(p.owners[o.UID], pod)
+		}
+	}
+	p.settleInflight(present)
+
+	type candidate struct {
+		pod   *v1.Pod
+		rules RuleSet
+	}
+	var cands []candidate
+	for _, pod := range c.Pods {
+		if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		rules, err := OptIn(pod, e.cfg.namespaceRules(nsLabels[pod.Namespace]))
+		if err != nil {
+			p.report(pod, Report{State: StateUnjudged, Detail: err.Error()}, nil)
+			continue
+		}
+		if rules.Empty() {
+			continue
+		}
+		cands = append(cands, candidate{pod, rules})
+	}
+	// Youngest first: of pods whose anti-affinity rejects each other, the
+	// one that came last goes, and the others are judged without it.
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i].pod, cands[j].pod
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return b.CreationTimestamp.Before(&a.CreationTimestamp)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+
+	// The snapshot is the pass's biggest cost; a cluster where no pod
+	// opted in pays nothing for it.
+	var judge *Judge
+	if len(cands) > 0 {
+		factory := e.informers
+		if factory == nil {
+			factory = informers.NewSharedInformerFactory(fake.NewClientset(nsObjs...), 0)
+		}
+		var err error
+		if judge, err = NewJudge(ctx, e.sched, factory, c.Nodes, c.Pods); err != nil {
+			return 0, fmt.Errorf("building the judge: %w", err)
+		}
+	}
+	var gone []*v1.Pod
+	for _, cd := range cands {
+		verdicts, err := judge.Judge(ctx, cd.pod, cd.rules, gone)
+		if err != nil {
+			if !errors.Is(err, ErrUnknownProfile) {
+				logger.Error(err, "Judging pod", "pod", klog.KObj(cd.pod))
+			}
+			p.report(cd.pod, Report{State: StateUnjudged, Detail: err.Error()}, nil)
+			continue
+		}
+		if len(verdicts) == 0 {
+			continue
+		}
+		for _, v := range verdicts {
+			if v.Rule == PodAntiAffinity {
+				gone = append(gone, cd.pod)
+				break
+			}
+		}
+		p.decide(ctx, cd.pod, verdicts)
+	}
+
+	// Violations that cleared (or pods that left) are forgotten: a label
+	// removed and restored inside the grace period evicts nothing.
+	for uid, t := range e.tracked {
+		if p.seen[uid] {
+			continue
+		}
+		delete(e.tracked, uid)
+		e.backoff.Reset(string(uid))
+		if t.state == StateGrace && present[uid] {
+			logger.V(2).Info("Violation cleared", "uid", uid)
+		}
+	}
+	sort.Slice(p.reports, func(i, j int) bool { return p.reports[i].Pod < p.reports[j].Pod })
+	e.reports = p.reports
+	e.metrics.violations.Reset()
+	for _, r := range p.reports {
+		e.metrics.violations.WithLabelValues(string(r.Rule), r.State).Inc()
+	}
+	return p.next, nil
+}
+
+// decide takes one violating pod as far as it may go in this pass.
+func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
+	t := p.tracked[pod.UID]
+	if t == nil {
+		t = &tracked{since: map[Rule]time.Time{}}
+		p.tracked[pod.UID] = t
+	}
+	violated := map[Rule]bool{}
+	for _, v := range verdicts {
+		violated[v.Rule] = true
+		if _, ok := t.since[v.Rule]; !ok {
+			t.since[v.Rule] = p.now
+		}
+	}
+	for r := range t.since {
+		if !violated[r] { // that rule's violation cleared: its grace restarts
+			delete(t.since, r)
+		}
+	}
+	// The verdict whose grace ends first decides.
+	v := verdicts[0]
+	due := t.since[v.Rule].Add(p.cfg.grace(v.Rule))
+	for _, w := range verdicts[1:] {
+		if d := t.since[w.Rule].Add(p.cfg.grace(w.Rule)); d.Before(due) {
+			v, due = w, d
+		}
+	}
+	base := Report{Rule: v.Rule, Reason: v.Reason, Terms: v.Terms, Since: metav1.NewTime(t.since[v.Rule])}
+	if wait := due.Sub(p.now); wait > 0 {
+		p.after(wait)
+		base.State = StateGrace
+		p.report(pod, base, t)
+		return
+	}
+	if why := protection(pod, p.nodes[pod.Spec.NodeName]); why != "" {
+		base.State, base.Detail = StateProtected, why
+		p.report(pod, base, t)
+		return
+	}
+	id := string(pod.UID)
+	if p.backoff.IsInBackOffSinceUpdate(id, p.now) && t.last != nil {
+		p.after(p.backoff.Get(id))
+		base.State, base.Detail, base.Target = t.last.State, t.last.Detail, t.last.Target
+		p.report(pod, base, t)
+		return
+	}
+	owner := metav1.GetControllerOf(pod)
+	if p.ownerBusy(pod, owner.UID) {
+		base.State, base.Detail = StateWaitingOwner, fmt.Sprintf("%s %s has a pod not Ready or terminating", owner.Kind, owner.Name)
+		p.report(pod, base, t)
+		return
+	}
+	if cap := p.capReached(pod); cap != "" {
+		base.State, base.Detail = StatePaced, cap
+		p.after(time.Second)
+		p.report(pod, base, t)
+		return
+	}
+	target, err := p.place(ctx, pod)
+	if err != nil {
+		base.State, base.Detail = StateError, "finding a node for its replacement: "+err.Error()
+		p.report(pod, base, t)
+		return
+	}
+	base.Target = target
+	if target == "" && !p.cfg.EvictWithoutFit {
+		base.State = StateNoFit
+		p.report(pod, base, t)
+		return
+	}
+	if !p.limiter.TryAccept() {
+		base.State, base.Detail = StatePaced, "rate limit"
+		p.after(time.Duration(float64(time.Second) / p.cfg.EvictionsPerSecond))
+		p.report(pod, base, t)
+		return
+	}
+	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t)
+	last := base
+	t.last = &last
+	if base.State == StateEvicting {
+		p.inflight[pod.UID] = inflight{node: pod.Spec.NodeName, namespace: pod.Namespace, owner: owner.UID,
+			ready: p.readyOf(owner.UID), at: p.now}
+	}
+	p.report(pod, base, t)
+}
+
+// evict asks the Eviction API to evict pod, with its UID as a precondition
+// (a pod re-created under the same name is another pod), and dryRun=All in
+// dry-run mode. It returns the state and detail to report.
+func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked) (string, string) {
+	uid := pod.UID
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+	}
+	if p.cfg.DryRun {
+		ev.DeleteOptions.DryRun = []string{metav1.DryRunAll}
+	}
+	err := p.client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, ev)
+	id := string(uid)
+	switch {
+	case err == nil && p.cfg.DryRun:
+		p.metrics.evictions.WithLabelValues(string(rule), StateDryRun).Inc()
+		p.backoff.Next(id, p.now) // report again later, not every pass
+		return StateDryRun, ""
+	case err == nil:
+		p.metrics.evictions.WithLabelValues(string(rule), "evicted").Inc()
+		p.metrics.latency.WithLabelValues(string(rule)).Observe(p.now.Sub(t.since[rule]).Seconds())
+		return StateEvicting, ""
+	case apierrors.IsTooManyRequests(err):
+		p.metrics.evictions.WithLabelValues(string(rule), StatePDBBlocked).Inc()
+		p.backoff.Next(id, p.now)
+		p.after(p.backoff.Get(id))
+		return StatePDBBlocked, err.Error()
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		p.metrics.evictions.WithLabelValues(string(rule), "gone").Inc()
+		return StateError, "the pod is gone or was replaced: " + err.Error()
+	default:
+		p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()
+		p.backoff.Next(id, p.now)
+		p.after(p.backoff.Get(id))
+		return StateError, err.Error()
+	}
+}
+
+// place asks the pod's profile's framework where its replacement would go,
+// reserving the answer for the rest of the pass.
+func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
+	name := schedulerName(pod)
+	pl, ok := p.placers[name]
+	if !ok {
+		var prof *config.KubeSchedulerProfile
+		for i := range p.sched.Profiles {
+			if p.sched.Profiles[i].SchedulerName == name {
+				prof = &p.sched.Profiles[i]
+			}
+		}
+		if prof == nil {
+			return "", ErrUnknownProfile
+		}
+		var err error
+		pl, err = explain.NewPlacer(p.placeCtx, &explain.Cluster{Nodes: p.c.Nodes, Pods: p.c.Pods, Namespaces: p.c.Namespaces}, prof)
+		if err != nil {
+			return "", err
+		}
+		p.placers[name] = pl
+	}
+	return pl.Place(ctx, pod)
+}
+
+// ownerBusy: another pod of the owner is not Ready or is terminating, or an
+// eviction of ours for this owner is still in flight. One pod per owner in
+// flight: the next goes once the last one's replacement is Ready.
+func (p *pass) ownerBusy(pod *v1.Pod, owner types.UID) bool {
+	for _, f := range p.inflight {
+		if f.owner == owner {
+			return true
+		}
+	}
+	for _, other := range p.owners[owner] {
+		if other.UID != pod.UID && (other.DeletionTimestamp != nil || !podReady(other)) {
+			return true
+		}
+	}
+	return false
+}
+
+// capReached names the cap that holds pod back, or "". Evictions in flight
+// are ours plus any pod terminating after an eviction (so a new leader
+// counts its predecessor's).
+func (p *pass) capReached(pod *v1.Pod) string {
+	node, ns, total := 0, 0, 0
+	count := func(n, namespace string) {
+		total++
+		if n == pod.Spec.NodeName {
+			node++
+		}
+		if namespace == pod.Namespace {
+			ns++
+		}
+	}
+	for _, f := range p.inflight {
+		count(f.node, f.namespace)
+	}
+	for _, other := range p.c.Pods {
+		if _, ours := p.inflight[other.UID]; !ours && other.DeletionTimestamp != nil && evicted(other) {
+			count(other.Spec.NodeName, other.Namespace)
+		}
+	}
+	switch {
+	case total >= p.cfg.Limits.Total:
+		return fmt.Sprintf("limits.total (%d evictions in flight)", total)
+	case node >= p.cfg.Limits.PerNode:
+		return fmt.Sprintf("limits.perNode (%d evictions in flight on %s)", node, pod.Spec.NodeName)
+	case ns >= p.cfg.Limits.PerNamespace:
+		return fmt.Sprintf("limits.perNamespace (%d evictions in flight in %s)", ns, pod.Namespace)
+	}
+	return ""
+}
+
+// settleInflight forgets evictions whose pod is gone and whose owner has
+// every pod Ready again.
+func (p *pass) settleInflight(present map[types.UID]bool) {
+	for uid, f := range p.inflight {
+		if present[uid] {
+			continue
+		}
+		busy := false
+		for _, pod := range p.owners[f.owner] {
+			if pod.DeletionTimestamp != nil || !podReady(pod) {
+				busy = true
+			}
+		}
+		if !busy && p.readyOf(f.owner) >= f.ready || p.now.Sub(f.at) > inflightTimeout {
+			delete(p.inflight, uid)
+		}
+	}
+}
+
+// readyOf counts the owner's pods that are Ready and not terminating.
+func (p *pass) readyOf(owner types.UID) int {
+	n := 0
+	for _, pod := range p.owners[owner] {
+		if pod.DeletionTimestamp == nil && podReady(pod) {
+			n++
+		}
+	}
+	return n
+}
+
+// after asks for the next pass within d.
+func (p *pass) after(d time.Duration) {
+	if d > 0 && (p.next == 0 || d < p.next) {
+		p.next = d
+	}
+}
+
+// report records r for pod and, when the state changed since the last
+// pass, an event on the pod (and on its owner for evictions and no-fit).
+func (p *pass) report(pod *v1.Pod, r Report, t *tracked) {
+	r.Pod, r.UID, r.Node = pod.Namespace+"/"+pod.Name, pod.UID, pod.Spec.NodeName
+	p.reports = append(p.reports, r)
+	if t == nil {
+		t = p.tracked[pod.UID]
+		if t == nil {
+			t = &tracked{since: map[Rule]time.Time{}}
+			p.tracked[pod.UID] = t
+		}
+	}
+	p.seen[pod.UID] = true
+	if t.state == r.State {
+		return
+	}
+	t.state = r.State
+	p.logger.V(2).Info("Placement enforcement", "pod", klog.KObj(pod), "rule", r.Rule, "state", r.State, "detail", r.Detail, "target", r.Target)
+	typ, reason, msg := v1.EventTypeWarning, "", ""
+	rule := fmt.Sprintf("%s (%s)", r.Rule, r.Reason)
+	switch r.State {
+	case StateGrace:
+		reason, msg = "PlacementViolation", fmt.Sprintf("violates %s; evicted after the grace period unless it clears", rule)
+	case StateProtected:
+		reason, msg = "PlacementProtected", fmt.Sprintf("violates %s but is never evicted: %s", rule, r.Detail)
+	case StateNoFit:
+		reason, msg = "PlacementNoFit", fmt.Sprintf("violates %s; kept: no other node would take its replacement", rule)
+	case StatePDBBlocked:
+		reason, msg = "PlacementEvictionBlocked", fmt.Sprintf("violates %s; eviction refused, retried after backoff: %s", rule, r.Detail)
+	case StateEvicting:
+		typ, reason, msg = v1.EventTypeNormal, "PlacementEvicted", fmt.Sprintf("evicted for %s; its replacement fits on %s", rule, orNone(r.Target))
+	case StateDryRun:
+		typ, reason, msg = v1.EventTypeNormal, "PlacementDryRun", fmt.Sprintf("would be evicted for %s (dry run; the Eviction API agreed); its replacement fits on %s", rule, orNone(r.Target))
+	case StateError:
+		reason, msg = "PlacementEvictionFailed", fmt.Sprintf("violates %s; eviction failed: %s", rule, r.Detail)
+	case StateUnjudged:
+		reason, msg = "PlacementUnjudged", "opted in to enforcement but cannot be judged: "+r.Detail
+	default: // paced, waiting-owner, backoff: transient, logged only
+		return
+	}
+	p.recorder.Event(pod, typ, reason, msg)
+	if o := metav1.GetControllerOf(pod); o != nil && (r.State == StateEvicting || r.State == StateNoFit) {
+		ref := &v1.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID, Namespace: pod.Namespace}
+		p.recorder.Event(ref, typ, reason, fmt.Sprintf("pod %s %s", pod.Name, msg))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no node (evictWithoutFit)"
+	}
+	return s
+}
+
+// podReady: the pod's Ready condition is True.
+func podReady(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// evicted: the pod carries the DisruptionTarget condition the Eviction API
+// sets.
+func evicted(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue {
+			return strings.Contains(c.Reason, "Eviction")
+		}
+	}
+	return false
+}

@@ -1,0 +1,555 @@
+package enforcer
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
+
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/manifests"
+)
+
+// rig is an Enforcer over a fake clientset that records every eviction
+// request and answers with refuse (nil: accepted).
+type rig struct {
+	t         *testing.T
+	e         *Enforcer
+	clock     *testingclock.FakeClock
+	evictions []*policyv1.Eviction
+	deletes   int
+	refuse    func(*policyv1.Eviction) error
+	events    *record.FakeRecorder
+	c         *Cluster
+}
+
+func newRig(t *testing.T, mutate func(*Config)) *rig {
+	t.Helper()
+	cfg, err := LoadConfig([]byte("apiVersion: "+ConfigAPIVersion+"\nkind: "+ConfigKind+"\nschedulerConfig: x\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EvictionsPerSecond, cfg.Burst = 1000, 1000
+	cfg.Limits = Limits{PerNode: 100, PerNamespace: 100, Total: 100}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	r := &rig{t: t, clock: testingclock.NewFakeClock(time.Unix(1_000_000, 0)), events: record.NewFakeRecorder(1000), c: &Cluster{}}
+	client := fake.NewClientset()
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+		r.evictions = append(r.evictions, ev)
+		if r.refuse != nil {
+			if err := r.refuse(ev); err != nil {
+				return true, nil, err
+			}
+		}
+		return true, ev, nil
+	})
+	client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		r.deletes++
+		return true, nil, nil
+	})
+	r.e = New(cfg, testConfig(t), client, r.events, r.clock)
+	return r
+}
+
+// pass runs one pass and returns the reports by pod name.
+func (r *rig) pass() map[string]Report {
+	r.t.Helper()
+	if _, err := r.e.Pass(context.Background(), r.c); err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]Report{}
+	for _, rep := range r.e.Reports() {
+		out[strings.TrimPrefix(rep.Pod, "ns/")] = rep
+	}
+	return out
+}
+
+func (r *rig) evicted() []string {
+	var out []string
+	for _, ev := range r.evictions {
+		out = append(out, ev.Name)
+	}
+	return out
+}
+
+// terminate marks the evicted pods terminating, as the apiserver would.
+func (r *rig) terminate() {
+	for _, ev := range r.evictions {
+		for _, p := range r.c.Pods {
+			if p.Name == ev.Name && p.DeletionTimestamp == nil {
+				p.DeletionTimestamp = &metav1.Time{Time: r.clock.Now()}
+				p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
+			}
+		}
+	}
+}
+
+func node(name string, labels map[string]string) *v1.Node {
+	return tu.MakeNode(name).Labels(labels).Capacity("8", "16Gi", 10).Ready().Obj()
+}
+
+var created = time.Unix(900_000, 0)
+
+// pod is a Ready pod of ReplicaSet owner, opted in to every rule.
+func pod(name, owner, nodeName string) *tu.PodWrapper {
+	w := tu.MakePod("ns", name).UID("uid-"+name).Placement().NodeName(nodeName).
+		Condition(v1.PodReady, v1.ConditionTrue, "")
+	w.CreationTimestamp = metav1.NewTime(created)
+	w.Annotations = map[string]string{Annotation: "all"}
+	yes := true
+	w.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner, UID: types.UID("uid-" + owner), Controller: &yes}}
+	return w
+}
+
+func ssdPod(name, owner, nodeName string) *v1.Pod {
+	return pod(name, owner, nodeName).NodeSelector(map[string]string{"disk": "ssd"}).Obj()
+}
+
+var ssd = map[string]string{"disk": "ssd"}
+
+func TestGracePeriodAndFlapping(t *testing.T) {
+	r := newRig(t, nil)
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+
+	if got := r.pass()["p"].State; got != StateGrace {
+		t.Fatalf("state %q, want %q", got, StateGrace)
+	}
+	r.clock.Step(29 * time.Second)
+	if got := r.pass()["p"].State; got != StateGrace || len(r.evictions) != 0 {
+		t.Fatalf("29s in: state %q, evictions %v", got, r.evicted())
+	}
+	// The label comes back inside the grace period: forgotten.
+	r.c.Nodes[0] = node("a", ssd)
+	if got, ok := r.pass()["p"]; ok {
+		t.Fatalf("cleared violation still reported: %+v", got)
+	}
+	r.c.Nodes[0] = node("a", nil)
+	r.clock.Step(2 * time.Second)
+	if got := r.pass()["p"].State; got != StateGrace || len(r.evictions) != 0 {
+		t.Fatalf("grace restarted: state %q, evictions %v", got, r.evicted())
+	}
+	r.clock.Step(30 * time.Second)
+	rep := r.pass()["p"]
+	if rep.State != StateEvicting || rep.Target != "b" || rep.Rule != NodeAffinity {
+		t.Fatalf("after grace: %+v", rep)
+	}
+	ev := r.evictions[0]
+	if ev.DeleteOptions == nil || ev.DeleteOptions.Preconditions == nil || *ev.DeleteOptions.Preconditions.UID != "uid-p" {
+		t.Errorf("eviction without the pod's UID as precondition: %+v", ev.DeleteOptions)
+	}
+	if len(ev.DeleteOptions.DryRun) != 0 || r.deletes != 0 {
+		t.Errorf("dryRun %v, deletes %d", ev.DeleteOptions.DryRun, r.deletes)
+	}
+}
+
+func TestNoFitThenFits(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", nil)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	if got := r.pass()["p"].State; got != StateNoFit || len(r.evictions) != 0 {
+		t.Fatalf("state %q, evictions %v; want no-fit and none", got, r.evicted())
+	}
+	r.c.Nodes[1] = node("b", ssd)
+	if got := r.pass()["p"]; got.State != StateEvicting || got.Target != "b" {
+		t.Fatalf("once b fits: %+v", got)
+	}
+}
+
+func TestEvictWithoutFit(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.EvictWithoutFit = true })
+	r.c.Nodes = []*v1.Node{node("a", nil)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	if got := r.pass()["p"]; got.State != StateEvicting || got.Target != "" {
+		t.Fatalf("evictWithoutFit: %+v", got)
+	}
+}
+
+func TestProtectedPodsAreNeverEvicted(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	notReady := tu.MakeNode("down").Capacity("8", "16Gi", 10).Obj()
+	notReady.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionUnknown}}
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd), notReady}
+	yes := true
+	ds := ssdPod("ds", "x", "a")
+	ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "uid-ds", Controller: &yes}}
+	mirror := ssdPod("mirror", "m", "a")
+	mirror.Annotations[v1.MirrorPodAnnotationKey] = "hash"
+	bare := ssdPod("bare", "y", "a")
+	bare.OwnerReferences = nil
+	critical := ssdPod("critical", "c", "a")
+	critical.Spec.PriorityClassName = "system-node-critical"
+	prio := ssdPod("prio", "pr", "a")
+	high := int32(2_000_000_000)
+	prio.Spec.Priority = &high
+	onDown := ssdPod("on-down", "d", "down")
+	r.c.Pods = []*v1.Pod{ds, mirror, bare, critical, prio, onDown}
+	reps := r.pass()
+	want := map[string]string{"ds": SkipDaemonSet, "mirror": SkipMirror, "bare": SkipBare, "critical": SkipCritical, "prio": SkipCritical, "on-down": SkipNodeNotReady}
+	for name, why := range want {
+		if got := reps[name]; got.State != StateProtected || got.Detail != why {
+			t.Errorf("%s: %+v, want protected (%s)", name, got, why)
+		}
+	}
+	if len(r.evictions) != 0 {
+		t.Errorf("evicted %v", r.evicted())
+	}
+	// Terminating pods are not even judged.
+	term := ssdPod("term", "t", "a")
+	term.DeletionTimestamp = &metav1.Time{Time: r.clock.Now()}
+	r.c.Pods = []*v1.Pod{term}
+	if reps := r.pass(); len(reps) != 0 || len(r.evictions) != 0 {
+		t.Errorf("terminating pod: reports %v, evictions %v", reps, r.evicted())
+	}
+	if protection(term, r.c.Nodes[0]) != SkipTerminating {
+		t.Errorf("terminating pod not protected")
+	}
+}
+
+func TestPDBRefusalBacksOff(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.refuse = func(*policyv1.Eviction) error {
+		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	}
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	if got := r.pass()["p"].State; got != StatePDBBlocked {
+		t.Fatalf("state %q, want pdb-blocked", got)
+	}
+	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 1 {
+		t.Fatalf("right after a refusal: state %q, %d eviction requests; want pdb-blocked and no new request", got, len(r.evictions))
+	}
+	r.clock.Step(11 * time.Second)
+	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 2 {
+		t.Fatalf("after the backoff: state %q, %d requests; want a retry", got, len(r.evictions))
+	}
+	r.clock.Step(11 * time.Second) // the backoff doubled to 20s
+	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 2 {
+		t.Fatalf("inside the doubled backoff: state %q, %d requests", got, len(r.evictions))
+	}
+	r.refuse = nil
+	r.clock.Step(10 * time.Second)
+	if got := r.pass()["p"].State; got != StateEvicting {
+		t.Fatalf("once the PDB allows: state %q", got)
+	}
+}
+
+func TestOtherRefusals(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.refuse = func(*policyv1.Eviction) error {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", fmt.Errorf("uid precondition failed"))
+	}
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	if got := r.pass()["p"]; got.State != StateError || !strings.Contains(got.Detail, "replaced") {
+		t.Fatalf("conflict: %+v", got)
+	}
+	r.refuse = func(*policyv1.Eviction) error { return apierrors.NewInternalError(fmt.Errorf("two PDBs")) }
+	r.c.Pods = []*v1.Pod{ssdPod("q", "rs2", "a")}
+	if got := r.pass()["q"]; got.State != StateError {
+		t.Fatalf("500: %+v", got)
+	}
+	before := len(r.evictions)
+	if got := r.pass()["q"]; got.State != StateError || len(r.evictions) != before {
+		t.Fatalf("after a 500: %+v and %d new requests, want error and no retry inside the backoff", got, len(r.evictions)-before)
+	}
+}
+
+func TestOnePodPerOwnerInFlight(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs", "a"), ssdPod("p2", "rs", "a")}
+	reps := r.pass()
+	if len(r.evictions) != 1 {
+		t.Fatalf("evicted %v, want one pod of the owner", r.evicted())
+	}
+	other := "p2"
+	if r.evictions[0].Name == "p2" {
+		other = "p1"
+	}
+	if reps[other].State != StateWaitingOwner {
+		t.Errorf("%s: %+v, want waiting-owner", other, reps[other])
+	}
+	r.terminate()
+	r.pass()
+	// The evicted pod is gone and its controller has not created the
+	// replacement yet: still in flight.
+	var keep []*v1.Pod
+	for _, p := range r.c.Pods {
+		if p.DeletionTimestamp == nil {
+			keep = append(keep, p)
+		}
+	}
+	r.c.Pods = keep
+	if got := r.pass()[other]; got.State != StateWaitingOwner || len(r.evictions) != 1 {
+		t.Fatalf("replacement not created yet: %+v, evictions %v", got, r.evicted())
+	}
+	// The replacement exists, not Ready yet.
+	repl := pod("p3", "rs", "b").NodeSelector(ssd).Obj()
+	repl.Status.Conditions = nil
+	r.c.Pods = append(keep, repl)
+	if got := r.pass()[other]; got.State != StateWaitingOwner || len(r.evictions) != 1 {
+		t.Fatalf("replacement not Ready: %+v, evictions %v", got, r.evicted())
+	}
+	repl.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	if got := r.pass()[other]; got.State != StateEvicting || len(r.evictions) != 2 {
+		t.Fatalf("replacement Ready: %+v, evictions %v", got, r.evicted())
+	}
+}
+
+func TestCapsAndRateLimit(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.Limits = Limits{PerNode: 2, PerNamespace: 100, Total: 3}
+	})
+	r.c.Nodes = []*v1.Node{node("a", nil), node("a2", nil), node("b", ssd)}
+	for i := range 3 {
+		r.c.Pods = append(r.c.Pods, ssdPod(fmt.Sprintf("a-%d", i), fmt.Sprintf("rs-a%d", i), "a"), ssdPod(fmt.Sprintf("a2-%d", i), fmt.Sprintf("rs-b%d", i), "a2"))
+	}
+	reps := r.pass()
+	perNode := map[string]int{}
+	for _, ev := range r.evictions {
+		perNode[ev.Name[:strings.LastIndex(ev.Name, "-")]]++
+	}
+	if len(r.evictions) != 3 || perNode["a"] > 2 || perNode["a2"] > 2 {
+		t.Fatalf("evicted %v: want 3 in total, at most 2 per node", r.evicted())
+	}
+	paced := 0
+	for _, rep := range reps {
+		if rep.State == StatePaced {
+			paced++
+		}
+	}
+	if paced != 3 {
+		t.Errorf("%d paced, want 3: %v", paced, reps)
+	}
+	// The evictions stay in flight while their pods terminate, even for
+	// an enforcer that did not make them (a new leader).
+	r.terminate()
+	r2 := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.Limits.Total = 3 })
+	r2.c = r.c
+	r2.pass()
+	if len(r2.evictions) != 0 {
+		t.Errorf("a new enforcer evicted %v past the total cap", r2.evicted())
+	}
+
+	rl := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.EvictionsPerSecond, c.Burst = 1, 1 })
+	rl.c.Nodes = r.c.Nodes
+	rl.c.Pods = []*v1.Pod{ssdPod("x", "rs-x", "a"), ssdPod("y", "rs-y", "a2")}
+	rl.pass()
+	if len(rl.evictions) != 1 {
+		t.Errorf("burst 1: evicted %v", rl.evicted())
+	}
+}
+
+func TestBatchReservesCapacity(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
+	r.c.Nodes = []*v1.Node{node("a", nil), small}
+	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a")}
+	reps := r.pass()
+	if len(r.evictions) != 1 {
+		t.Fatalf("room for one, evicted %v", r.evicted())
+	}
+	states := []string{reps["p1"].State, reps["p2"].State}
+	if !(states[0] == StateEvicting && states[1] == StateNoFit || states[0] == StateNoFit && states[1] == StateEvicting) {
+		t.Errorf("states %v, want one evicting and one no-fit", states)
+	}
+}
+
+func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
+	zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
+	r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
+	anti := tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "x"}))
+	older := pod("older", "rs1", "a1").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
+	younger := pod("younger", "rs2", "a2").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
+	younger.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
+	r.c.Pods = []*v1.Pod{older, younger}
+	reps := r.pass()
+	if got := r.evicted(); len(got) != 1 || got[0] != "younger" {
+		t.Fatalf("evicted %v, want exactly the younger pod", got)
+	}
+	if _, ok := reps["older"]; ok {
+		t.Errorf("the older pod is reported: %+v", reps["older"])
+	}
+}
+
+func TestOnlyTheOptedInOwnerOfATermIsEvicted(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
+	r.c.Nodes = []*v1.Node{node("a1", map[string]string{"zone": "a"}), node("b1", map[string]string{"zone": "b"})}
+	// The owner of the term did not opt in; its target did, but breaks
+	// nothing of its own.
+	owner := pod("owner", "rs1", "a1").Label("app", "x").RequiredPodAntiAffinity(tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "y"}))).Obj()
+	delete(owner.Annotations, Annotation)
+	target := pod("target", "rs2", "a1").Label("app", "y").Obj()
+	r.c.Pods = []*v1.Pod{owner, target}
+	if reps := r.pass(); len(reps) != 0 || len(r.evictions) != 0 {
+		t.Fatalf("reports %v, evictions %v; want none", reps, r.evicted())
+	}
+}
+
+func TestNamespaceOptInAndOptOut(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.Namespaces = &NamespaceOptIn{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"enforce": "yes"}}, Rules: []string{"node-affinity"}}
+	})
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Namespaces = []*v1.Namespace{tu.MakeNamespace("ns", map[string]string{"enforce": "yes"})}
+	byNS := ssdPod("by-ns", "rs1", "a")
+	delete(byNS.Annotations, Annotation)
+	optOut := ssdPod("opt-out", "rs2", "a")
+	optOut.Annotations[Annotation] = "none"
+	r.c.Pods = []*v1.Pod{byNS, optOut}
+	r.pass()
+	if got := r.evicted(); len(got) != 1 || got[0] != "by-ns" {
+		t.Fatalf("evicted %v, want by-ns only", got)
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.DryRun = true })
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	if got := r.pass()["p"]; got.State != StateDryRun || got.Target != "b" {
+		t.Fatalf("dry run: %+v", got)
+	}
+	if ev := r.evictions[0]; len(ev.DeleteOptions.DryRun) != 1 || ev.DeleteOptions.DryRun[0] != metav1.DryRunAll {
+		t.Errorf("dry-run eviction without dryRun=All: %+v", ev.DeleteOptions)
+	}
+	// The report holds until the backoff lets it ask again.
+	if got := r.pass()["p"]; got.State != StateDryRun || got.Target != "b" || len(r.evictions) != 1 {
+		t.Errorf("second dry-run pass: %+v, %d requests", got, len(r.evictions))
+	}
+	// A dry-run PDB refusal is reported as the live run would see it.
+	r2 := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.DryRun = true })
+	r2.refuse = func(*policyv1.Eviction) error { return apierrors.NewTooManyRequests("pdb", 0) }
+	r2.c = r.c
+	if got := r2.pass()["p"].State; got != StatePDBBlocked {
+		t.Errorf("dry run under a PDB: %q", got)
+	}
+}
+
+func TestEventsOnStateChanges(t *testing.T) {
+	r := newRig(t, nil)
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	r.pass()
+	r.pass()
+	r.clock.Step(time.Minute)
+	r.pass()
+	close(r.events.Events)
+	var got []string
+	for e := range r.events.Events {
+		got = append(got, strings.SplitN(e, " ", 3)[1])
+	}
+	want := []string{"PlacementViolation", "PlacementEvicted", "PlacementEvicted"} // pod, then owner
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("events %v, want %v", got, want)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	head := "apiVersion: " + ConfigAPIVersion + "\nkind: " + ConfigKind + "\nschedulerConfig: /etc/s.yaml\n"
+	c, err := LoadConfig([]byte(head), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+	for in, wantErr := range map[string]string{
+		head + "gracePeriod: {nodeAfinity: 1s}\n":                          `unknown field "gracePeriod.nodeAfinity"`,
+		head + "dryrun: true\n":                                            `unknown field "dryrun"`,
+		"apiVersion: v1\nkind: " + ConfigKind + "\nschedulerConfig: x\n":   "apiVersion/kind",
+		"apiVersion: " + ConfigAPIVersion + "\nkind: " + ConfigKind + "\n": "schedulerConfig: required",
+		head + "namespaces: {selector: {}, rules: [nodes]}\n":              `namespaces.rules: unknown rule kind "nodes"`,
+		head + "backoff: {initial: 1m, max: 1s}\n":                         "backoff.max",
+	} {
+		_, err := LoadConfig([]byte(in), "f")
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: error %v, want one containing %q", in, err, wantErr)
+		}
+	}
+}
+
+// The config the kustomize base ships loads, and names the scheduler config
+// the same ConfigMap carries.
+func TestShippedConfigLoads(t *testing.T) {
+	data, err := fs.ReadFile(manifests.Files(), "enforcer-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(data, "manifests/enforcer-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SchedulerConfig != "/etc/placement-scheduler/scheduler-config.yaml" || c.DryRun || c.Namespaces != nil {
+		t.Errorf("shipped config: %+v", c)
+	}
+}
+
+// A new leader (an Enforcer without its predecessor's memory) sees the pod
+// its predecessor evicted as terminating and does not evict it again.
+func TestNewLeaderDoesNotEvictTwice(t *testing.T) {
+	first := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	first.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	first.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	first.pass()
+	if len(first.evictions) != 1 {
+		t.Fatalf("first leader evicted %v", first.evicted())
+	}
+	first.terminate()
+	second := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	second.c = first.c
+	second.pass()
+	if len(second.evictions) != 0 {
+		t.Errorf("the new leader evicted %v again", second.evicted())
+	}
+}
+
+// A pod whose affinity target left its zone moves to the zone that has one,
+// and is kept (no-fit) when no zone has one any more.
+func TestPodAffinityTargetGone(t *testing.T) {
+	zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
+	term := tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "db"}))
+	for _, tc := range []struct {
+		name       string
+		db         []*v1.Pod
+		state, tgt string
+	}{
+		{"target in another zone", []*v1.Pod{pod("db", "rs-db", "b1").Label("app", "db").Obj()}, StateEvicting, "b1"},
+		{"no target anywhere", nil, StateNoFit, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(c *Config) { c.GracePeriod.PodAffinity.Duration = 0 })
+			r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
+			web := pod("web", "rs-web", "a1").Label("app", "web").RequiredPodAffinity(term).Obj()
+			r.c.Pods = append([]*v1.Pod{web}, tc.db...)
+			got := r.pass()["web"]
+			if got.Rule != PodAffinity || got.State != tc.state || got.Target != tc.tgt {
+				t.Errorf("%+v, want %s to %q", got, tc.state, tc.tgt)
+			}
+		})
+	}
+}

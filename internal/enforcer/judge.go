@@ -1,0 +1,361 @@
+package enforcer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/nodeaffinity"
+)
+
+// ErrUnknownProfile is returned for a pod whose schedulerName is not a
+// profile of the scheduler configuration: the enforcer cannot know which
+// addedAffinity and which filters placed it, so it never judges it.
+var ErrUnknownProfile = errors.New("the pod's schedulerName is not a profile of the scheduler configuration")
+
+// Verdict is one rule a pod breaks on the node it runs on.
+type Verdict struct {
+	Rule Rule
+	// Reason is the plugin's Filter status message, e.g.
+	// "node(s) didn't match Pod's node affinity/selector".
+	Reason string
+	// Terms says which term, label or pod decided, from the plugin's
+	// FilterExplainer; empty when the plugin cannot say more than Reason.
+	Terms []string
+}
+
+// Judge holds one snapshot of the cluster and, for each scheduler profile,
+// our NodeAffinity and InterPodAffinity plugins built from that profile's
+// args, so a pass judges every pod against the same state.
+type Judge struct {
+	snapshot *cache.Snapshot
+	profiles map[string]*judgeProfile
+}
+
+type judgeProfile struct {
+	nodeAffinity fwk.FilterPlugin
+	podAffinity  fwk.FilterPlugin
+}
+
+// NewJudge snapshots pods and nodes as the scheduler's cache would hold them
+// (bound pods only; terminating pods are left out, since they are on their
+// way out and a verdict must not depend on them) and builds the plugins of
+// every profile in cfg. factory serves the Namespace lister
+// InterPodAffinity needs; NewJudge starts it and waits for its caches.
+func NewJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, nodes []*v1.Node, pods []*v1.Pod) (*Judge, error) {
+	known := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		known[n.Name] = true
+	}
+	bound := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		// A pod on a node that is gone is the garbage collector's (and a
+		// snapshot cannot hold a node without its Node object).
+		if !known[p.Spec.NodeName] || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		bound = append(bound, p)
+	}
+	j := &Judge{snapshot: cache.NewSnapshot(bound, nodes), profiles: map[string]*judgeProfile{}}
+	metrics.Register() // the framework's instrumentation needs it (idempotent)
+	for i := range cfg.Profiles {
+		jp, err := newJudgeProfile(ctx, &cfg.Profiles[i], factory, j.snapshot)
+		if err != nil {
+			return nil, fmt.Errorf("profile %q: %w", cfg.Profiles[i].SchedulerName, err)
+		}
+		j.profiles[cfg.Profiles[i].SchedulerName] = jp
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	return j, nil
+}
+
+// newJudgeProfile builds a framework with only our NodeAffinity and
+// InterPodAffinity (plus the queue-sort and bind plugins a framework
+// requires), configured with the profile's own args, and keeps the two
+// plugin instances so each can be asked on its own.
+func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, factory informers.SharedInformerFactory, snapshot *cache.Snapshot) (*judgeProfile, error) {
+	reg := intree.NewInTreeRegistry()
+	if err := reg.Merge(plugins.Registry()); err != nil {
+		return nil, fmt.Errorf("merging pkg/plugins.Registry(): %w", err)
+	}
+	instances := explain.Record(reg)
+	judging := &config.KubeSchedulerProfile{
+		SchedulerName: profile.SchedulerName,
+		Plugins: &config.Plugins{
+			QueueSort: config.PluginSet{Enabled: []config.Plugin{{Name: names.PrioritySort}}},
+			PreFilter: config.PluginSet{Enabled: []config.Plugin{{Name: nodeaffinity.Name}, {Name: interpodaffinity.Name}}},
+			Filter:    config.PluginSet{Enabled: []config.Plugin{{Name: nodeaffinity.Name}, {Name: interpodaffinity.Name}}},
+			Bind:      config.PluginSet{Enabled: []config.Plugin{{Name: names.DefaultBinder}}},
+		},
+	}
+	for _, pc := range profile.PluginConfig {
+		if pc.Name == nodeaffinity.Name || pc.Name == interpodaffinity.Name {
+			judging.PluginConfig = append(judging.PluginConfig, pc)
+		}
+	}
+	_, err := frameworkruntime.NewFramework(ctx, reg, judging,
+		frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithMetricsRecorder(metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done())),
+	)
+	if err != nil {
+		return nil, err
+	}
+	jp := &judgeProfile{}
+	var ok bool
+	if jp.nodeAffinity, ok = instances.Get(nodeaffinity.Name).(fwk.FilterPlugin); !ok {
+		return nil, fmt.Errorf("%s: no filter instance", nodeaffinity.Name)
+	}
+	if jp.podAffinity, ok = instances.Get(interpodaffinity.Name).(fwk.FilterPlugin); !ok {
+		return nil, fmt.Errorf("%s: no filter instance", interpodaffinity.Name)
+	}
+	return jp, nil
+}
+
+// Judge returns the rules among rules that pod breaks on its own node,
+// judged exactly as the scheduler would judge the pod's placement there if
+// it were not running yet: the pod itself removed from the snapshot, and
+// also every pod in gone (pods already chosen to leave in this pass). Only
+// the pod's own terms count: another pod's anti-affinity that rejects this
+// pod is that pod's violation, not this one's. A pod whose node is not in
+// the snapshot is judged to break nothing (a deleted node's pods are the
+// garbage collector's).
+func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v1.Pod) ([]Verdict, error) {
+	jp, ok := j.profiles[schedulerName(pod)]
+	if !ok {
+		return nil, fmt.Errorf("pod %s/%s, schedulerName %q: %w", pod.Namespace, pod.Name, schedulerName(pod), ErrUnknownProfile)
+	}
+	nodeName := pod.Spec.NodeName
+	ni, err := j.snapshot.Get(nodeName)
+	if err != nil {
+		return nil, nil
+	}
+	// The scheduler could not have placed a pod whose pod (anti)-affinity
+	// terms do not parse (InterPodAffinity's PreFilter rejects it): there
+	// is no verdict to give on those rules.
+	if rules.Has(PodAffinity) || rules.Has(PodAntiAffinity) {
+		if _, err := framework.NewPodInfo(pod); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: its pod (anti-)affinity terms do not parse: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	// PreFilter sees every node, as in a scheduling cycle.
+	all, err := j.snapshot.NodeInfos().List()
+	if err != nil {
+		return nil, err
+	}
+	// The pod (and every pod in gone) is taken out the way preemption
+	// takes out victims: PreFilter runs on the shared snapshot, the
+	// plugin's own RemovePod then uncounts each of them from its state,
+	// and Filter sees a copy of the pod's node without them. Nothing is
+	// copied but that one node, so a judgement costs what PreFilter costs.
+	own := ni.Snapshot().(*framework.NodeInfo)
+	var removed []removal
+	for _, p := range append([]*v1.Pod{pod}, gone...) {
+		pni, err := j.snapshot.Get(p.Spec.NodeName)
+		if err != nil {
+			continue
+		}
+		pi := podInfoOf(pni, p)
+		if pi == nil {
+			continue // never in the snapshot (terminating): already gone
+		}
+		removed = append(removed, removal{pi, pni})
+		if p.Spec.NodeName == nodeName {
+			if err := own.RemovePod(klog.FromContext(ctx), p); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	var out []Verdict
+	if rules.Has(NodeAffinity) {
+		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), own, all)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	for _, r := range []Rule{PodAffinity, PodAntiAffinity} {
+		if !rules.Has(r) {
+			continue
+		}
+		v, err := judgePods(ctx, jp.podAffinity, r, onlyPodTerms(pod, r), own, all, removed)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+// judgeNode runs NodeAffinity's PreFilter and Filter for pod on ni: the pod's
+// nodeSelector, its required node affinity and the profile's addedAffinity.
+func judgeNode(ctx context.Context, pl fwk.FilterPlugin, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo) ([]Verdict, error) {
+	state := framework.NewCycleState()
+	pre, ok := pl.(fwk.PreFilterPlugin)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a PreFilter plugin", pl.Name())
+	}
+	res, st := pre.PreFilter(ctx, state, pod, all)
+	switch {
+	case st.IsSkip():
+		return nil, nil
+	case st.IsRejected():
+		return []Verdict{{Rule: NodeAffinity, Reason: st.Message()}}, nil
+	case !st.IsSuccess():
+		return nil, fmt.Errorf("%s PreFilter: %w", pl.Name(), st.AsError())
+	}
+	if !res.AllNodes() && !res.NodeNames.Has(ni.Node().Name) {
+		return []Verdict{{Rule: NodeAffinity, Reason: fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", pl.Name())}}, nil
+	}
+	st = pl.Filter(ctx, state, pod, ni)
+	if st.IsSuccess() {
+		return nil, nil
+	}
+	if !st.IsRejected() {
+		return nil, fmt.Errorf("%s Filter: %w", pl.Name(), st.AsError())
+	}
+	return []Verdict{{Rule: NodeAffinity, Reason: st.Message(), Terms: causes(ctx, pl, state, pod, ni)}}, nil
+}
+
+// judgePods runs InterPodAffinity's PreFilter and Filter for pod (which holds
+// only its required terms of kind r) on ni. Filter checks the pod's affinity,
+// then its anti-affinity, then other pods' anti-affinity, and reports the
+// first failure only; with one kind of the pod's own terms left, a failure of
+// that kind is the pod's own violation and the other pods' verdict is not
+// ours to act on.
+func judgePods(ctx context.Context, pl fwk.FilterPlugin, r Rule, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo, removed []removal) ([]Verdict, error) {
+	state := framework.NewCycleState()
+	pre, ok := pl.(fwk.PreFilterPlugin)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a PreFilter plugin", pl.Name())
+	}
+	_, st := pre.PreFilter(ctx, state, pod, all)
+	switch {
+	case st.IsSkip():
+		return nil, nil
+	case !st.IsSuccess():
+		// A term that does not parse: the scheduler could not have placed
+		// the pod with it, and there is no honest verdict to give.
+		return nil, fmt.Errorf("%s PreFilter: %s", pl.Name(), st.Message())
+	}
+	for _, rm := range removed {
+		if st := pre.PreFilterExtensions().RemovePod(ctx, state, pod, rm.pod, rm.node); !st.IsSuccess() {
+			return nil, fmt.Errorf("%s RemovePod: %w", pl.Name(), st.AsError())
+		}
+	}
+	st = pl.Filter(ctx, state, pod, ni)
+	if st.IsSuccess() {
+		return nil, nil
+	}
+	if !st.IsRejected() {
+		return nil, fmt.Errorf("%s Filter: %w", pl.Name(), st.AsError())
+	}
+	want := interpodaffinity.ErrReasonAffinityRulesNotMatch
+	if r == PodAntiAffinity {
+		want = interpodaffinity.ErrReasonAntiAffinityRulesNotMatch
+	}
+	for _, reason := range st.Reasons() {
+		if reason == want {
+			return []Verdict{{Rule: r, Reason: reason, Terms: causes(ctx, pl, state, pod, ni)}}, nil
+		}
+	}
+	return nil, nil
+}
+
+// removal is a pod to take out of a judgement, as the snapshot holds it,
+// and its node.
+type removal struct {
+	pod  fwk.PodInfo
+	node fwk.NodeInfo
+}
+
+// podInfoOf is the snapshot's PodInfo of pod on ni (what PreFilter
+// counted), or nil.
+func podInfoOf(ni fwk.NodeInfo, pod *v1.Pod) fwk.PodInfo {
+	for _, pi := range ni.GetPods() {
+		if pi.GetPod().UID == pod.UID {
+			return pi
+		}
+	}
+	return nil
+}
+
+// causes asks the plugin which terms decided, when it can say.
+func causes(ctx context.Context, pl fwk.FilterPlugin, state fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) []string {
+	ex, ok := pl.(explanation.FilterExplainer)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, c := range ex.ExplainFilter(ctx, state, pod, ni) {
+		out = append(out, c.Message)
+	}
+	return out
+}
+
+// onlyNodeTerms is pod with its pod (anti-)affinity dropped, so
+// InterPodAffinity's verdicts cannot mask or be confused with its node rule.
+func onlyNodeTerms(pod *v1.Pod) *v1.Pod {
+	if pod.Spec.Affinity == nil {
+		return pod
+	}
+	out := pod.DeepCopy()
+	out.Spec.Affinity.PodAffinity = nil
+	out.Spec.Affinity.PodAntiAffinity = nil
+	return out
+}
+
+// onlyPodTerms is pod with only its required pod terms of kind r kept.
+// Node rules are judged separately; the pod's labels (what other pods' terms
+// and its own first-pod rule match) are unchanged.
+func onlyPodTerms(pod *v1.Pod, r Rule) *v1.Pod {
+	out := pod.DeepCopy()
+	out.Spec.NodeSelector = nil
+	a := out.Spec.Affinity
+	if a == nil {
+		return out
+	}
+	a.NodeAffinity = nil
+	if r == PodAffinity {
+		a.PodAntiAffinity = nil
+		if a.PodAffinity != nil {
+			a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+		}
+	} else {
+		a.PodAffinity = nil
+		if a.PodAntiAffinity != nil {
+			a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+		}
+	}
+	return out
+}
+
+// schedulerName is the pod's schedulerName as the apiserver defaults it.
+func schedulerName(pod *v1.Pod) string {
+	if pod.Spec.SchedulerName == "" {
+		return v1.DefaultSchedulerName
+	}
+	return pod.Spec.SchedulerName
+}

@@ -1,0 +1,239 @@
+package enforcer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	utiluuid "k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+)
+
+// Component is the enforcer's name in events, the Lease holder identity and
+// the user agent.
+const Component = "placement-enforcer"
+
+// minPassInterval is the least time between two passes.
+const minPassInterval = time.Second
+
+// Run runs the enforcer until ctx ends: informers on nodes, pods, namespaces
+// and PodDisruptionBudgets (a change to any queues a pass; their resync is
+// the periodic backstop), the metrics endpoint, and the passes themselves,
+// only while this replica holds the Lease.
+func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
+	logger := klog.FromContext(ctx)
+	data, err := os.ReadFile(cfg.SchedulerConfig)
+	if err != nil {
+		return fmt.Errorf("schedulerConfig: %w", err)
+	}
+	sched, err := explain.LoadConfig(data, cfg.SchedulerConfig)
+	if err != nil {
+		return err
+	}
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.UserAgent = Component
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: Component})
+	e := New(cfg, sched, client, recorder, clock.RealClock{})
+
+	factory := informers.NewSharedInformerFactory(client, cfg.Resync.Duration)
+	e.informers = factory
+	nodes := factory.Core().V1().Nodes()
+	pods := factory.Core().V1().Pods()
+	namespaces := factory.Core().V1().Namespaces()
+	pdbs := factory.Policy().V1().PodDisruptionBudgets()
+	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: Component})
+	defer queue.ShutDown()
+	const key = "pass" // one key: passes coalesce
+	enqueue := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { queue.Add(key) },
+		UpdateFunc: func(any, any) { queue.Add(key) },
+		DeleteFunc: func(any) { queue.Add(key) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{nodes.Informer(), pods.Informer(), namespaces.Informer(), pdbs.Informer()} {
+		h := enqueue
+		h.UpdateFunc = func(old, cur any) {
+			if relevantUpdate(old, cur) {
+				queue.Add(key)
+			}
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	if cfg.MetricsBindAddress != "0" {
+		srv := &http.Server{Addr: cfg.MetricsBindAddress, Handler: mux(e), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error(err, "Metrics endpoint stopped", "address", cfg.MetricsBindAddress)
+			}
+		}()
+		defer func() { _ = srv.Close() }()
+	}
+
+	loop := func(ctx context.Context) {
+		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				logger.Error(nil, "Informer did not sync", "type", typ)
+				return
+			}
+		}
+		queue.Add(key)
+		go func() { <-ctx.Done(); queue.ShutDown() }()
+		var last time.Time
+		for {
+			k, shutdown := queue.Get()
+			if shutdown {
+				return
+			}
+			// Events coalesce into one key; a pass right after another
+			// waits out minPassInterval instead, so a busy cluster's
+			// stream of pod updates costs at most one pass a second.
+			if wait := minPassInterval - time.Since(last); wait > 0 {
+				queue.Done(k)
+				queue.AddAfter(key, wait)
+				continue
+			}
+			last = time.Now()
+			c, err := read(nodes.Lister().List, pods.Lister().List, namespaces.Lister().List)
+			var next time.Duration
+			if err == nil {
+				next, err = e.Pass(ctx, c)
+			}
+			if err != nil {
+				logger.Error(err, "Enforcement pass failed; retrying")
+				next = time.Second
+			}
+			queue.Done(k)
+			if next > 0 {
+				queue.AddAfter(key, next)
+			}
+		}
+	}
+	if cfg.LeaderElection.Disabled {
+		loop(ctx)
+		return ctx.Err()
+	}
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id += "_" + string(utiluuid.NewUUID())
+	le := cfg.LeaderElection
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.LeaseNamespace, le.LeaseName,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
+	if err != nil {
+		return err
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		Name:            Component,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: loop,
+			OnStoppedLeading: func() { logger.Info("Stopped leading") },
+		},
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	// Never keep acting without the Lease: the process exits, and its
+	// restart campaigns again.
+	return errors.New("lost the leader lease")
+}
+
+// read lists the informers' caches into a Cluster.
+func read(nodes func(labels.Selector) ([]*v1.Node, error), pods func(labels.Selector) ([]*v1.Pod, error), namespaces func(labels.Selector) ([]*v1.Namespace, error)) (*Cluster, error) {
+	c := &Cluster{}
+	var err error
+	if c.Nodes, err = nodes(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if c.Pods, err = pods(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if c.Namespaces, err = namespaces(labels.Everything()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// mux serves /metrics, /healthz and /violations (the last pass's reports,
+// as JSON).
+func mux(e *Enforcer) *http.ServeMux {
+	m := http.NewServeMux()
+	m.Handle("/metrics", metrics.HandlerFor(e.metrics.registry, metrics.HandlerOpts{}))
+	m.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	m.HandleFunc("/violations", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(e.Reports())
+	})
+	return m
+}
+
+// relevantUpdate reports whether an update can change a judgement or a
+// decision: for pods their labels, annotations, node, deletion, phase or
+// Ready condition; for nodes their labels, taints or Ready condition.
+// Container status churn and node heartbeats start no pass; an update
+// whose object did not change is the informers' resync, the periodic
+// backstop, and always starts one.
+func relevantUpdate(old, cur any) bool {
+	switch o := old.(type) {
+	case *v1.Pod:
+		c, ok := cur.(*v1.Pod)
+		if !ok {
+			return true
+		}
+		if o.ResourceVersion == c.ResourceVersion {
+			return true // a resync: the periodic backstop
+		}
+		return !maps.Equal(o.Labels, c.Labels) || !maps.Equal(o.Annotations, c.Annotations) ||
+			o.Spec.NodeName != c.Spec.NodeName || (o.DeletionTimestamp == nil) != (c.DeletionTimestamp == nil) ||
+			o.Status.Phase != c.Status.Phase || podReady(o) != podReady(c)
+	case *v1.Node:
+		c, ok := cur.(*v1.Node)
+		if !ok {
+			return true
+		}
+		if o.ResourceVersion == c.ResourceVersion {
+			return true
+		}
+		return !maps.Equal(o.Labels, c.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, c.Spec.Taints) || nodeReady(o) != nodeReady(c)
+	}
+	return true
+}

@@ -1,0 +1,89 @@
+package enforcer
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestEndpoints: /violations serves the last pass's reports and /metrics
+// the violation and eviction counts.
+func TestEndpoints(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	empty := httptest.NewRecorder()
+	mux(r.e).ServeHTTP(empty, httptest.NewRequest("GET", "/violations", nil))
+	if got := strings.TrimSpace(empty.Body.String()); got != "[]" {
+		t.Errorf("/violations before any pass: %q, want []", got)
+	}
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a"), ssdPod("q", "rs2", "a")}
+	r.clock.Step(time.Second)
+	r.pass()
+	m := mux(r.e)
+
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest("GET", "/violations", nil))
+	var reps []Report
+	if err := json.Unmarshal(rec.Body.Bytes(), &reps); err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 2 || reps[0].Pod != "ns/p" || reps[0].State != StateEvicting || reps[0].Target != "b" {
+		t.Errorf("/violations: %+v", reps)
+	}
+
+	rec = httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`placement_enforcer_violations{rule="node-affinity",state="evicting"} 2`,
+		`placement_enforcer_evictions_total{result="evicted",rule="node-affinity"} 2`,
+		`placement_enforcer_detect_to_evict_seconds_count{rule="node-affinity"} 2`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
+	}
+}
+
+func TestRelevantUpdate(t *testing.T) {
+	base := ssdPod("p", "rs", "a")
+	base.ResourceVersion = "1"
+	change := func(f func(*v1.Pod)) *v1.Pod {
+		c := base.DeepCopy()
+		c.ResourceVersion = "2"
+		f(c)
+		return c
+	}
+	for name, tc := range map[string]struct {
+		cur  *v1.Pod
+		want bool
+	}{
+		"resync":            {base.DeepCopy(), true},
+		"container status":  {change(func(p *v1.Pod) { p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c"}} }), false},
+		"label":             {change(func(p *v1.Pod) { p.Labels = map[string]string{"x": "y"} }), true},
+		"opt-in annotation": {change(func(p *v1.Pod) { p.Annotations[Annotation] = "none" }), true},
+		"Ready flips":       {change(func(p *v1.Pod) { p.Status.Conditions = nil }), true},
+	} {
+		if got := relevantUpdate(base, tc.cur); got != tc.want {
+			t.Errorf("pod %s: %v, want %v", name, got, tc.want)
+		}
+	}
+	n := node("a", nil)
+	n.ResourceVersion = "1"
+	hb := n.DeepCopy()
+	hb.ResourceVersion = "2"
+	hb.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	if relevantUpdate(n, hb) {
+		t.Error("a node heartbeat starts a pass")
+	}
+	lab := hb.DeepCopy()
+	lab.Labels["disk"] = "ssd"
+	if !relevantUpdate(n, lab) {
+		t.Error("a node label change starts no pass")
+	}
+}

@@ -1,0 +1,148 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// Placer answers, for running pods in turn, "where would the scheduler put a
+// replacement if this pod were evicted", with the real framework of a
+// profile over one cluster state. Each answer is reserved: the replacement
+// stays in the Placer's snapshot on the node it was given, and the evicted
+// pod leaves it, so later calls never promise two pods one free slot. A
+// Placer is for one goroutine and one batch.
+type Placer struct {
+	fw *profileFramework
+}
+
+// NewPlacer builds profile's framework over c (as Explain does). Its
+// informers run until ctx is cancelled: cancel it when the batch is done.
+func NewPlacer(ctx context.Context, c *Cluster, profile *config.KubeSchedulerProfile) (*Placer, error) {
+	// A snapshot cannot hold a pod whose node is gone (no Node object):
+	// leave such pods out, as the scheduler's cache does.
+	known := make(map[string]bool, len(c.Nodes))
+	for _, n := range c.Nodes {
+		known[n.Name] = true
+	}
+	onKnown := *c
+	onKnown.Pods = make([]*v1.Pod, 0, len(c.Pods))
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" || known[p.Spec.NodeName] {
+			onKnown.Pods = append(onKnown.Pods, p)
+		}
+	}
+	fw, err := newFramework(ctx, &onKnown, &v1.Pod{}, profile)
+	if err != nil {
+		return nil, err
+	}
+	// A mutation session lets Place add and remove pods with the
+	// snapshot's indexes kept in step; it lasts as long as the Placer.
+	if err := fw.snapshot.StartMutations(); err != nil {
+		return nil, err
+	}
+	return &Placer{fw: fw}, nil
+}
+
+// Place runs a scheduling cycle for a replacement of pod (the pod unbound,
+// with its own spec and labels) on every node but the one pod runs on, with
+// pod itself removed from the cluster. It returns the node the scheduler's
+// scores rank first among the feasible ones (ties to the first name) and
+// reserves it, or "" when no other node fits; then nothing is reserved
+// and pod stays in the snapshot.
+func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
+	logger := klog.FromContext(ctx)
+	snap := p.fw.snapshot
+	current := pod.Spec.NodeName
+	removed := false
+	if current != "" {
+		if err := snap.RemovePod(logger, pod, current); err == nil {
+			removed = true
+		}
+	}
+	repl := replacement(pod)
+	node, err := p.best(ctx, repl, current)
+	if err != nil || node == "" {
+		if removed {
+			if pi, perr := framework.NewPodInfo(pod); perr == nil {
+				_ = snap.AddPod(pi, current)
+			}
+		}
+		return "", err
+	}
+	repl.Spec.NodeName = node
+	pi, err := framework.NewPodInfo(repl)
+	if err != nil {
+		return "", err
+	}
+	if err := snap.AddPod(pi, node); err != nil {
+		return "", fmt.Errorf("reserving %s for %s/%s: %w", node, pod.Namespace, pod.Name, err)
+	}
+	return node, nil
+}
+
+// best filters repl on every node but exclude and scores the feasible ones.
+func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string, error) {
+	nodes, err := p.fw.snapshot.NodeInfos().List()
+	if err != nil {
+		return "", err
+	}
+	state := framework.NewCycleState()
+	preRes, st, _ := p.fw.RunPreFilterPlugins(ctx, state, repl)
+	if !st.IsSuccess() {
+		if st.IsRejected() {
+			return "", nil
+		}
+		return "", fmt.Errorf("PreFilter plugin %s: %w", st.Plugin(), st.AsError())
+	}
+	var feasible []fwk.NodeInfo
+	for _, ni := range nodes {
+		name := ni.Node().Name
+		if name == exclude || (!preRes.AllNodes() && !preRes.NodeNames.Has(name)) {
+			continue
+		}
+		st := p.fw.RunFilterPluginsWithNominatedPods(ctx, state, repl, ni)
+		if st.Code() == fwk.Error {
+			return "", fmt.Errorf("filtering node %s: %w", name, st.AsError())
+		}
+		if st.IsSuccess() {
+			feasible = append(feasible, ni)
+		}
+	}
+	if len(feasible) == 0 {
+		return "", nil
+	}
+	sort.Slice(feasible, func(i, j int) bool { return feasible[i].Node().Name < feasible[j].Node().Name })
+	if st := p.fw.RunPreScorePlugins(ctx, state, repl, feasible); !st.IsSuccess() && !st.IsSkip() {
+		return "", fmt.Errorf("PreScore plugin %s: %w", st.Plugin(), st.AsError())
+	}
+	scores, st := p.fw.RunScorePlugins(ctx, state, repl, feasible)
+	if !st.IsSuccess() {
+		return "", fmt.Errorf("Score plugin %s: %w", st.Plugin(), st.AsError())
+	}
+	best := 0
+	for i := range scores {
+		if scores[i].TotalScore > scores[best].TotalScore {
+			best = i
+		}
+	}
+	return scores[best].Name, nil
+}
+
+// replacement is what a controller would create in pod's place: the same
+// spec and labels, not bound, not nominated, a UID of its own.
+func replacement(pod *v1.Pod) *v1.Pod {
+	out := pod.DeepCopy()
+	out.UID = types.UID(string(pod.UID) + "-replacement")
+	out.Spec.NodeName = ""
+	out.DeletionTimestamp = nil
+	out.Status = v1.PodStatus{Phase: v1.PodPending}
+	return out
+}

@@ -1,0 +1,194 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+)
+
+// PostFilter is what the profile's PostFilter plugins would do for an
+// unschedulable pod: whether preemption would make room, where, and at
+// whose expense, or why it would not. It is a dry run: nothing is evicted
+// and no pod is nominated.
+type PostFilter struct {
+	// Plugin is the PostFilter plugin that was dry-run (DefaultPreemption);
+	// empty when the profile has none, and then the scheduler does not
+	// preempt.
+	Plugin string `json:"plugin,omitempty"`
+	// WouldPreempt is set when preemption finds a node: Node, with Victims
+	// evicted, is where the scheduler would nominate the pod.
+	WouldPreempt bool     `json:"wouldPreempt"`
+	Node         string   `json:"node,omitempty"`
+	Victims      []Victim `json:"victims,omitempty"`
+	// PDBViolations counts victims whose eviction a PodDisruptionBudget
+	// does not allow (preemption may still evict them, as a last resort).
+	PDBViolations int `json:"pdbViolations,omitempty"`
+	// Candidates is every node where preemption would work, the chosen one
+	// included, with its victims.
+	Candidates []PreemptionCandidate `json:"candidates,omitempty"`
+	// NotHelpful lists the nodes where preemption would not help, and why.
+	NotHelpful []NodeWhyNot `json:"notHelpful,omitempty"`
+	// Reason says why preemption would not help at all, when it would not.
+	Reason string `json:"reason,omitempty"`
+	// Message is what the scheduler appends to its FailedScheduling event
+	// ("preemption: ..."), when preemption would not help.
+	Message string `json:"message,omitempty"`
+	// Notes say where this dry run may differ from the scheduler's.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Victim is a pod preemption would evict.
+type Victim struct {
+	Pod      string `json:"pod"`
+	Node     string `json:"node"`
+	Priority int32  `json:"priority"`
+}
+
+// PreemptionCandidate is a node where evicting Victims makes the pod fit.
+type PreemptionCandidate struct {
+	Node          string   `json:"node"`
+	Victims       []Victim `json:"victims"`
+	PDBViolations int      `json:"pdbViolations,omitempty"`
+}
+
+// NodeWhyNot is a node preemption cannot use, and the status that says why.
+type NodeWhyNot struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// notHelpful is the status the scheduler gives nodes preemption cannot
+// help (the text of its FailedScheduling event).
+const notHelpful = "Preemption is not helpful for scheduling"
+
+// runPostFilter dry-runs the profile's DefaultPreemption for pod after
+// every node failed: the evaluator's own steps (eligibility, the nodes
+// whose status is Unschedulable, DryRunPreemption with the PDBs,
+// SelectCandidate), everything except actuation. SelectVictimsOnNode works
+// on copies (NodeInfo.Snapshot, CycleState.Clone), so the snapshot the
+// rest of the explanation reads is not changed.
+func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleState, pod *v1.Pod, m *framework.NodeToStatus) (*PostFilter, error) {
+	enabled := fw.ListPlugins().PostFilter.Enabled
+	if len(enabled) == 0 {
+		return &PostFilter{Reason: "the profile has no PostFilter plugin: the scheduler does not preempt"}, nil
+	}
+	var pl *defaultpreemption.DefaultPreemption
+	var others []string
+	for _, p := range enabled {
+		if dp, ok := fw.plugins[p.Name].(*defaultpreemption.DefaultPreemption); ok && pl == nil {
+			pl = dp
+			continue
+		}
+		// DynamicResources' PostFilter frees a claim's allocation; for a
+		// pod without claims it does nothing.
+		if p.Name == names.DynamicResources && len(pod.Spec.ResourceClaims) == 0 {
+			continue
+		}
+		others = append(others, p.Name)
+	}
+	if pl == nil && len(others) == 0 {
+		return &PostFilter{Reason: "the profile has no preemption plugin: the scheduler does not preempt"}, nil
+	}
+	if pl == nil {
+		return &PostFilter{Reason: fmt.Sprintf("PostFilter plugin(s) %s are not DefaultPreemption: explain cannot dry-run them", strings.Join(others, ", "))}, nil
+	}
+	res := &PostFilter{Plugin: pl.Name()}
+	if len(others) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("PostFilter plugin(s) %s not run: explain dry-runs DefaultPreemption only", strings.Join(others, ", ")))
+	}
+	if state.ShouldSkipAllPostFilterPlugins() {
+		res.Reason = "All PostFilter plugins are skipped"
+		return res, nil
+	}
+	ev := pl.Evaluator
+	if ok, msg := ev.PodEligibleToPreemptOthers(ctx, pod, m.Get(pod.Status.NominatedNodeName)); !ok {
+		res.Reason = "the pod may not preempt: " + msg
+		res.Message = "preemption: " + msg
+		return res, nil
+	}
+	lister := fw.snapshot.NodeInfos()
+	all, err := lister.List()
+	if err != nil {
+		return nil, err
+	}
+	potential, err := m.NodesForStatusCode(lister, fwk.Unschedulable)
+	if err != nil {
+		return nil, err
+	}
+	var candidates []preemption.Candidate
+	statuses := framework.NewDefaultNodeToStatus()
+	if len(potential) > 0 {
+		pdbs, err := ev.PdbLister.List(labels.Everything())
+		if err != nil {
+			return nil, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+		}
+		// The scheduler dry-runs a shortlist from a random offset and stops
+		// once it has enough candidates; explain tries every node, so that
+		// "why not" covers them all.
+		if _, n := ev.GetOffsetAndNumCandidates(int32(len(potential))); int(n) < len(potential) {
+			res.Notes = append(res.Notes, fmt.Sprintf("the scheduler stops its dry run once it has %d candidates, trying the %d nodes from a random offset, so it may nominate another of the candidates", n, len(potential)))
+		}
+		candidates, statuses, err = ev.DryRunPreemption(ctx, state, pod, potential, pdbs, 0, int32(len(potential)))
+		if err != nil && len(candidates) == 0 {
+			return nil, fmt.Errorf("preemption dry run: %w", err)
+		}
+	}
+	// Why not, node by node: the dry run's status where it ran, else the
+	// filter status that made the node one preemption cannot help.
+	dryRun := map[string]*fwk.Status{}
+	statuses.ForEachExplicitNode(func(name string, st *fwk.Status) { dryRun[name] = st })
+	for _, ni := range all {
+		name := ni.Node().Name
+		var why string
+		if st := m.Get(name); st.Code() != fwk.Unschedulable {
+			why = fmt.Sprintf("%s: %s", notHelpful, strings.Join(st.Reasons(), "; "))
+		} else if st, ok := dryRun[name]; ok {
+			why = strings.Join(st.Reasons(), "; ")
+		} else {
+			continue
+		}
+		res.NotHelpful = append(res.NotHelpful, NodeWhyNot{Node: name, Reason: why})
+	}
+	if len(candidates) == 0 {
+		// What the scheduler's DefaultPreemption reports in this case.
+		fe := &framework.FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: framework.Diagnosis{NodeToStatus: statuses}}
+		fe.Diagnosis.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, notHelpful))
+		res.Message = "preemption: " + fe.Error()
+		if len(potential) == 0 {
+			res.Reason = "no node failed only for reasons evicting pods could fix"
+		} else {
+			res.Reason = "evicting every lower-priority pod would not make the pod fit on any node"
+		}
+		return res, nil
+	}
+	for _, c := range candidates {
+		res.Candidates = append(res.Candidates, PreemptionCandidate{
+			Node: c.Name(), Victims: victims(c), PDBViolations: int(c.Victims().NumPDBViolations),
+		})
+	}
+	sort.Slice(res.Candidates, func(i, j int) bool { return res.Candidates[i].Node < res.Candidates[j].Node })
+	best := ev.SelectCandidate(ctx, candidates)
+	res.WouldPreempt = true
+	res.Node = best.Name()
+	res.Victims = victims(best)
+	res.PDBViolations = int(best.Victims().NumPDBViolations)
+	return res, nil
+}
+
+func victims(c preemption.Candidate) []Victim {
+	var out []Victim
+	for _, p := range c.Victims().Pods {
+		out = append(out, Victim{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Priority: corev1helpers.PodPriority(p)})
+	}
+	return out
+}

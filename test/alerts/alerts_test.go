@@ -1,0 +1,341 @@
+package alerts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/promql/promqltest"
+	"github.com/prometheus/prometheus/rules"
+	"go.yaml.in/yaml/v3"
+)
+
+// The series a healthy install exports, as the ServiceMonitor labels them
+// (job is the metrics Service, namespace the release's): two replicas, a
+// leading and b standing by.
+const (
+	job       = `job="placement-scheduler-metrics", namespace="placement-scheduler"`
+	replicaA  = job + `, instance="10.0.0.1:10259", pod="placement-scheduler-a"`
+	replicaB  = job + `, instance="10.0.0.2:10259", pod="placement-scheduler-b"`
+	evalEvery = time.Minute // the rule group's evaluation interval
+)
+
+// renderRules is `helm template` of the chart's PrometheusRule with args,
+// parsed and validated as a Prometheus rule file (what `promtool check
+// rules` does).
+func renderRules(t *testing.T, args ...string) []rulefmt.Rule {
+	t.Helper()
+	helm := os.Getenv("PLACEMENT_HELM")
+	if helm == "" {
+		helm = filepath.Join("..", "..", "bin", "helm")
+	}
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("no helm binary (run `make helm` or set PLACEMENT_HELM): %v", err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(helm, append([]string{"template", "placement-scheduler", filepath.Join("..", "..", "charts", "placement-scheduler"),
+		"--namespace", "placement-scheduler", "--show-only", "templates/prometheusrule.yaml",
+		"--set", "monitoring.prometheusRule.enabled=true"}, args...)...)
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home, "HELM_CACHE_HOME="+home, "HELM_DATA_HOME="+home)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm template: %v\n%s", err, errOut.String())
+	}
+	var obj struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			Groups []yaml.Node `yaml:"groups"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(out.Bytes(), &obj); err != nil || obj.Kind != "PrometheusRule" {
+		t.Fatalf("helm template rendered no PrometheusRule (%v):\n%s", err, out.String())
+	}
+	file, err := yaml.Marshal(map[string]any{"groups": obj.Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, errs := rulefmt.Parse(file, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		t.Fatalf("the chart's rules are not a valid rule file: %v\n%s", errors.Join(errs...), file)
+	}
+	var all []rulefmt.Rule
+	for _, g := range groups.Groups {
+		all = append(all, g.Rules...)
+	}
+	return all
+}
+
+// firing is one alert instance seen firing: its labels beyond the rule's
+// own, and when it first fired.
+type firing struct {
+	Labels string
+	First  time.Duration
+}
+
+// evaluate runs every alerting rule over the series in load (promqltest's
+// load syntax) from 0 to end, once per evalEvery, and returns, per alert
+// name, every instance that reached the firing state.
+func evaluate(t *testing.T, rs []rulefmt.Rule, load string, end time.Duration) map[string][]firing {
+	t.Helper()
+	storage := promqltest.LoadedStorage(t, "load 1m\n"+load)
+	engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
+	query := rules.EngineQueryFunc(engine, storage)
+	p := parser.NewParser(parser.Options{})
+	got := map[string][]firing{}
+	for _, r := range rs {
+		if r.Alert == "" {
+			continue
+		}
+		expr, err := p.ParseExpr(r.Expr)
+		if err != nil {
+			t.Fatalf("%s: %v", r.Alert, err)
+		}
+		rule := rules.NewAlertingRule(r.Alert, expr, time.Duration(r.For), time.Duration(r.KeepFiringFor),
+			labels.FromMap(r.Labels), labels.FromMap(r.Annotations), labels.EmptyLabels(), "", true, slog.New(slog.DiscardHandler))
+		seen := map[string]bool{}
+		for ts := time.Duration(0); ts <= end; ts += evalEvery {
+			if _, err := rule.Eval(context.Background(), 0, time.Unix(0, 0).UTC().Add(ts), query, nil, 0); err != nil {
+				t.Fatalf("%s at %v: %v", r.Alert, ts, err)
+			}
+			for _, a := range rule.ActiveAlerts() {
+				if a.State != rules.StateFiring {
+					continue
+				}
+				ls := a.Labels.DropMetricName()
+				b := labels.NewBuilder(ls)
+				for name := range r.Labels {
+					b.Del(name)
+				}
+				b.Del(labels.AlertName)
+				key := b.Labels().String()
+				if !seen[key] {
+					seen[key] = true
+					got[r.Alert] = append(got[r.Alert], firing{Labels: key, First: ts})
+				}
+			}
+		}
+	}
+	return got
+}
+
+// healthySeries are the series of two replicas, a leading, with nothing
+// pending and no panic, by name with their (constant) value.
+func healthySeries() map[string]string {
+	return map[string]string{
+		`up{` + replicaA + `}`: "1",
+		`up{` + replicaB + `}`: "1",
+		`leader_election_master_status{` + replicaA + `, name="kube-scheduler"}`:                                              "1",
+		`leader_election_master_status{` + replicaB + `, name="kube-scheduler"}`:                                              "0",
+		`scheduler_pending_pods{` + replicaA + `, queue="active"}`:                                                            "0",
+		`scheduler_pending_pods{` + replicaA + `, queue="unschedulable"}`:                                                     "0",
+		`scheduler_pending_pods{` + replicaA + `, queue="gated"}`:                                                             "0",
+		`scheduler_pending_pods{` + replicaB + `, queue="active"}`:                                                            "0",
+		`placement_scheduler_plugin_panics_total{` + replicaA + `, plugin="PlacementNodeAffinity", extension_point="Filter"}`: "0",
+		`placement_scheduler_plugin_panics_total{` + replicaB + `, plugin="PlacementNodeAffinity", extension_point="Filter"}`: "0",
+	}
+}
+
+// healthyWith writes promqltest load lines for minutes 0 to n: the healthy
+// series, constant, except those in override, which carry the given
+// sequence (promqltest's notation: "1x9 0x30" is ten 1s then thirty-one
+// 0s; "stale" a stale marker, as Prometheus writes when a scrape fails or
+// a target goes; "_" a missing sample).
+func healthyWith(n int, override map[string]string) string {
+	var lines []string
+	for name, v := range healthySeries() {
+		if o, ok := override[name]; ok {
+			lines = append(lines, "  "+name+" "+o)
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  %s %sx%d", name, v, n))
+	}
+	for name := range override {
+		if _, ok := healthySeries()[name]; !ok {
+			panic("override of a series healthySeries does not have: " + name)
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func healthy(n int) string { return healthyWith(n, nil) }
+
+// scrapesFailFrom10m overrides every healthy series from 10m on, when no
+// scrape of either replica succeeds any more: the series go stale (the
+// stale markers Prometheus writes), except up, which takes upAfter: "0x30"
+// when the targets are there and their scrapes fail, "stale" when the
+// targets are gone.
+func scrapesFailFrom10m(upAfter string) map[string]string {
+	o := map[string]string{}
+	for name, v := range healthySeries() {
+		if strings.HasPrefix(name, "up{") {
+			o[name] = v + "x9 " + upAfter
+		} else {
+			o[name] = v + "x9 stale"
+		}
+	}
+	return o
+}
+
+func TestAlerts(t *testing.T) {
+	rs := renderRules(t)
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Alert)
+	}
+	want := []string{"PlacementSchedulerDown", "PlacementSchedulerNoLeader", "PlacementSchedulerPodsPending", "PlacementSchedulerPluginPanics"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("the chart's alerts are %v, want %v (a new alert needs its cases here)", names, want)
+	}
+	const minutes = 40
+	end := minutes * time.Minute
+	a := func(s string) string { return `up{` + s + `}` }
+	leader := func(s string) string { return `leader_election_master_status{` + s + `, name="kube-scheduler"}` }
+	pending := func(s, queue string) string { return `scheduler_pending_pods{` + s + `, queue="` + queue + `"}` }
+	panics := func(s string) string {
+		return `placement_scheduler_plugin_panics_total{` + s + `, plugin="PlacementNodeAffinity", extension_point="Filter"}`
+	}
+	for _, tc := range []struct {
+		name string
+		load string
+		// want: per alert, the instances that fire and when each fires
+		// first; every other alert must stay quiet throughout.
+		want map[string][]firing
+	}{{
+		name: "healthy: quiet",
+		load: healthy(minutes),
+	}, {
+		// A failover: the leader dies at 10m (its target goes down),
+		// nobody leads for 2 minutes, b takes over; a comes back at 20m
+		// as the standby. Shorter than every `for`: quiet.
+		name: "failover within the lease timings: quiet",
+		load: healthyWith(minutes, map[string]string{
+			a(replicaA):      "1x9 0x9 1x20",
+			leader(replicaA): "1x9 stale _x9 0x20",
+			leader(replicaB): "0x11 1x29",
+			// a's series go stale while it is down (Prometheus writes stale
+			// markers when a scrape fails) and return at 20m.
+			pending(replicaA, "active"):        "0x9 stale _x9 0x20",
+			pending(replicaA, "unschedulable"): "0x9 stale _x9 0x20",
+			pending(replicaA, "gated"):         "0x9 stale _x9 0x20",
+			panics(replicaA):                   "0x9 stale _x9 0x20",
+		}),
+	}, {
+		// Both replicas' scrapes fail from 10m on (up 0): Down after
+		// downFor (5m) of it, at 15m.
+		name: "every replica down: Down fires",
+		load: healthyWith(minutes, scrapesFailFrom10m("0x30")),
+		want: map[string][]firing{"PlacementSchedulerDown": {{Labels: `{}`, First: 15 * time.Minute}}},
+	}, {
+		// The targets vanish (the Deployment was deleted, the Service
+		// selects nothing): no up series at all after 10m. Down fires
+		// too, once the last samples are stale.
+		name: "targets gone: Down fires",
+		load: healthyWith(minutes, scrapesFailFrom10m("stale")),
+		want: map[string][]firing{"PlacementSchedulerDown": {{Labels: `{}`, First: 15 * time.Minute}}},
+	}, {
+		// Both replicas up, neither leads from 10m on (lost lease, RBAC
+		// broken, apiserver unreachable): NoLeader after noLeaderFor (5m).
+		// Pending pods are counted on the leader only, so that alert
+		// stays quiet here; Down too.
+		name: "up but leaderless: NoLeader fires",
+		load: healthyWith(minutes, map[string]string{
+			leader(replicaA):                   "1x9 0x30",
+			pending(replicaA, "unschedulable"): "0x9 5x30",
+		}),
+		want: map[string][]firing{"PlacementSchedulerNoLeader": {{Labels: `{}`, First: 15 * time.Minute}}},
+	}, {
+		// One panic at 12m, in a's NodeAffinity Filter: fires at once
+		// (no `for`), with the plugin and extension point, and stops once
+		// the panic is older than the window (10m).
+		name: "a contained panic: PluginPanics fires",
+		load: healthyWith(minutes, map[string]string{
+			panics(replicaA): "0x11 1x28",
+		}),
+		want: map[string][]firing{"PlacementSchedulerPluginPanics": {{Labels: `{extension_point="Filter", plugin="PlacementNodeAffinity"}`, First: 12 * time.Minute}}},
+	}, {
+		// A panic right after a restart: the counter's series restarts at
+		// 0 (Contain creates it at zero), so increase sees the 1.
+		name: "a panic after a restart: PluginPanics fires",
+		load: healthyWith(minutes, map[string]string{
+			panics(replicaB): "3x9 0x9 1x20",
+		}),
+		want: map[string][]firing{"PlacementSchedulerPluginPanics": {{Labels: `{extension_point="Filter", plugin="PlacementNodeAffinity"}`, First: 20 * time.Minute}}},
+	}, {
+		// 4 pods unschedulable from 5m on, 2 in backoff from 10m: more
+		// than the threshold (0) for podsPending.for (15m), from 5m: fires
+		// at 20m with the count.
+		name: "pods pending too long: PodsPending fires",
+		load: healthyWith(minutes, map[string]string{
+			pending(replicaA, "unschedulable"): "0x4 4x35",
+			pending(replicaB, "active"):        "0x4 4x35",
+		}),
+		want: map[string][]firing{"PlacementSchedulerPodsPending": {{Labels: `{}`, First: 20 * time.Minute}}},
+	}, {
+		// Pods come and go (10 minutes pending, then none): shorter than
+		// podsPending.for; and gated pods wait on purpose: quiet.
+		name: "pods pending briefly, or gated: quiet",
+		load: healthyWith(minutes, map[string]string{
+			pending(replicaA, "active"): "0x4 3x9 0x25",
+			pending(replicaA, "gated"):  "7x40",
+		}),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := evaluate(t, rs, tc.load, end)
+			for _, name := range want {
+				g, w := got[name], tc.want[name]
+				if !slices.Equal(g, w) {
+					t.Errorf("%s fired %v, want %v", name, g, w)
+				}
+			}
+			if t.Failed() {
+				t.Logf("series:\n%s", tc.load)
+			}
+		})
+	}
+}
+
+// The knobs move the alerts: a longer downFor delays Down, a higher
+// threshold silences PodsPending at that count, and selector points the
+// rules at another job.
+func TestAlertKnobs(t *testing.T) {
+	const minutes = 40
+	end := minutes * time.Minute
+	down := healthyWith(minutes, map[string]string{
+		`up{` + replicaA + `}`: "1x9 0x30",
+		`up{` + replicaB + `}`: "1x9 0x30",
+	})
+	got := evaluate(t, renderRules(t, "--set", "monitoring.prometheusRule.downFor=20m"), down, end)
+	if w := []firing{{Labels: `{}`, First: 30 * time.Minute}}; !slices.Equal(got["PlacementSchedulerDown"], w) {
+		t.Errorf("downFor=20m: Down fired %v, want %v", got["PlacementSchedulerDown"], w)
+	}
+
+	pending := healthyWith(minutes, map[string]string{
+		`scheduler_pending_pods{` + replicaA + `, queue="unschedulable"}`: "0x4 4x35",
+	})
+	if got := evaluate(t, renderRules(t, "--set", "monitoring.prometheusRule.podsPending.threshold=4"), pending, end); len(got["PlacementSchedulerPodsPending"]) > 0 {
+		t.Errorf("threshold=4 with 4 pending: PodsPending fired %v", got["PlacementSchedulerPodsPending"])
+	}
+
+	// Selecting another job: our healthy series are not its series, so
+	// Down fires for it (absent) and nothing else does.
+	got = evaluate(t, renderRules(t, "--set", `monitoring.prometheusRule.selector=job="other"`), healthy(minutes), end)
+	if w := []firing{{Labels: `{}`, First: 5 * time.Minute}}; !slices.Equal(got["PlacementSchedulerDown"], w) || len(got) != 1 {
+		t.Errorf(`selector job="other": fired %v, want only Down %v`, got, w)
+	}
+}

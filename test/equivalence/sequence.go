@@ -81,6 +81,9 @@ type SequenceOptions struct {
 	Steps int
 	// MaxNodes caps the initial cluster (0: the default mix, up to 300).
 	MaxNodes int
+	// Interleaved makes every cycle's pod one of a pool of pod shapes
+	// drawn up front (otherwise a quarter of the sequences are so).
+	Interleaved bool
 }
 
 // GenerateSequence builds sequence index of the run seeded with seed.
@@ -112,6 +115,9 @@ type seqGen struct {
 	namespaces         map[string]bool
 	nodeSeq            int
 	moves              int
+	// shapes, when set, are the pods every cycle's pod is a copy of
+	// (SequenceOptions.Interleaved).
+	shapes []*v1.Pod
 }
 
 func (s *seqGen) step(st SeqStep) { s.seq.Steps = append(s.seq.Steps, st) }
@@ -163,6 +169,15 @@ func (s *seqGen) build(opts SequenceOptions) {
 	}
 	for range s.n(numNodes + 3) {
 		s.addPod()
+	}
+	if opts.Interleaved || s.p(25) {
+		// Pods of a few to dozens of workloads, interleaved: each cycle
+		// schedules a fresh pod of one of them, so pod shapes recur at
+		// reuse distances below and above what a cache keyed by them
+		// holds (the interpodaffinity index admits and evicts by it).
+		for range 4 + s.n(37) {
+			s.shapes = append(s.shapes, s.seqPod(true))
+		}
 	}
 	for range opts.Steps {
 		s.randomStep()
@@ -378,6 +393,11 @@ func (s *seqGen) cycle() {
 		i := s.n(len(s.forgotten))
 		pod = s.forgotten[i]
 		s.forgotten = slices.Delete(s.forgotten, i, i+1)
+	} else if len(s.shapes) > 0 {
+		pod = pick(s.gen, s.shapes).DeepCopy()
+		pod.Name = s.podName()
+		pod.UID = types.UID("uid-" + pod.Name)
+		pod.Spec.NodeName = ""
 	} else {
 		pod = s.seqPod(true)
 		pod.Spec.NodeName = "" // spec.nodeName pods bypass the scheduler's assume path

@@ -2,11 +2,14 @@ package pluginbench
 
 import (
 	"context"
+	"fmt"
 	"runtime/metrics"
+	"syscall"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -39,7 +42,20 @@ const (
 const (
 	steady = "steady"
 	cold   = "cold"
+	// interleaved: ONE plugin instance, one node changed before every
+	// cycle as in steady, but the incoming pod belongs to one of
+	// interleavedWorkloads workloads in turn (a drain or a rollout wave
+	// interleaving pods of many Deployments): each workload's terms carry
+	// a requirement of their own, which selects the same pods, so each
+	// has its own signature and a cross-cycle cache sees a signature again
+	// only after all the others.
+	interleaved = "interleaved"
 )
+
+// interleavedWorkloads is how many workloads the interleaved mode cycles
+// through: more than a cross-cycle cache keyed by the incoming pod's terms
+// can be expected to hold.
+const interleavedWorkloads = 200
 
 // BenchmarkInterPodAffinity compares upstream's InterPodAffinity with
 // PlacementInterPodAffinity at every extension point, per workload.
@@ -80,7 +96,7 @@ func benchPlugin(b *testing.B, name string, ops, wls []string) {
 							for _, im := range impls(b, name) {
 								b.Run("impl="+im.Name, func(b *testing.B) {
 									c := newCluster(b, loadShape(b, w, nodes))
-									measure(b, c, im, op, mode == cold)
+									measure(b, c, im, op, mode)
 								})
 							}
 						})
@@ -93,7 +109,7 @@ func benchPlugin(b *testing.B, name string, ops, wls []string) {
 
 func modes(op string) []string {
 	if op == opPreFilter || op == opPreScore {
-		return []string{steady, cold}
+		return []string{steady, cold, interleaved}
 	}
 	return []string{steady}
 }
@@ -132,15 +148,23 @@ func reaches(w workload, name, op string) bool {
 // iteration count follows the whole loop's time, so a benchmark takes about
 // -benchtime of wall time however cheap the op is next to the cycle set-up
 // around it. The meter replaces ns/op, B/op and allocs/op.
-func measure(b *testing.B, c *cluster, im impl, op string, fresh bool) {
+func measure(b *testing.B, c *cluster, im impl, op, mode string) {
 	pod := c.shape.Incoming
 	pl := c.newPlugin(b, im)
 	m := newMeter()
+	fresh := mode == cold
 	if op == opPreFilter || op == opPreScore {
-		for b.Loop() {
+		var variants []*v1.Pod
+		if mode == interleaved {
+			variants = workloadVariants(pod, interleavedWorkloads)
+		}
+		for i := 0; b.Loop(); i++ {
 			c.step(b)
 			if fresh {
 				pl = c.newPlugin(b, im)
+			}
+			if variants != nil {
+				pod = variants[i%len(variants)]
 			}
 			all := c.all(b)
 			cs := framework.NewCycleState()
@@ -234,15 +258,69 @@ func measure(b *testing.B, c *cluster, im impl, op string, fresh bool) {
 	m.report(b)
 }
 
+// workloadVariants returns n copies of pod, one per workload: each copy's
+// pod (anti-)affinity terms require in addition that a label no pod
+// carries is not the workload's name, which every pod satisfies. The
+// copies select exactly the pods pod selects, so each does the same work,
+// but no two have the same terms.
+func workloadVariants(pod *v1.Pod, n int) []*v1.Pod {
+	out := make([]*v1.Pod, n)
+	for i := range out {
+		p := pod.DeepCopy()
+		p.Name = fmt.Sprintf("%s-w%d", pod.Name, i)
+		req := metav1.LabelSelectorRequirement{Key: "pluginbench.example.com/workload", Operator: metav1.LabelSelectorOpNotIn, Values: []string{fmt.Sprint("w", i)}}
+		mark := func(t *v1.PodAffinityTerm) {
+			if t.LabelSelector != nil {
+				t.LabelSelector.MatchExpressions = append(t.LabelSelector.MatchExpressions, req)
+			}
+		}
+		if a := p.Spec.Affinity; a != nil {
+			if pa := a.PodAffinity; pa != nil {
+				for j := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+					mark(&pa.RequiredDuringSchedulingIgnoredDuringExecution[j])
+				}
+				for j := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+					mark(&pa.PreferredDuringSchedulingIgnoredDuringExecution[j].PodAffinityTerm)
+				}
+			}
+			if pa := a.PodAntiAffinity; pa != nil {
+				for j := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+					mark(&pa.RequiredDuringSchedulingIgnoredDuringExecution[j])
+				}
+				for j := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+					mark(&pa.PreferredDuringSchedulingIgnoredDuringExecution[j].PodAffinityTerm)
+				}
+			}
+		}
+		out[i] = p
+	}
+	return out
+}
+
 // meter adds up the time and heap allocations of the measured stretches
 // of a benchmark. Allocations come from runtime/metrics, which (unlike
 // ReadMemStats, what b.StopTimer uses) does not stop the world.
+//
+// cpu-ns/op is the process's CPU time (user and system, every thread: the
+// parallelizer's workers and the garbage collector included) over the
+// measured stretches: the work an op costs, which a loaded machine
+// stretches far less than the wall time.
 type meter struct {
-	ns            time.Duration
+	ns, cpu       time.Duration
 	bytes, allocs uint64
 	t0            time.Time
+	c0            time.Duration
 	b0, a0        uint64
 	samples       []metrics.Sample
+}
+
+// cpuTime is the process's user and system time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func newMeter() *meter {
@@ -256,11 +334,13 @@ func (m *meter) read() (bytes, allocs uint64) {
 
 func (m *meter) start() {
 	m.b0, m.a0 = m.read()
+	m.c0 = cpuTime()
 	m.t0 = time.Now()
 }
 
 func (m *meter) stop() {
 	m.ns += time.Since(m.t0)
+	m.cpu += cpuTime() - m.c0
 	b1, a1 := m.read()
 	m.bytes += b1 - m.b0
 	m.allocs += a1 - m.a0
@@ -270,6 +350,7 @@ func (m *meter) report(b *testing.B) {
 	b.ReportAllocs() // prints B/op and allocs/op: ours, set below, take precedence
 	n := float64(b.N)
 	b.ReportMetric(float64(m.ns.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(float64(m.cpu.Nanoseconds())/n, "cpu-ns/op")
 	b.ReportMetric(float64(m.bytes)/n, "B/op")
 	b.ReportMetric(float64(m.allocs)/n, "allocs/op")
 }

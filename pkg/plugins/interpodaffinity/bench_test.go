@@ -13,7 +13,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -180,4 +182,56 @@ func BenchmarkIndexMemory(b *testing.B) {
 	}
 	b.ReportMetric(held, "index-B")
 	b.ReportMetric(held/nodes, "index-B/node")
+}
+
+// BenchmarkIndexBound measures what one node index holds at its bound: a
+// score index over 5000 nodes asked about 1000 signatures, each twice in a
+// row (so each is admitted), every node contributing a hostname and a zone
+// domain (a sum the size of the cluster, the largest a term makes). It
+// reports the live heap the index keeps (index-bytes, after a collection),
+// its node slots and entries; the bound is slotsPerNode slots per node.
+//
+//	go test ./pkg/plugins/interpodaffinity -run '^$' -bench IndexBound -benchtime 1x
+func BenchmarkIndexBound(b *testing.B) {
+	const nodes, signatures = 5000, 1000
+	var list []fwk.NodeInfo
+	for i := range nodes {
+		ni := framework.NewNodeInfo()
+		name := fmt.Sprintf("node-%04d", i)
+		ni.SetNode(tu.MakeNode(name).Label(host, name).Label(zone, fmt.Sprintf("z%d", i%5)).Obj())
+		ni.AddPod(placed("default", "p-"+name, name).Label("app", "web").Obj())
+		list = append(list, ni)
+	}
+	ctx := klog.NewContext(b.Context(), logr.Discard())
+	schedmetrics.Register()
+	par := parallelize.NewParallelizer(2)
+	cs := framework.NewCycleState()
+	ops := scoreOps(func(ni fwk.NodeInfo) nodeTally {
+		nt := topologyOf(nil, ni)
+		var t nodeTally
+		t.add(&nt, host, 1)
+		t.add(&nt, zone, 2)
+		return t
+	})
+	var heap, slots, entries float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		x := &nodeIndex[nodeTally, *scoreSum]{enabled: true}
+		for i := range signatures {
+			sig := fmt.Sprint("sig-", i)
+			x.sum(ctx, cs, par, sig, list, nil, ops)
+			x.sum(ctx, cs, par, sig, list, nil, ops)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		slots, entries = float64(x.slots), float64(len(x.entries))
+		runtime.KeepAlive(x)
+	}
+	b.ReportMetric(heap, "index-bytes")
+	b.ReportMetric(slots, "slots")
+	b.ReportMetric(entries, "entries")
+	b.ReportMetric(heap/slots, "bytes/slot")
 }

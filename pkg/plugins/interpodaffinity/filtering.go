@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,149 +34,6 @@ const (
 	// existing pod's required anti-affinity selects the incoming pod.
 	ErrReasonExistingAntiAffinityRulesNotMatch = "node(s) didn't satisfy existing pods anti-affinity rules"
 )
-
-// topologyPair names a topology domain: the nodes whose label key has value.
-type topologyPair struct {
-	key   string
-	value string
-}
-
-// topologyCounts counts relevant pods per topology domain. An entry that
-// drops to zero through AddPod/RemovePod is deleted, so that an empty map
-// keeps meaning "no such pod anywhere" (the first-pod-of-a-series rule relies
-// on it).
-//
-// The counts are layered (layered.go): the index hands counts out to a
-// cycle and then patches a fork of them for the next one, which costs the
-// few domains that changed instead of a copy of every domain (thousands
-// for hostname-scoped terms).
-type topologyCounts struct {
-	domains layered[topologyPair, int64]
-	// keys counts the domains present per topology key, so that
-	// coversNode looks up only the node's labels that can match.
-	keys keyTally
-}
-
-func newTopologyCounts() topologyCounts {
-	return topologyCounts{domains: newLayered[topologyPair, int64]()}
-}
-
-// get is the count of domain p (0 when absent).
-func (c *topologyCounts) get(p topologyPair) int64 {
-	n, _ := c.domains.get(p)
-	return n
-}
-
-// len is the number of domains present.
-func (c *topologyCounts) len() int { return c.domains.len() }
-
-// addTo adds delta to domain p, deleting it when it drops to zero.
-func (c *topologyCounts) addTo(p topologyPair, delta int64) {
-	old, had := c.domains.get(p)
-	n := old + delta
-	c.domains.set(p, n)
-	switch {
-	case !had && n != 0:
-		c.keys.add(p.key, 1)
-	case had && n == 0:
-		c.keys.add(p.key, -1)
-	}
-}
-
-// add adds delta to the domain of key on a node with nodeLabels; a node
-// without the key belongs to no domain of it and counts nowhere.
-func (c *topologyCounts) add(nodeLabels map[string]string, key string, delta int64) {
-	v, ok := nodeLabels[key]
-	if !ok {
-		return
-	}
-	c.addTo(topologyPair{key: key, value: v}, delta)
-}
-
-// apply adds (sign 1) or takes back (sign -1) one node's tally. Tallies
-// hold positive counts only, so a domain whose count drops to zero has
-// no pod left and is deleted, as add does.
-func (c *topologyCounts) apply(t nodeTally, sign int64) {
-	for _, d := range t {
-		c.addTo(d.pair, sign*d.count)
-	}
-}
-
-// fork returns counts that may be changed while c, shared, is not.
-func (c *topologyCounts) fork() topologyCounts {
-	return topologyCounts{domains: c.domains.fork(), keys: slices.Clone(c.keys)}
-}
-
-// seal readies the counts to be handed out (layered.seal).
-func (c *topologyCounts) seal() { c.domains.seal() }
-
-// toMap is the counts as a plain map, for messages and tests.
-func (c *topologyCounts) toMap() map[topologyPair]int64 { return maps.Collect(c.domains.all()) }
-
-func (c topologyCounts) String() string { return fmt.Sprint(c.toMap()) }
-
-// coversNode reports whether node nt lies in a domain with a positive
-// count. Only the keys that have domains are looked up: usually one or
-// two, while nodes carry a dozen labels.
-func (c *topologyCounts) coversNode(nt *nodeTopology) bool {
-	for _, kc := range c.keys {
-		if v, ok := nt.get(kc.key); ok && c.get(topologyPair{key: kc.key, value: v}) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// keyTally counts something per topology key (the domains a sum holds
-// under it, or the tally entries that made them) and drops a key whose
-// count reaches zero. A slice, not a map: sums hold a key or two, and
-// Filter and Score walk them for every node.
-type keyTally []keyCount
-
-type keyCount struct {
-	key string
-	n   int64
-}
-
-func (t *keyTally) add(key string, delta int64) {
-	for i := range *t {
-		if (*t)[i].key == key {
-			if (*t)[i].n += delta; (*t)[i].n == 0 {
-				*t = slices.Delete(*t, i, i+1)
-			}
-			return
-		}
-	}
-	*t = append(*t, keyCount{key: key, n: delta})
-}
-
-// nodeTally is one node's contribution to a topologyCounts (or to a score
-// map), built in parallel and merged serially. On one node a topology key has
-// exactly one value, so entries are unique per key; there are only as many as
-// distinct term keys, which makes a linear scan cheaper than a map. Nodes that
-// contribute nothing allocate nothing.
-type nodeTally []domainCount
-
-type domainCount struct {
-	pair  topologyPair
-	count int64
-}
-
-// add reads the node's value of key through nt, so that a key and value
-// read through a view are the view's own strings (topologyTable.sync).
-func (t *nodeTally) add(nt *nodeTopology, key string, delta int64) {
-	key, v, ok := nt.pair(key)
-	if !ok {
-		return
-	}
-	for i := range *t {
-		if (*t)[i].pair.key == key {
-			(*t)[i].count += delta
-			return
-		}
-	}
-	*t = append(*t, domainCount{pair: topologyPair{key: key, value: v}, count: delta})
-}
 
 // hostScoped reports whether a term's domain is a single node (by its
 // kubernetes.io/hostname label), which the hostname fast path checks against
@@ -443,21 +299,6 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	return nil, nil
 }
 
-// existingAnti is one holder node's part of s.existingAntiAffinity.
-type existingAnti struct {
-	tally nodeTally
-	// hostScoped (fast path): a pod on the node has a hostname-scoped
-	// required anti-affinity term, which Filter checks on the node itself.
-	hostScoped bool
-}
-
-// existingAntiSum is s.existingAntiAffinity over all holder nodes, and how
-// many of them hold hostname-scoped terms.
-type existingAntiSum struct {
-	counts          topologyCounts
-	hostScopedNodes int64
-}
-
 // countExistingAntiAffinity fills s.existingAntiAffinity: the existing pods'
 // required anti-affinity terms that select the incoming pod, counted in the
 // domain of the existing pod's node. With the fast path, hostname-scoped
@@ -473,57 +314,41 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 	// A node's part depends on its pods and labels and on what the
 	// holders' terms read of the incoming pod: its namespace, its labels
 	// and its namespace's labels.
-	inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, "anti-affinity holders", nodes, nil, selectorKeys)
-	var sig signature
-	inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
-	sum := pl.index.existingAnti.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, nil, sumOps[existingAnti, *existingAntiSum]{
-		compute: func(ni fwk.NodeInfo) existingAnti {
-			// No view yet: its keys include these counts' (filterKeys).
-			nt := topologyOf(nil, ni)
-			var r existingAnti
-			for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
-				terms := existing.GetRequiredAntiAffinityTerms()
-				for j := range terms {
-					if s.hostnameFastPath && hostScoped(terms[j]) {
-						r.hostScoped = true
-						continue
-					}
-					if terms[j].Matches(incoming, s.nsLabels) {
-						r.tally.add(&nt, terms[j].TopologyKey, 1)
-					}
-				}
-			}
-			return r
-		},
-		newSum: func() *existingAntiSum { return &existingAntiSum{counts: newTopologyCounts()} },
-		apply: func(sum *existingAntiSum, v existingAnti, sign int64) {
-			sum.counts.apply(v.tally, sign)
-			if v.hostScoped {
-				sum.hostScopedNodes += sign
-			}
-		},
-		clone: func(sum *existingAntiSum) *existingAntiSum {
-			return &existingAntiSum{counts: sum.counts.fork(), hostScopedNodes: sum.hostScopedNodes}
-		},
-		seal: func(sum *existingAntiSum) { sum.counts.seal() },
-	})
+	sum := keyedSum(ctx, cycleState, pl.parallelizer, nodes, nil, &pl.caches.keys, "anti-affinity holders", &pl.caches.existingAnti,
+		func(inputs *termInputs) string {
+			var sig signature
+			inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
+			return sig.String()
+		}, nil, existingAntiOps(s.existingAntiOn))
 	s.existingAntiAffinity = sum.counts
 	if sum.hostScopedNodes > 0 {
 		s.existingHostAnti = true
 	}
 }
 
-// incomingMatches is one node's part of the counts for the incoming pod's
-// required terms.
-type incomingMatches struct {
-	affinity, antiAffinity nodeTally
-	hostAffinity           int64
-}
-
-// incomingSum is incomingMatches over all nodes.
-type incomingSum struct {
-	affinity, antiAffinity topologyCounts
-	hostAffinity           int64
+// existingAntiOn is what holder node ni contributes to
+// s.existingAntiAffinity: each required anti-affinity term of its pods
+// that selects the incoming pod counts once in the node's domain of the
+// term's key. With the fast path, a hostname-scoped term is not counted
+// but noted: Filter checks it on the candidate node itself.
+func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo) existingAnti {
+	// No view yet: its keys include these counts' (filterKeys).
+	nt := topologyOf(nil, ni)
+	incoming := s.podInfo.GetPod()
+	var r existingAnti
+	for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
+		terms := existing.GetRequiredAntiAffinityTerms()
+		for j := range terms {
+			if s.hostnameFastPath && hostScoped(terms[j]) {
+				r.hostScoped = true
+				continue
+			}
+			if terms[j].Matches(incoming, s.nsLabels) {
+				r.tally.add(&nt, terms[j].TopologyKey, 1)
+			}
+		}
+	}
+	return r
 }
 
 // countIncomingTerms scans every pod on every node (feasible or not) for the
@@ -543,56 +368,46 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	sig.terms(t.affinity)
 	sig.terms(t.antiAffinity)
 	sig.terms(t.hostAffinity)
-	// opsOver reads the labels of the nodes it recomputes through view
-	// (nil: from the nodes). view is a parameter, never assigned, so the
-	// closure copies it instead of boxing a variable in every cycle.
-	opsOver := func(view *topologyView) sumOps[incomingMatches, *incomingSum] {
-		return sumOps[incomingMatches, *incomingSum]{compute: func(ni fwk.NodeInfo) incomingMatches {
-			nt := topologyOf(view, ni)
-			var r incomingMatches
-			for _, existing := range ni.GetPods() {
-				pod := existing.GetPod()
-				if matchesAll(t.affinity, pod) {
-					for j := range t.affinity {
-						r.affinity.add(&nt, t.affinity[j].TopologyKey, 1)
-					}
-				}
-				for j := range t.antiAffinity {
-					if t.antiAffinity[j].Matches(pod, nil) {
-						r.antiAffinity.add(&nt, t.antiAffinity[j].TopologyKey, 1)
-					}
-				}
-				if matchesAll(t.hostAffinity, pod) {
-					r.hostAffinity++
-				}
-			}
-			return r
-		},
-			newSum: func() *incomingSum {
-				return &incomingSum{affinity: newTopologyCounts(), antiAffinity: newTopologyCounts()}
-			},
-			apply: func(sum *incomingSum, v incomingMatches, sign int64) {
-				sum.affinity.apply(v.affinity, sign)
-				sum.antiAffinity.apply(v.antiAffinity, sign)
-				sum.hostAffinity += sign * v.hostAffinity
-			},
-			clone: func(sum *incomingSum) *incomingSum {
-				return &incomingSum{affinity: sum.affinity.fork(), antiAffinity: sum.antiAffinity.fork(), hostAffinity: sum.hostAffinity}
-			},
-			seal: func(sum *incomingSum) {
-				sum.affinity.seal()
-				sum.antiAffinity.seal()
-			},
-		}
-	}
 	// This is the cycle's one walk over all nodes, and Filter will look
 	// up the keys of the counted terms on hundreds of them: the topology
-	// table reads the generations for both.
+	// table reads the generations for both. The nodes' labels are read
+	// through the view (nil: from the nodes); view is a parameter, never
+	// assigned, so the closure copies it instead of boxing a variable in
+	// every cycle.
 	var sum *incomingSum
-	s.topology = pl.index.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
-		sum = pl.index.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, opsOver(view))
+	s.topology = pl.caches.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
+		ops := incomingOps(func(ni fwk.NodeInfo) incomingMatches { return t.matchesOn(view, ni) })
+		sum = pl.caches.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
+}
+
+// matchesOn is what node ni contributes to the counts of the incoming
+// pod's required terms t: a pod matching all counted affinity terms
+// counts once in the node's domain of each; a pod matching a counted
+// anti-affinity term counts in the node's domain of that term; a pod
+// matching all host-scoped affinity terms counts in hostAffinity. Labels
+// are read through view (nil: from the node).
+func (t *requiredTerms) matchesOn(view *topologyView, ni fwk.NodeInfo) incomingMatches {
+	nt := topologyOf(view, ni)
+	var r incomingMatches
+	for _, existing := range ni.GetPods() {
+		pod := existing.GetPod()
+		if matchesAll(t.affinity, pod) {
+			for j := range t.affinity {
+				r.affinity.add(&nt, t.affinity[j].TopologyKey, 1)
+			}
+		}
+		for j := range t.antiAffinity {
+			if t.antiAffinity[j].Matches(pod, nil) {
+				r.antiAffinity.add(&nt, t.antiAffinity[j].TopologyKey, 1)
+			}
+		}
+		if matchesAll(t.hostAffinity, pod) {
+			r.hostAffinity++
+		}
+	}
+	return r
 }
 
 // filterKeys are the node labels Filter reads for s: the counted terms'

@@ -61,7 +61,21 @@ func newEnv(t testing.TB, args runtime.Object, fts feature.Features, pods []*v1.
 		return New(ctx, obj, h, fts)
 	}
 	p := plugintesting.SetupPluginWithInformers(ctx, t, frameworkruntime.PluginFactory(factory), args, snap, objs)
-	return &testEnv{ctx: ctx, pl: p.(*InterPodAffinity), snap: snap}
+	pl := p.(*InterPodAffinity)
+	pl.caches.admitEverything()
+	return &testEnv{ctx: ctx, pl: pl, snap: snap}
+}
+
+// admitEverything makes every cache keep what it is asked about from the
+// first call on, so that the tests of the plugin's decisions go through
+// the caches' paths (admission has tests of its own: the plugin scans
+// until a signature recurs).
+func (c *caches) admitEverything() {
+	c.existingAnti.admitFirst = true
+	c.incoming.admitFirst = true
+	c.score.admitFirst = true
+	c.keys.admitFirst = true
+	c.topology.primed = true
 }
 
 func (e *testEnv) allNodes(t testing.TB) []fwk.NodeInfo {

@@ -1,32 +1,35 @@
 package interpodaffinity
 
-// This file holds the plugin's only speed structure: an index that keeps,
-// across scheduling cycles, what each node contributed to a cluster-wide sum
-// (topology counts in PreFilter, weights in PreScore) and the sum itself.
-// Between two cycles usually one node changed (the last bind), so a cycle
-// recomputes that node's contribution and patches the sum instead of
-// scanning every pod on every node. The behaviour is still the scan's:
-// filtering.go and scoring.go say what a node contributes; the index only
-// decides which contributions are still valid.
+// This file holds the node index (doc.go lists every cache): it keeps,
+// across scheduling cycles, what each node contributed to a cluster-wide
+// sum (topology counts in PreFilter, weights in PreScore) and the sum
+// itself. Between two cycles usually one node changed (the last bind), so
+// a cycle recomputes that node's contribution and patches the sum instead
+// of scanning every pod on every node. The behaviour is still the scan's:
+// the operations (ops.go) say what a node contributes; the index only
+// decides which contributions are still valid, and whether a signature is
+// worth keeping at all.
 
 import (
 	"context"
-	"encoding/binary"
-	"maps"
+	"hash/maphash"
 	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// maxSignatures bounds the signatures an index remembers. A signature is
-// what the contributions depend on besides the nodes (the incoming pod's
-// terms, labels, namespace and its labels), so pods of one workload share
-// one; the least recently used is dropped. Memory per signature grows with
-// the nodes visited: one slot per node plus the contributions and their sum.
-const maxSignatures = 8
+const (
+	// slotsPerNode bounds an index's memory: all its entries together
+	// hold at most slotsPerNode × N node slots, N the length of the list
+	// it was last asked about (an entry holds one slot per listed node),
+	// the least recently used entry making room. With lists of one
+	// length that is slotsPerNode entries.
+	slotsPerNode = 16
+	// maxEntries bounds the entries whatever the lists' length (an empty
+	// list costs no slot, but an entry and its sum).
+	maxEntries = 64
+)
 
 // nodeSlot is one node's contribution as of the node's generation.
 //
@@ -35,7 +38,7 @@ const maxSignatures = 8
 // or label change the snapshot sees, while the snapshot reuses NodeInfo
 // pointers: the pointer says nothing. The one place where a NodeInfo
 // changes and keeps its generation is a pod-group cycle
-// (Snapshot.AssumePod/ForgetPod, gate GenericWorkload): see sum, and
+// (Snapshot.AssumePod/ForgetPod, gate GenericWorkload): see lookup, and
 // newIndexes, which keeps the index off while that gate is on.
 type nodeSlot[V any] struct {
 	name string
@@ -50,7 +53,7 @@ type nodeSlot[V any] struct {
 }
 
 // sumOps says how per-node values of type V add up into a sum of type A (a
-// pointer type, mutated in place by apply).
+// pointer type, mutated in place by apply). ops.go builds them.
 type sumOps[V, A any] struct {
 	// compute is one node's contribution; it must depend only on the node
 	// (its labels and pods) and on what the signature encodes.
@@ -84,8 +87,8 @@ type indexEntry[V, A any] struct {
 	posValid bool
 	// found and foundGens are scratch for one call: the slot and the
 	// generation of each listed node (found is only written once a node is
-	// not where the last list had it; see sum). They become order and gens
-	// when the list moved.
+	// not where the last list had it; see locate). They become order and
+	// gens when the list moved.
 	found     []*nodeSlot[V]
 	foundGens []int64
 	sum       A
@@ -100,50 +103,191 @@ type indexEntry[V, A any] struct {
 // is disabled (recomputes everything every time, keeping nothing).
 type nodeIndex[V, A any] struct {
 	enabled bool
-	mu      sync.Mutex
-	entries map[string]*indexEntry[V, A]
-	clock   uint64
+	// admitFirst admits a signature the first time it is seen (tests of
+	// what an entry does once it exists).
+	admitFirst bool
+	mu         sync.Mutex
+	entries    map[string]*indexEntry[V, A]
+	// slots counts the slots of all entries.
+	slots int
+	// clock counts the calls that consulted the index.
+	clock uint64
+	// ghosts are the hashes of the last signatures seen without an
+	// entry, nextGhost where the next one goes (admit).
+	seed      maphash.Seed
+	ghosts    []uint64
+	nextGhost int
 }
 
-// sum returns the sum of ops.compute over nodes for signature sig. The
-// result is shared with later cycles and must not be modified. gens, if
-// not nil, are the nodes' generations, already read by the caller.
-//
-// A pod-group scheduling cycle is answered by a plain scan, and neither
-// reads nor changes the index: it assumes its members on the snapshot
-// itself and keeps each node's generation, so within it a generation does
-// not identify a node's pods. Its ForgetPod calls restore the nodes
-// exactly, so what the index holds is valid again afterwards. So is a list
-// with a NodeInfo that has no node (test snapshots hold pods on unknown
-// nodes; kube-scheduler's lists never do): it has no name to key by.
+// sum returns the sum of ops.compute over nodes for signature sig: from
+// the index when sig has an entry or earns one (admit), otherwise by the
+// plain scan. The result may be shared with later cycles and must not be
+// modified. gens, if not nil, are the nodes' generations, already read by
+// the caller.
 func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) A {
+	if s, ok := x.lookup(ctx, cs, par, sig, nodes, gens, ops); ok {
+		return s
+	}
+	return computeSum(ctx, par, nodes, ops)
+}
+
+// lookup returns the indexed sum for sig, and false when the index does
+// not answer: it is off, the cycle is a pod-group cycle, sig is not
+// admitted, or the entry cannot stand for the list (then it is dropped).
+// The caller then scans; lookup never does, so that a caller that only
+// wants an indexed answer (the selector keys, which only serve to key
+// another index) can skip the work.
+//
+// A pod-group scheduling cycle neither reads nor changes the index: it
+// assumes its members on the snapshot itself and keeps each node's
+// generation, so within it a generation does not identify a node's pods.
+// Its ForgetPod calls restore the nodes exactly, so what the index holds
+// is valid again afterwards.
+func (x *nodeIndex[V, A]) lookup(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
+	var none A
 	if !x.enabled || cs.IsPodGroupSchedulingCycle() {
-		return computeSum(ctx, par, nodes, ops)
+		return none, false
 	}
 	if len(gens) != len(nodes) {
 		gens = nil
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e := x.entry(sig, ops)
-	e.epoch++
+	x.clock++
+	e := x.entries[sig]
+	if e == nil {
+		if !x.admit(sig) {
+			return none, false
+		}
+		x.makeRoom(len(nodes), len(nodes), true)
+		e = &indexEntry[V, A]{slots: make(map[string]*nodeSlot[V], len(nodes)), sum: ops.newSum()}
+		if x.entries == nil {
+			x.entries = make(map[string]*indexEntry[V, A])
+		}
+		x.entries[sig] = e
+	}
+	e.lastUse = x.clock
+	held := len(e.slots)
+	s, ok := e.update(ctx, par, nodes, gens, ops)
+	x.slots += len(e.slots) - held
+	if !ok {
+		x.drop(sig)
+		return none, false
+	}
+	x.makeRoom(len(nodes), 0, false)
+	return s, true
+}
 
-	// One pass over the list finds each node's slot and checks it. This
-	// pass is the index's cost per cycle, so its common case reads one
-	// field of each NodeInfo and nothing else: the snapshot keeps its
-	// lists in order between cycles, and a node is looked for where the
-	// previous node was found plus one. If its generation is the one
-	// recorded there, it is that slot's node, unchanged: generations come
-	// from one process-wide counter, so one generation never belongs to
-	// two nodes (0, which hand-built NodeInfos carry, proves nothing).
-	// Otherwise the name decides, and only a node that joined, left or
-	// moved costs a map lookup, which also finds where to go on.
-	var stale []int
-	found := slices.Grow(e.found[:0], len(nodes))[:len(nodes)]
+// admit decides whether sig, which has no entry, gets one. An entry costs
+// more in its first cycle than the scan (a slot per node) and only pays
+// from its next cycle on, if it is still there: a signature is admitted
+// when it is among the last slotsPerNode signatures that had no entry.
+// With lists of one length the budget holds slotsPerNode entries, so an
+// entry made at that reuse distance would still be there at its next use.
+// One seen once, or coming back only after more signatures than that, is
+// answered by the scan and leaves nothing but its ghost: its hash, in a
+// ring of the last slotsPerNode ghosts.
+func (x *nodeIndex[V, A]) admit(sig string) bool {
+	if x.admitFirst {
+		return true
+	}
+	if x.ghosts == nil {
+		x.seed = maphash.MakeSeed()
+		x.ghosts = make([]uint64, slotsPerNode)
+	}
+	h := maphash.String(x.seed, sig) | 1 // 0 marks an empty ghost
+	if i := slices.Index(x.ghosts, h); i >= 0 {
+		x.ghosts[i] = 0
+		return true
+	}
+	x.ghosts[x.nextGhost] = h
+	x.nextGhost = (x.nextGhost + 1) % len(x.ghosts)
+	return false
+}
+
+// makeRoom drops the least recently used entries until want more slots
+// fit within the budget for lists of length n, and, if adding, one more
+// entry within maxEntries. Otherwise the entry just used is never dropped.
+func (x *nodeIndex[V, A]) makeRoom(n, want int, adding bool) {
+	budget := slotsPerNode * max(n, 1)
+	maxKept := maxEntries
+	if adding {
+		maxKept--
+	}
+	for len(x.entries) > 0 && (x.slots+want > budget || len(x.entries) > maxKept) {
+		var oldest string
+		var oldestUse uint64
+		first := true
+		for k, e := range x.entries {
+			if first || e.lastUse < oldestUse {
+				oldest, oldestUse, first = k, e.lastUse, false
+			}
+		}
+		if !adding && oldestUse == x.clock {
+			// Only the entry just used is left.
+			return
+		}
+		x.drop(oldest)
+	}
+}
+
+// drop forgets sig's entry.
+func (x *nodeIndex[V, A]) drop(sig string) {
+	if e := x.entries[sig]; e != nil {
+		x.slots -= len(e.slots)
+		delete(x.entries, sig)
+	}
+}
+
+// update brings the entry up to date with nodes and returns its sum,
+// marked as lent. False: the slots cannot stand for the list (a node
+// without a name, a name listed twice, an abandoned cycle); the caller
+// drops the entry, whatever state it was left in.
+func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
+	var none A
+	e.epoch++
+	found, stale, moved, ok := e.locate(nodes, gens)
+	if !ok {
+		return none, false
+	}
+	if len(stale) == 0 && len(e.slots) == len(nodes) {
+		// Every node is where it was, or was found by name.
+		e.reorder(found, moved, stale)
+		e.lent = true
+		return e.sum, true
+	}
+	fresh, ok := recompute(ctx, par, nodes, stale, ops)
+	if !ok || !e.settle(nodes, found, stale, fresh, ops) {
+		return none, false
+	}
+	e.reorder(found, moved, stale)
+	if ops.seal != nil {
+		ops.seal(e.sum)
+	}
+	e.lent = true
+	return e.sum, true
+}
+
+// locate finds each listed node's slot (found; nil for a node the entry
+// has no slot for) and returns the positions of the nodes whose
+// contribution must be recomputed (stale) and whether the list differs
+// from the last one in order or length (moved).
+//
+// This pass is the index's cost per cycle, so its common case reads one
+// field of each NodeInfo and nothing else: the snapshot keeps its lists in
+// order between cycles, and a node is looked for where the previous node
+// was found plus one. If its generation is the one recorded there, it is
+// that slot's node, unchanged: generations come from one process-wide
+// counter, so one generation never belongs to two nodes (0, which
+// hand-built NodeInfos carry, proves nothing). Otherwise the name decides,
+// and only a node that joined, left or moved costs a map lookup, which also
+// finds where to go on.
+func (e *indexEntry[V, A]) locate(nodes []fwk.NodeInfo, gens []int64) (found []*nodeSlot[V], stale []int, moved, ok bool) {
+	found = slices.Grow(e.found[:0], len(nodes))[:len(nodes)]
 	e.found = found
 	foundGens := slices.Grow(e.foundGens[:0], len(nodes))[:len(nodes)]
 	e.foundGens = foundGens
-	moved := len(e.order) != len(nodes)
+	moved = len(e.order) != len(nodes)
 	// back: a node was found before the place looked in, so a node may be
 	// listed twice (no snapshot does that, but then the slots cannot
 	// stand for the list); checked below.
@@ -180,7 +324,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 			// No name to key by (test snapshots hold pods on unknown
 			// nodes; kube-scheduler's lists never do).
 			clear(found)
-			return computeSum(ctx, par, nodes, ops)
+			return nil, nil, false, false
 		}
 		name := node.Name
 		var s *nodeSlot[V]
@@ -221,49 +365,44 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		}
 	}
 	if back && markSeen(found, e.epoch) {
-		delete(x.entries, sig)
-		return computeSum(ctx, par, nodes, ops)
+		clear(e.found)
+		return nil, nil, false, false
 	}
-	if len(stale) == 0 && len(e.slots) == len(nodes) {
-		// Every node is where it was, or was found by name.
-		e.settle(moved, stale)
-		e.lent = true
-		return e.sum
-	}
+	return found, stale, moved, true
+}
 
+// recompute computes the contributions of the nodes at positions stale,
+// in parallel when there are more than a few. False: the cycle was
+// abandoned and some may be missing.
+func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, stale []int, ops sumOps[V, A]) ([]V, bool) {
 	fresh := make([]V, len(stale))
 	computeAt := func(j int) { fresh[j] = ops.compute(nodes[stale[j]]) }
 	if len(stale) <= 4 {
 		for j := range stale {
 			computeAt(j)
 		}
-	} else {
-		par.Until(ctx, len(stale), computeAt, Name)
-		if ctx.Err() != nil {
-			// Some values may not have been computed. Nothing partial is
-			// kept: the signature starts over next time, and this cycle,
-			// which is being abandoned, gets the scan's partial answer.
-			delete(x.entries, sig)
-			return computeSum(ctx, par, nodes, ops)
-		}
+		return fresh, true
 	}
+	par.Until(ctx, len(stale), computeAt, Name)
+	return fresh, ctx.Err() == nil
+}
 
+// settle patches the sum (a copy, if the sum was lent) with the fresh
+// contributions, makes slots for nodes that joined and drops the slots
+// of nodes that left. False: a name was listed twice.
+func (e *indexEntry[V, A]) settle(nodes []fwk.NodeInfo, found []*nodeSlot[V], stale []int, fresh []V, ops sumOps[V, A]) bool {
 	if e.lent {
 		e.sum = ops.clone(e.sum)
 		e.lent = false
-	}
-	if len(e.slots) == 0 {
-		e.slots = make(map[string]*nodeSlot[V], len(nodes))
 	}
 	// New slots come from one allocation: a signature's first cycle
 	// creates one per node.
 	var slab []nodeSlot[V]
 	for j, i := range stale {
-		ni := nodes[i]
 		s := found[i]
 		if s == nil {
 			// Not in the index under its name, unless listed twice.
-			name := ni.Node().Name
+			name := nodes[i].Node().Name
 			s = e.slots[name]
 			if s == nil {
 				if len(slab) == 0 {
@@ -279,7 +418,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 		} else {
 			ops.apply(e.sum, s.v, -1)
 		}
-		s.gen, s.v = foundGens[i], fresh[j]
+		s.gen, s.v = e.foundGens[i], fresh[j]
 		ops.apply(e.sum, s.v, 1)
 	}
 	if len(e.slots) > len(nodes) {
@@ -292,17 +431,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 			}
 		}
 	}
-	if len(e.slots) != len(nodes) {
-		// A name listed twice: the slots cannot stand for the list.
-		delete(x.entries, sig)
-		return computeSum(ctx, par, nodes, ops)
-	}
-	e.settle(moved, stale)
-	if ops.seal != nil {
-		ops.seal(e.sum)
-	}
-	e.lent = true
-	return e.sum
+	return len(e.slots) == len(nodes)
 }
 
 // markSeen marks the slots found as seen in epoch, and reports whether one
@@ -318,15 +447,15 @@ func markSeen[V any](found []*nodeSlot[V], epoch uint64) (twice bool) {
 	return twice
 }
 
-// settle ends a call: if the list's nodes moved, the slots and
+// reorder ends a call: if the list's nodes moved, the slots and
 // generations found are the order to look in next time, and the slots'
 // positions are left to position; otherwise only the stale positions have
 // new generations. The scratch may keep an earlier order's slots alive
 // until a call that does not find every node in place overwrites it: at
 // most one list's worth.
-func (e *indexEntry[V, A]) settle(moved bool, stale []int) {
+func (e *indexEntry[V, A]) reorder(found []*nodeSlot[V], moved bool, stale []int) {
 	if moved {
-		e.order, e.found = e.found, e.order
+		e.order, e.found = found, e.order
 		e.gens, e.foundGens = e.foundGens, e.gens
 		e.posValid = false
 		return
@@ -348,34 +477,9 @@ func (e *indexEntry[V, A]) position(s *nodeSlot[V]) int {
 	return s.pos
 }
 
-// entry returns sig's entry, creating it (and dropping the least recently
-// used one beyond maxSignatures) if needed.
-func (x *nodeIndex[V, A]) entry(sig string, ops sumOps[V, A]) *indexEntry[V, A] {
-	x.clock++
-	if e, ok := x.entries[sig]; ok {
-		e.lastUse = x.clock
-		return e
-	}
-	if x.entries == nil {
-		x.entries = make(map[string]*indexEntry[V, A])
-	}
-	if len(x.entries) >= maxSignatures {
-		var oldest string
-		var oldestUse uint64
-		for k, e := range x.entries {
-			if oldest == "" || e.lastUse < oldestUse {
-				oldest, oldestUse = k, e.lastUse
-			}
-		}
-		delete(x.entries, oldest)
-	}
-	e := &indexEntry[V, A]{slots: make(map[string]*nodeSlot[V]), sum: ops.newSum(), lastUse: x.clock}
-	x.entries[sig] = e
-	return e
-}
-
-// computeSum is the plain scan: every node's contribution, computed in
-// parallel and added up serially.
+// computeSum is the plain scan, the same work as upstream's: every node's
+// contribution computed in parallel, then added up serially. Nothing is
+// kept.
 func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
 	vals := make([]V, len(nodes))
 	par.Until(ctx, len(nodes), func(i int) { vals[i] = ops.compute(nodes[i]) }, Name)
@@ -387,211 +491,4 @@ func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk
 		ops.seal(sum)
 	}
 	return sum
-}
-
-// signature encodes what a sum depends on besides the nodes. Every part is
-// length-prefixed, so different inputs never encode alike.
-type signature struct{ b []byte }
-
-func (w *signature) String() string { return string(w.b) }
-
-func (w *signature) str(s string) {
-	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
-	w.b = append(w.b, s...)
-}
-
-func (w *signature) flag(b bool) {
-	if b {
-		w.b = append(w.b, 1)
-	} else {
-		w.b = append(w.b, 0)
-	}
-}
-
-func (w *signature) int(n int64) { w.b = binary.AppendVarint(w.b, n) }
-
-// labelSet encodes a label set in key order; nil and empty differ.
-func (w *signature) labelSet(m map[string]string) {
-	w.flag(m == nil)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	w.int(int64(len(keys)))
-	for _, k := range keys {
-		w.str(k)
-		w.str(m[k])
-	}
-}
-
-// selector encodes a parsed selector. String() is canonical for the
-// selectors term parsing produces (keys and values are validated, so they
-// cannot contain the separators), except that Nothing and Everything both
-// print as "", hence the kind byte.
-func (w *signature) selector(s labels.Selector) {
-	switch {
-	case s == nil:
-		w.b = append(w.b, 'n')
-	case s.Empty():
-		w.b = append(w.b, 'e')
-	default:
-		if _, selectsSome := s.Requirements(); !selectsSome {
-			w.b = append(w.b, '0')
-			return
-		}
-		w.b = append(w.b, 's')
-		w.str(s.String())
-	}
-}
-
-func (w *signature) term(t fwk.AffinityTerm) {
-	w.str(t.TopologyKey)
-	w.int(int64(t.Namespaces.Len()))
-	for _, ns := range sets.List(t.Namespaces) {
-		w.str(ns)
-	}
-	w.selector(t.Selector)
-	w.selector(t.NamespaceSelector)
-}
-
-func (w *signature) terms(ts []fwk.AffinityTerm) {
-	w.int(int64(len(ts)))
-	for i := range ts {
-		w.term(ts[i])
-	}
-}
-
-func (w *signature) weightedTerms(ts []fwk.WeightedAffinityTerm) {
-	w.int(int64(len(ts)))
-	for i := range ts {
-		w.int(int64(ts[i].Weight))
-		w.term(ts[i].AffinityTerm)
-	}
-}
-
-// keyCounts counts, per name (a label key or a namespace), the nodes whose
-// pods have a term that reads it.
-type keyCounts map[string]int64
-
-func (c keyCounts) apply(names []string, sign int64) {
-	for _, k := range names {
-		if n := c[k] + sign; n != 0 {
-			c[k] = n
-		} else {
-			delete(c, k)
-		}
-	}
-}
-
-// termInputs is what the terms of the existing pods with pod
-// (anti-)affinity read of an incoming pod, counted per node of a list:
-// existing pods' terms are matched against the incoming pod, so a sum
-// that depends on them depends on the incoming pod only through these.
-// Two pods that agree on them match every such term alike. Keying by the
-// whole pod instead would miss whenever pods carry a label of their own
-// (a StatefulSet's pod name, scheduler_perf's per-pod signature label),
-// or come from many namespaces (every namespace carries its own
-// kubernetes.io/metadata.name label).
-type termInputs struct {
-	// podKeys are the label keys the terms' label selectors select on.
-	podKeys keyCounts
-	// nsKeys are the namespace label keys the terms' namespace selectors
-	// select on.
-	nsKeys keyCounts
-	// namespaces are the namespaces the terms list (a term without a
-	// namespace selector lists its own pod's namespace).
-	namespaces keyCounts
-	// scoringNodes counts the nodes with a pod that has a term PreScore
-	// scores an incoming pod by: a preferred term, or a required affinity
-	// term (hardPodAffinityWeight). Without one, an incoming pod without
-	// preferred terms of its own scores nothing.
-	scoringNodes int64
-}
-
-// nodeTermInputs is one node's part of termInputs, each name once.
-type nodeTermInputs struct {
-	podKeys, nsKeys, namespaces []string
-	scoring                     bool
-}
-
-// selectorKeys is an index's sumOps for termInputs.
-var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
-	compute: func(ni fwk.NodeInfo) nodeTermInputs {
-		var in nodeTermInputs
-		addKeys := func(keys *[]string, s labels.Selector) {
-			if reqs, selectsSome := s.Requirements(); selectsSome {
-				for _, r := range reqs {
-					if !slices.Contains(*keys, r.Key()) {
-						*keys = append(*keys, r.Key())
-					}
-				}
-			}
-		}
-		addTerm := func(t *fwk.AffinityTerm) {
-			addKeys(&in.podKeys, t.Selector)
-			addKeys(&in.nsKeys, t.NamespaceSelector)
-			for ns := range t.Namespaces {
-				if !slices.Contains(in.namespaces, ns) {
-					in.namespaces = append(in.namespaces, ns)
-				}
-			}
-		}
-		for _, p := range ni.GetPodsWithAffinity() {
-			in.scoring = in.scoring || len(p.GetRequiredAffinityTerms()) > 0 ||
-				len(p.GetPreferredAffinityTerms()) > 0 || len(p.GetPreferredAntiAffinityTerms()) > 0
-			for _, ts := range [][]fwk.AffinityTerm{p.GetRequiredAffinityTerms(), p.GetRequiredAntiAffinityTerms()} {
-				for i := range ts {
-					addTerm(&ts[i])
-				}
-			}
-			for _, ts := range [][]fwk.WeightedAffinityTerm{p.GetPreferredAffinityTerms(), p.GetPreferredAntiAffinityTerms()} {
-				for i := range ts {
-					addTerm(&ts[i].AffinityTerm)
-				}
-			}
-		}
-		return in
-	},
-	newSum: func() *termInputs {
-		return &termInputs{podKeys: keyCounts{}, nsKeys: keyCounts{}, namespaces: keyCounts{}}
-	},
-	apply: func(sum *termInputs, in nodeTermInputs, sign int64) {
-		sum.podKeys.apply(in.podKeys, sign)
-		sum.nsKeys.apply(in.nsKeys, sign)
-		sum.namespaces.apply(in.namespaces, sign)
-		if in.scoring {
-			sum.scoringNodes += sign
-		}
-	},
-	clone: func(sum *termInputs) *termInputs {
-		return &termInputs{podKeys: maps.Clone(sum.podKeys), nsKeys: maps.Clone(sum.nsKeys), namespaces: maps.Clone(sum.namespaces), scoringNodes: sum.scoringNodes}
-	},
-}
-
-// encode writes to w what the terms can read of a pod in namespace ns
-// with labels podLabels, in a namespace labelled nsLabels. A namespace no
-// term lists is encoded as unlisted, whatever its name: Matches asks of
-// the name only whether a term lists it.
-func (in *termInputs) encode(w *signature, ns string, podLabels, nsLabels map[string]string) {
-	listed := in.namespaces[ns] > 0
-	w.flag(listed)
-	if listed {
-		w.str(ns)
-	}
-	w.labelSet(labelsSelectedOn(podLabels, in.podKeys))
-	w.labelSet(labelsSelectedOn(nsLabels, in.nsKeys))
-}
-
-// labelsSelectedOn returns the labels whose keys are in keys. Nil and
-// empty label sets give the same (empty) result: no selector tells them
-// apart.
-func labelsSelectedOn(lbls map[string]string, keys keyCounts) map[string]string {
-	out := make(map[string]string, min(len(lbls), len(keys)))
-	for k, v := range lbls {
-		if keys[k] > 0 {
-			out[k] = v
-		}
-	}
-	return out
 }

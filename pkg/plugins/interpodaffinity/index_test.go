@@ -67,7 +67,7 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	par := parallelize.NewParallelizer(2)
 	var computed atomic.Int64
 	ops := zoneOps(&computed)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
 
 	var nodes []fwk.NodeInfo
 	for i := range 12 {
@@ -188,7 +188,7 @@ func TestNodeIndexSumsAreImmutableOnceHandedOut(t *testing.T) {
 	par := parallelize.NewParallelizer(2)
 	var calls atomic.Int64
 	ops := zoneOps(&calls)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
 	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z2", "p2")}
 
 	first := x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops)
@@ -204,22 +204,23 @@ func TestNodeIndexSumsAreImmutableOnceHandedOut(t *testing.T) {
 	}
 }
 
-// TestNodeIndexSignatures: sums of different signatures never mix, and the
-// least recently used signature is dropped beyond maxSignatures.
+// TestNodeIndexSignatures: sums of different signatures never mix, and
+// the least recently used signature is dropped when the slot budget
+// (slotsPerNode per listed node) is spent.
 func TestNodeIndexSignatures(t *testing.T) {
 	schedmetrics.Register()
 	ctx := context.Background()
 	par := parallelize.NewParallelizer(2)
 	var calls atomic.Int64
 	ops := zoneOps(&calls)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
-	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1")}
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z2", "p2")}
 
-	for i := range maxSignatures + 1 {
+	for i := range slotsPerNode + 1 {
 		x.sum(ctx, framework.NewCycleState(), par, fmt.Sprint(i), nodes, nil, ops)
 	}
-	if len(x.entries) != maxSignatures {
-		t.Fatalf("%d signatures kept, want %d", len(x.entries), maxSignatures)
+	if len(x.entries) != slotsPerNode || x.slots != slotsPerNode*len(nodes) {
+		t.Fatalf("%d signatures and %d slots kept, want %d and %d", len(x.entries), x.slots, slotsPerNode, slotsPerNode*len(nodes))
 	}
 	if _, ok := x.entries["0"]; ok {
 		t.Errorf("the least recently used signature was kept")
@@ -227,8 +228,71 @@ func TestNodeIndexSignatures(t *testing.T) {
 	calls.Store(0)
 	x.sum(ctx, framework.NewCycleState(), par, "1", nodes, nil, ops)
 	x.sum(ctx, framework.NewCycleState(), par, "0", nodes, nil, ops)
-	if got := calls.Load(); got != 1 {
-		t.Errorf("recomputed %d nodes for one kept and one dropped signature, want 1", got)
+	if got := calls.Load(); got != int64(len(nodes)) {
+		t.Errorf("recomputed %d nodes for one kept and one dropped signature, want %d", got, len(nodes))
+	}
+
+	// Empty lists cost no slot; the entries are still bounded.
+	for i := range maxEntries + 5 {
+		x.sum(ctx, framework.NewCycleState(), par, fmt.Sprint("empty", i), nil, nil, ops)
+	}
+	if len(x.entries) > maxEntries {
+		t.Errorf("%d entries kept for empty lists, want at most %d", len(x.entries), maxEntries)
+	}
+}
+
+// TestNodeIndexAdmission: a signature seen once is scanned and keeps
+// nothing; one seen again within slotsPerNode calls gets an entry; one
+// coming back only after more calls than the budget holds entries for is
+// scanned again. Every answer is the scan's.
+func TestNodeIndexAdmission(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	x := &nodeIndex[podsByZone, podsByZone]{enabled: true}
+	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z2", "p2"), zoneNode("c", "z1", "p3")}
+	want := podsByZone{"z1": 2, "z2": 1}
+	sum := func(sig string) {
+		t.Helper()
+		if got := x.sum(ctx, framework.NewCycleState(), par, sig, nodes, nil, ops); !cmp.Equal(want, got) {
+			t.Errorf("%s: sum %v, want %v", sig, got, want)
+		}
+	}
+
+	sum("once")
+	if len(x.entries) != 0 {
+		t.Fatalf("a signature seen once has an entry")
+	}
+	sum("once")
+	if len(x.entries) != 1 {
+		t.Fatalf("a signature seen twice in a row has %d entries, want 1", len(x.entries))
+	}
+	calls.Store(0)
+	sum("once")
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the admitted signature recomputed %d nodes, want 0", n)
+	}
+
+	// A round of more signatures than the budget holds: none is admitted.
+	x = &nodeIndex[podsByZone, podsByZone]{enabled: true}
+	for round := range 3 {
+		for i := range slotsPerNode + 1 {
+			sum(fmt.Sprint("far", i))
+		}
+		if len(x.entries) != 0 {
+			t.Fatalf("round %d: %d entries for signatures recurring beyond reach, want 0", round, len(x.entries))
+		}
+	}
+	// Within reach they are.
+	for range 2 {
+		for i := range slotsPerNode / 2 {
+			sum(fmt.Sprint("near", i))
+		}
+	}
+	if len(x.entries) != slotsPerNode/2 {
+		t.Errorf("%d entries for signatures recurring within reach, want %d", len(x.entries), slotsPerNode/2)
 	}
 }
 
@@ -254,7 +318,7 @@ func TestNodeIndexDisabled(t *testing.T) {
 func TestIndexOffUnderGenericWorkload(t *testing.T) {
 	for _, gate := range []bool{false, true} {
 		e := newEnv(t, nil, feature.Features{EnableGenericWorkload: gate}, nil, fixtureNodes())
-		x := e.pl.index
+		x := e.pl.caches
 		if on := x.existingAnti.enabled && x.incoming.enabled && x.score.enabled; on == gate {
 			t.Errorf("GenericWorkload=%v: indexes enabled=%v", gate, on)
 		}
@@ -358,7 +422,7 @@ func TestNodeIndexSitsOutPodGroupCycles(t *testing.T) {
 	par := parallelize.NewParallelizer(2)
 	var calls atomic.Int64
 	ops := zoneOps(&calls)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true}
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
 	ni := zoneNode("a", "z1", "p1")
 	nodes := []fwk.NodeInfo{ni}
 	x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops)
@@ -410,10 +474,10 @@ func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
 	if web1 != web2 || !cmp.Equal(score1, score2, cmp.AllowUnexported(scoreResult{})) {
 		t.Errorf("pods differing in an unselected label decided differently: %s %+v vs %s %+v", web1, score1, web2, score2)
 	}
-	if n := len(e.pl.index.existingAnti.entries); n != 1 {
+	if n := len(e.pl.caches.existingAnti.entries); n != 1 {
 		t.Errorf("%d existing anti-affinity entries for two pods that differ only in an unselected label, want 1", n)
 	}
-	if n := len(e.pl.index.score.entries); n != 1 {
+	if n := len(e.pl.caches.score.entries); n != 1 {
 		t.Errorf("%d score entries for two pods that differ only in an unselected label, want 1", n)
 	}
 
@@ -460,7 +524,7 @@ func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 		}
 		return out, e.score(t, p)
 	}
-	entries := func() (int, int) { return len(e.pl.index.existingAnti.entries), len(e.pl.index.score.entries) }
+	entries := func() (int, int) { return len(e.pl.caches.existingAnti.entries), len(e.pl.caches.score.entries) }
 
 	a, aScore := run("a")
 	a2, a2Score := run("a2")

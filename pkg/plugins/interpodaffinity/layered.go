@@ -33,6 +33,11 @@ func newLayered[K comparable, V comparable]() layered[K, V] {
 // get returns k's value and whether k is present.
 func (m *layered[K, V]) get(k K) (V, bool) {
 	var zero V
+	if len(m.base) == 0 {
+		// A sum being built from scratch (the scan): all in delta.
+		v := m.delta[k]
+		return v, v != zero
+	}
 	if v, ok := m.delta[k]; ok {
 		return v, v != zero
 	}
@@ -45,6 +50,33 @@ func (m *layered[K, V]) len() int { return m.n }
 
 // set sets k to v, or deletes k when v is the zero V. m must not be shared.
 func (m *layered[K, V]) set(k K, v V) {
+	var zero V
+	if len(m.base) == 0 {
+		m.update(k, v, m.delta[k] != zero)
+		return
+	}
+	m.setOverBase(k, v)
+}
+
+// update is set for a key whose presence the caller just read (get), which
+// spares a sum built from scratch a second lookup per key.
+func (m *layered[K, V]) update(k K, v V, had bool) {
+	var zero V
+	if len(m.base) == 0 {
+		// Over an empty base, delta holds no deletion marks.
+		if v != zero {
+			m.delta[k] = v
+		} else {
+			delete(m.delta, k)
+		}
+		m.count(had, v != zero)
+		return
+	}
+	m.setOverBase(k, v)
+}
+
+// setOverBase is set over a base that may hold k.
+func (m *layered[K, V]) setOverBase(k K, v V) {
 	var zero V
 	dv, inDelta := m.delta[k]
 	_, inBase := m.base[k]
@@ -59,7 +91,13 @@ func (m *layered[K, V]) set(k K, v V) {
 	case inDelta:
 		delete(m.delta, k)
 	}
-	switch has := v != zero; {
+	m.count(had, v != zero)
+}
+
+// count keeps n up to date when a key that had (or not) a value has (or
+// not) one now.
+func (m *layered[K, V]) count(had, has bool) {
+	switch {
 	case has && !had:
 		m.n++
 	case !has && had:

@@ -1,11 +1,3 @@
-// Package interpodaffinity implements PlacementInterPodAffinity, our
-// re-implementation of kube-scheduler's in-tree InterPodAffinity plugin
-// (k8s.io/kubernetes v1.37.1). Filter enforces the incoming pod's required pod
-// affinity and anti-affinity and, symmetrically, the required anti-affinity of
-// pods already placed; Score weighs preferred terms of both sides plus existing
-// pods' required affinity. Statuses, Skip decisions, raw and normalized scores,
-// queueing hints and signatures must match upstream exactly; the contract is
-// docs/behavior.md §7.
 package interpodaffinity
 
 import (
@@ -45,36 +37,8 @@ type InterPodAffinity struct {
 	// in-place resize is deferred
 	// (gate InPlacePodVerticalScalingSchedulerPreemption).
 	skipDeferredResize bool
-	// index keeps per-node contributions across cycles (index.go).
-	index *indexes
-}
-
-// indexes are the cross-cycle indexes behind PreFilter's and PreScore's
-// cluster-wide sums.
-type indexes struct {
-	existingAnti nodeIndex[existingAnti, *existingAntiSum]
-	incoming     nodeIndex[incomingMatches, *incomingSum]
-	score        nodeIndex[nodeTally, *scoreSum]
-	// keys holds, per node list, what existing pods' terms read of an
-	// incoming pod (selectorKeys).
-	keys nodeIndex[nodeTermInputs, *termInputs]
-	// topology holds the topology labels Filter reads (topology.go).
-	topology topologyTable
-}
-
-// newIndexes enables the indexes unless gate GenericWorkload is on: its
-// pod-group cycles assume and forget pods in the snapshot while restoring
-// the node's previous generation, so a generation no longer identifies
-// what is on a node.
-func newIndexes(fts feature.Features) *indexes {
-	on := !fts.EnableGenericWorkload
-	x := &indexes{}
-	x.existingAnti.enabled = on
-	x.incoming.enabled = on
-	x.score.enabled = on
-	x.keys.enabled = on
-	x.topology.enabled = on
-	return x
+	// caches are kept across cycles (doc.go).
+	caches *caches
 }
 
 var (
@@ -91,7 +55,13 @@ var (
 // New builds the plugin from args that arrive undecoded (*runtime.Unknown) or
 // nil, because kube-scheduler neither decodes nor defaults args of plugin
 // names it does not know.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
+	return newPlugin(ctx, obj, h, fts, options{})
+}
+
+// newPlugin is New with options that are not configuration (tests turn
+// the caches off with them).
+func newPlugin(_ context.Context, obj runtime.Object, h fwk.Handle, fts feature.Features, opts options) (fwk.Plugin, error) {
 	if h.SnapshotSharedLister() == nil {
 		// upstream's text, typo included
 		return nil, errors.New("SnapshotSharedlister is nil")
@@ -109,7 +79,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle, fts feature.Featur
 		nsLister:           h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
 		hostnameFastPath:   fts.EnableInterPodAffinityHostnameFastPath,
 		skipDeferredResize: fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
-		index:              newIndexes(fts),
+		caches:             newCaches(fts, opts),
 	}, nil
 }
 
@@ -215,14 +185,4 @@ func matchesAny(terms []fwk.AffinityTerm, pod *v1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// nodeLabels returns the labels of a NodeInfo's node, tolerating a NodeInfo
-// without a node (test snapshots create those for pods bound to unknown node
-// names), which then simply has no topology domains.
-func nodeLabels(ni fwk.NodeInfo) map[string]string {
-	if n := ni.Node(); n != nil {
-		return n.Labels
-	}
-	return nil
 }

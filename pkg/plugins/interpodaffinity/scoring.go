@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,47 +16,6 @@ import (
 
 // preScoreStateKey is upstream's key (policy in package cyclestate).
 const preScoreStateKey fwk.StateKey = "PreScoreInterPodAffinity"
-
-// scoreSum holds the summed weights per topology domain, as PreScore merges
-// them over all nodes. A domain is in it while some node's tally has an
-// entry for it, even when the weights cancel out to zero: such an entry
-// still counts as something to score, as upstream.
-type scoreSum struct {
-	// domains is layered: the index patches a fork of a sum it has
-	// handed out, which costs a fraction of copying a domain per node.
-	domains layered[topologyPair, domainWeight]
-	// keys counts the tally entries of each topology key.
-	keys keyTally
-}
-
-type domainWeight struct {
-	weight int64
-	// entries: how many node tallies have an entry for the domain.
-	entries int64
-}
-
-func newScoreSum() *scoreSum {
-	return &scoreSum{domains: newLayered[topologyPair, domainWeight]()}
-}
-
-// apply adds (sign 1) or takes back (sign -1) one node's tally.
-func (s *scoreSum) apply(t nodeTally, sign int64) {
-	for _, d := range t {
-		w, _ := s.domains.get(d.pair)
-		w.weight += sign * d.count
-		w.entries += sign
-		if w.entries == 0 {
-			// No tally has the domain any more (its weight is 0 too).
-			w = domainWeight{}
-		}
-		s.domains.set(d.pair, w)
-		s.keys.add(d.pair.key, sign)
-	}
-}
-
-func (s *scoreSum) clone() *scoreSum {
-	return &scoreSum{domains: s.domains.fork(), keys: slices.Clone(s.keys)}
-}
 
 // preScoreState is never modified after PreScore.
 type preScoreState struct {
@@ -132,49 +90,27 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	if hasPreferred {
 		list = "all nodes"
 	}
-	// opsOver reads the labels of the nodes it recomputes through view
-	// (nil: from the nodes). view is a parameter, never assigned, so the
-	// closure copies it instead of boxing a variable in every cycle.
-	opsOver := func(view *topologyView) sumOps[nodeTally, *scoreSum] {
-		return sumOps[nodeTally, *scoreSum]{compute: func(ni fwk.NodeInfo) nodeTally {
-			if len(nodeLabels(ni)) == 0 {
-				// A node without labels is in no domain; upstream skips
-				// its pods outright.
-				return nil
-			}
-			existingPods := ni.GetPodsWithAffinity()
-			if hasPreferred {
-				existingPods = ni.GetPods()
-			}
-			nt := topologyOf(view, ni)
-			var tally nodeTally
-			for _, existing := range existingPods {
-				pl.scoreExistingPod(&tally, &nt, pi, nsLabels, existing)
-			}
-			return tally
-		},
-			newSum: newScoreSum,
-			apply:  (*scoreSum).apply,
-			clone:  (*scoreSum).clone,
-			seal:   func(sum *scoreSum) { sum.domains.seal() },
-		}
-	}
 	// sumOver returns the score sum over nodes, or nil when it is
 	// known to be empty; gens are the nodes' generations, if read, and
-	// view the topology view synced with them, if any.
+	// view the topology view synced with them, if any (the nodes' labels
+	// are read through it; view is a parameter, never assigned, so the
+	// closure copies it instead of boxing a variable in every cycle).
 	sumOver := func(gens []int64, view *topologyView) *scoreSum {
-		inputs := pl.index.keys.sum(ctx, cycleState, pl.parallelizer, list, nodes, gens, selectorKeys)
-		if !hasPreferred && inputs.scoringNodes == 0 {
-			// Only existing pods' terms could score, and none of the
-			// listed pods has one that does.
-			return nil
-		}
-		var sig signature
-		sig.flag(hasPreferred)
-		sig.weightedTerms(preferred)
-		sig.weightedTerms(preferredAnti)
-		inputs.encode(&sig, pod.Namespace, pod.Labels, nsLabels)
-		return pl.index.score.sum(ctx, cycleState, pl.parallelizer, sig.String(), nodes, gens, opsOver(view))
+		ops := scoreOps(func(ni fwk.NodeInfo) nodeTally { return pl.tallyNode(view, ni, pi, nsLabels, hasPreferred) })
+		return keyedSum(ctx, cycleState, pl.parallelizer, nodes, gens, &pl.caches.keys, list, &pl.caches.score,
+			func(inputs *termInputs) string {
+				var sig signature
+				sig.flag(hasPreferred)
+				sig.weightedTerms(preferred)
+				sig.weightedTerms(preferredAnti)
+				inputs.encode(&sig, pod.Namespace, pod.Labels, nsLabels)
+				return sig.String()
+			},
+			func(inputs *termInputs) bool {
+				// Only existing pods' terms could score, and none of
+				// the listed pods has one that does.
+				return !hasPreferred && inputs.scoringNodes == 0
+			}, ops)
 	}
 	var sum *scoreSum
 	var topology *topologyView
@@ -188,7 +124,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 				keys = addKey(keys, ts[i].TopologyKey)
 			}
 		}
-		topology = pl.index.topology.sync(cycleState, nodes, keys, func(gens []int64, view *topologyView) {
+		topology = pl.caches.topology.sync(cycleState, nodes, keys, func(gens []int64, view *topologyView) {
 			sum = sumOver(gens, view)
 		})
 	} else {
@@ -205,6 +141,29 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	}
 	cycleState.Write(preScoreStateKey, &preScoreState{keys: sum.keys, domains: sum.domains, topology: topology})
 	return nil
+}
+
+// tallyNode is what node ni contributes to the score sum: the weights of
+// every (incoming, existing) pair over the node's pods (all of them when
+// the incoming pod has preferred terms, otherwise those with affinity
+// terms of their own), in the node's domains. Labels are read through
+// view (nil: from the node).
+func (pl *InterPodAffinity) tallyNode(view *topologyView, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool) nodeTally {
+	if len(nodeLabels(ni)) == 0 {
+		// A node without labels is in no domain; upstream skips its pods
+		// outright.
+		return nil
+	}
+	existingPods := ni.GetPodsWithAffinity()
+	if hasPreferred {
+		existingPods = ni.GetPods()
+	}
+	nt := topologyOf(view, ni)
+	var tally nodeTally
+	for _, existing := range existingPods {
+		pl.scoreExistingPod(&tally, &nt, pi, nsLabels, existing)
+	}
+	return tally
 }
 
 // scoreExistingPod adds to the tally of the existing pod's node (labels read

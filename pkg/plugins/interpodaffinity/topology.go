@@ -49,18 +49,16 @@ type nodeTopology struct {
 	ni   fwk.NodeInfo
 	view *topologyView
 	row  int32
-	// inView: ni is one of view's rows.
-	inView bool
+	// inView: ni is one of view's rows; known once looked is set.
+	inView, looked bool
 }
 
 // topologyOf returns how to read ni's topology labels in a cycle that was
-// handed view (nil: no view).
+// handed view (nil: no view). The node's row is looked up on the first
+// read: a scan visits thousands of nodes whose pods match nothing and
+// never read a label.
 func topologyOf(view *topologyView, ni fwk.NodeInfo) nodeTopology {
-	t := nodeTopology{ni: ni, view: view}
-	if p, ok := ni.(*framework.NodeInfo); ok && view != nil {
-		t.row, t.inView = view.row[p]
-	}
-	return t
+	return nodeTopology{ni: ni, view: view}
 }
 
 // get returns the node's value for key, and whether it has the label.
@@ -72,6 +70,12 @@ func (t *nodeTopology) get(key string) (string, bool) {
 // pair is get that also returns the key: the view's own string for it when
 // read through the view (the same for every node), key otherwise.
 func (t *nodeTopology) pair(key string) (string, string, bool) {
+	if !t.looked {
+		t.looked = true
+		if p, ok := t.ni.(*framework.NodeInfo); ok && t.view != nil {
+			t.row, t.inView = t.view.row[p]
+		}
+	}
 	if t.inView {
 		for i, k := range t.view.keys {
 			if k == key {
@@ -88,6 +92,9 @@ func (t *nodeTopology) pair(key string) (string, string, bool) {
 type topologyTable struct {
 	enabled bool
 	mu      sync.Mutex
+	// primed: sync was called before; the view is built from the
+	// second call on.
+	primed bool
 	// nodes and gens are the list last synced and its generations.
 	nodes []fwk.NodeInfo
 	gens  []int64
@@ -135,6 +142,15 @@ func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []str
 			t.gens[i] = g
 			t.refresh(i)
 		}
+	}
+	if !same && !t.primed {
+		// The table's first call: building the view costs more than
+		// this one cycle's reads from the nodes, and a plugin that is
+		// asked once (or a scheduler that just started) should pay no
+		// more than the scan.
+		t.primed = true
+		use(nil, nil)
+		return nil
 	}
 	if !same && !t.rebuild(nodes) {
 		use(nil, nil)
@@ -280,4 +296,14 @@ func (t *topologyTable) valueOf(v string, ok bool) topologyValue {
 		t.intern[s] = s
 	}
 	return topologyValue{value: s, ok: true}
+}
+
+// nodeLabels returns the labels of a NodeInfo's node, tolerating a NodeInfo
+// without a node (test snapshots create those for pods bound to unknown node
+// names), which then simply has no topology domains.
+func nodeLabels(ni fwk.NodeInfo) map[string]string {
+	if n := ni.Node(); n != nil {
+		return n.Labels
+	}
+	return nil
 }

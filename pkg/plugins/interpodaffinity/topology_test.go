@@ -74,7 +74,7 @@ func TestTopologyTableReadsAsTheNodes(t *testing.T) {
 		labels []map[string]string
 	}
 	var handedOut []lent
-	tab := topologyTable{enabled: true}
+	tab := topologyTable{enabled: true, primed: true}
 	cs := framework.NewCycleState()
 	inView := 0
 	for step := range 400 {
@@ -175,7 +175,7 @@ func TestTopologyTableOff(t *testing.T) {
 	if v := off.sync(framework.NewCycleState(), nodes, []string{zone}, func(g []int64, v *topologyView) { called = g == nil && v == nil }); v != nil || !called {
 		t.Errorf("disabled table: view %v, use called with nil: %v", v, called)
 	}
-	on := topologyTable{enabled: true}
+	on := topologyTable{enabled: true, primed: true}
 	group := framework.NewCycleState()
 	group.SetPodGroupSchedulingCycle(framework.NewCycleState())
 	called = false
@@ -204,7 +204,7 @@ func TestTopologyTableEdges(t *testing.T) {
 	noop := func([]int64, *topologyView) {}
 
 	t.Run("unchanged list, same view", func(t *testing.T) {
-		tab := topologyTable{enabled: true}
+		tab := topologyTable{enabled: true, primed: true}
 		nodes := []fwk.NodeInfo{zoneNode("a", "z1"), zoneNode("b", "z2")}
 		v1 := tab.sync(cs, nodes, []string{zone}, noop)
 		nodes[0].(*framework.NodeInfo).AddPod(placed("default", "p", "a").Obj())
@@ -214,7 +214,7 @@ func TestTopologyTableEdges(t *testing.T) {
 	})
 
 	t.Run("a node listed twice", func(t *testing.T) {
-		tab := topologyTable{enabled: true}
+		tab := topologyTable{enabled: true, primed: true}
 		a := zoneNode("a", "z1")
 		nodes := []fwk.NodeInfo{a, zoneNode("b", "z2"), a}
 		view := tab.sync(cs, nodes, []string{zone}, noop)
@@ -224,7 +224,7 @@ func TestTopologyTableEdges(t *testing.T) {
 	})
 
 	t.Run("generation 0 proves nothing", func(t *testing.T) {
-		tab := topologyTable{enabled: true}
+		tab := topologyTable{enabled: true, primed: true}
 		a := zoneNode("a", "z1")
 		a.Generation = 0
 		nodes := []fwk.NodeInfo{a}
@@ -239,7 +239,7 @@ func TestTopologyTableEdges(t *testing.T) {
 	})
 
 	t.Run("another NodeInfo implementation, then the framework's again", func(t *testing.T) {
-		tab := topologyTable{enabled: true}
+		tab := topologyTable{enabled: true, primed: true}
 		a := zoneNode("a", "z1")
 		tab.sync(cs, []fwk.NodeInfo{a}, []string{zone}, noop)
 		var got []int64
@@ -258,7 +258,7 @@ func TestTopologyTableEdges(t *testing.T) {
 	})
 
 	t.Run("more keys in one call than are copied", func(t *testing.T) {
-		tab := topologyTable{enabled: true}
+		tab := topologyTable{enabled: true, primed: true}
 		w := tu.MakeNode("a")
 		var keys []string
 		for i := range maxTopologyKeys + 2 {
@@ -285,7 +285,7 @@ func TestTopologyTableEdges(t *testing.T) {
 	})
 
 	t.Run("values that come and go", func(t *testing.T) {
-		tab := topologyTable{enabled: true}
+		tab := topologyTable{enabled: true, primed: true}
 		a := zoneNode("a", "z0")
 		nodes := []fwk.NodeInfo{a}
 		for i := range 4 * maxTopologyKeys {
@@ -304,7 +304,7 @@ func TestTopologyTableEdges(t *testing.T) {
 	t.Run("views are read while the table changes", func(t *testing.T) {
 		// Run with -race: Filter reads a handed-out view from many
 		// goroutines while the next cycle syncs.
-		tab := topologyTable{enabled: true}
+		tab := topologyTable{enabled: true, primed: true}
 		var nodes []fwk.NodeInfo
 		for i := range 20 {
 			nodes = append(nodes, zoneNode(fmt.Sprint("n", i), fmt.Sprint("z", i%3)))

@@ -1,0 +1,70 @@
+// Package interpodaffinity implements PlacementInterPodAffinity, our
+// re-implementation of kube-scheduler's in-tree InterPodAffinity plugin
+// (k8s.io/kubernetes v1.37.1). Filter enforces the incoming pod's required pod
+// affinity and anti-affinity and, symmetrically, the required anti-affinity of
+// pods already placed; Score weighs preferred terms of both sides plus existing
+// pods' required affinity. Statuses, Skip decisions, raw and normalized scores,
+// queueing hints and signatures must match upstream exactly; the contract is
+// docs/behavior.md §7.
+//
+// # Files
+//
+// The decisions, which read like upstream's: plugin.go (the plugin, term
+// matching helpers), filtering.go (PreFilter, what a node contributes to
+// the counts, Filter), scoring.go (PreScore, what a node contributes to
+// the weights, Score, NormalizeScore), events.go (queueing hints),
+// explain.go. The speed machinery, which the decisions call and which
+// calls none of them: counts.go (the count types and how contributions
+// add up), ops.go (the caches a plugin keeps, the switch that turns them
+// off, named operation builders), index.go, signature.go, layered.go,
+// topology.go.
+//
+// # Caches
+//
+// The plugin keeps three kinds of state across scheduling cycles, all in
+// caches (ops.go). Each answers exactly what a scan of the snapshot would;
+// options.noCaches turns them all off (every cycle then scans, as upstream's
+// plugin does), and a test compares the two on the equivalence suite's
+// cross-cycle histories.
+//
+//   - The node indexes (index.go): per signature, each node's contribution
+//     to a cluster-wide sum and the sum. existingAnti: existing pods'
+//     required anti-affinity matching the incoming pod (PreFilter);
+//     incoming: pods matching the incoming pod's required terms
+//     (PreFilter); score: preferred-term weights (PreScore); keys: what the
+//     existing pods' terms read of an incoming pod, per node list, which
+//     keys the existingAnti and score signatures. A signature gets an entry
+//     only when it recurs among the last slotsPerNode signatures that had
+//     none; otherwise the cycle scans, as upstream does. Memory: at most
+//     slotsPerNode × N node slots per index (N the listed nodes) and
+//     maxEntries entries, least recently used dropped first; a slot with
+//     its share of the entry's sum is about 300 bytes when every node adds
+//     a domain of its own (hostname-scoped terms), so one index holds at
+//     most about 16 × 5000 × 300 B = 24 MB at 5000 nodes, whatever the
+//     number of signatures (BenchmarkIndexBound: 23.8 MB, 80,000 slots,
+//     16 entries after 1000 signatures at 5000 nodes; go test
+//     ./pkg/plugins/interpodaffinity -run '^$' -bench IndexBound
+//     -benchtime 1x).
+//   - The layered maps (layered.go) behind the indexes' sums: a sum handed
+//     to a cycle is forked, not copied, for the next.
+//   - The topology table (topology.go): the topology labels of the cycle's
+//     nodes in arrays, for Filter and Score; built from the second call on.
+//
+// They rely on these invariants:
+//
+//   - A generation names one node: generations come from one process-wide
+//     counter and change on every pod or label change the snapshot sees,
+//     so a slot (or a table row) recorded at a node's generation is valid
+//     while the node's NodeInfo still has it. 0 (hand-built NodeInfos)
+//     proves nothing and is always recomputed.
+//   - A sum never changes once handed out: a cycle keeps reading the sum
+//     (and the topology view) it was given while later cycles patch a copy
+//     (lent, layered.fork); AddPod/RemovePod fork before their first write.
+//   - A contribution depends only on the node (its labels and pods) and on
+//     what the signature encodes: every input of a compute function beyond
+//     the node is in the signature (signature.go).
+//   - Pod-group cycles bypass the caches: they assume members on the
+//     snapshot keeping the node's generation, so within one a generation
+//     does not name a node's pods; such cycles scan and leave the caches
+//     as they were. With gate GenericWorkload on the caches are off.
+package interpodaffinity

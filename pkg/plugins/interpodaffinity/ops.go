@@ -1,0 +1,109 @@
+package interpodaffinity
+
+// This file ties the count types (counts.go) to the caches: the set of
+// caches a plugin keeps (caches, the switch that turns them off) and the
+// named operation builders that tell the node index (index.go) how one
+// kind of contribution adds up. What a node contributes is decided in
+// filtering.go and scoring.go and passed in as compute.
+
+import (
+	"context"
+
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+)
+
+// caches are the plugin's cross-cycle caches (doc.go): the node indexes
+// behind PreFilter's and PreScore's cluster-wide sums, and the topology
+// table Filter and Score read labels from.
+type caches struct {
+	existingAnti nodeIndex[existingAnti, *existingAntiSum]
+	incoming     nodeIndex[incomingMatches, *incomingSum]
+	score        nodeIndex[nodeTally, *scoreSum]
+	// keys holds, per node list, what existing pods' terms read of an
+	// incoming pod (selectorKeys): the part of the signatures of
+	// existingAnti and score that the existing pods decide.
+	keys nodeIndex[nodeTermInputs, *termInputs]
+	// topology holds the topology labels Filter and Score read (topology.go).
+	topology topologyTable
+}
+
+// options are the plugin's settings that are not configuration: nothing
+// in the plugin's args turns them, so that the public config API stays
+// upstream's.
+type options struct {
+	// noCaches turns every cache off: each cycle scans, as upstream's
+	// plugin does. Tests compare cached against scanned results with it.
+	noCaches bool
+}
+
+// newCaches enables the caches unless opts turn them off or gate
+// GenericWorkload is on: its pod-group cycles assume and forget pods in
+// the snapshot while restoring the node's previous generation, so a
+// generation no longer identifies what is on a node.
+func newCaches(fts feature.Features, opts options) *caches {
+	on := !fts.EnableGenericWorkload && !opts.noCaches
+	x := &caches{}
+	x.existingAnti.enabled = on
+	x.incoming.enabled = on
+	x.score.enabled = on
+	x.keys.enabled = on
+	x.topology.enabled = on
+	return x
+}
+
+// existingAntiOps sums holder nodes' existingAnti contributions.
+func existingAntiOps(compute func(fwk.NodeInfo) existingAnti) sumOps[existingAnti, *existingAntiSum] {
+	return sumOps[existingAnti, *existingAntiSum]{
+		compute: compute,
+		newSum:  newExistingAntiSum,
+		apply:   (*existingAntiSum).apply,
+		clone:   (*existingAntiSum).clone,
+		seal:    (*existingAntiSum).seal,
+	}
+}
+
+// incomingOps sums every node's matches of the incoming pod's required terms.
+func incomingOps(compute func(fwk.NodeInfo) incomingMatches) sumOps[incomingMatches, *incomingSum] {
+	return sumOps[incomingMatches, *incomingSum]{
+		compute: compute,
+		newSum:  newIncomingSum,
+		apply:   (*incomingSum).apply,
+		clone:   (*incomingSum).clone,
+		seal:    (*incomingSum).seal,
+	}
+}
+
+// scoreOps sums nodes' weight tallies.
+func scoreOps(compute func(fwk.NodeInfo) nodeTally) sumOps[nodeTally, *scoreSum] {
+	return sumOps[nodeTally, *scoreSum]{
+		compute: compute,
+		newSum:  newScoreSum,
+		apply:   (*scoreSum).apply,
+		clone:   (*scoreSum).clone,
+		seal:    (*scoreSum).seal,
+	}
+}
+
+// keyedSum is a sum of x's kind over nodes whose signature depends on
+// what the existing pods' terms of the listed nodes read of the incoming
+// pod (termInputs, kept in keys under list); sigOf encodes it with the
+// rest. When keys does not answer for the list (its first call, or the
+// caches are off) the signature cannot be known without a scan of its
+// own, so the sum is scanned without consulting x: a plugin that has just
+// started pays the one scan upstream pays. empty, if set, may tell from
+// the inputs that the sum has nothing in it; keyedSum then returns the
+// zero A (nil).
+func keyedSum[V, A any](ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, nodes []fwk.NodeInfo, gens []int64,
+	keys *nodeIndex[nodeTermInputs, *termInputs], list string, x *nodeIndex[V, A],
+	sigOf func(*termInputs) string, empty func(*termInputs) bool, ops sumOps[V, A]) A {
+	inputs, ok := keys.lookup(ctx, cs, par, list, nodes, gens, selectorKeys)
+	if !ok {
+		return computeSum(ctx, par, nodes, ops)
+	}
+	if empty != nil && empty(inputs) {
+		var none A
+		return none
+	}
+	return x.sum(ctx, cs, par, sigOf(inputs), nodes, gens, ops)
+}

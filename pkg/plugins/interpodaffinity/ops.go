@@ -53,33 +53,36 @@ func newCaches(fts feature.Features, opts options) *caches {
 }
 
 // existingAntiOps sums holder nodes' existingAnti contributions.
-func existingAntiOps(compute func(fwk.NodeInfo) existingAnti) sumOps[existingAnti, *existingAntiSum] {
+func existingAntiOps(compute func(fwk.NodeInfo, existingAnti) existingAnti) sumOps[existingAnti, *existingAntiSum] {
 	return sumOps[existingAnti, *existingAntiSum]{
 		compute: compute,
 		newSum:  newExistingAntiSum,
 		apply:   (*existingAntiSum).apply,
+		merge:   (*existingAntiSum).merge,
 		clone:   (*existingAntiSum).clone,
 		seal:    (*existingAntiSum).seal,
 	}
 }
 
 // incomingOps sums every node's matches of the incoming pod's required terms.
-func incomingOps(compute func(fwk.NodeInfo) incomingMatches) sumOps[incomingMatches, *incomingSum] {
+func incomingOps(compute func(fwk.NodeInfo, incomingMatches) incomingMatches) sumOps[incomingMatches, *incomingSum] {
 	return sumOps[incomingMatches, *incomingSum]{
 		compute: compute,
 		newSum:  newIncomingSum,
 		apply:   (*incomingSum).apply,
+		merge:   (*incomingSum).merge,
 		clone:   (*incomingSum).clone,
 		seal:    (*incomingSum).seal,
 	}
 }
 
 // scoreOps sums nodes' weight tallies.
-func scoreOps(compute func(fwk.NodeInfo) nodeTally) sumOps[nodeTally, *scoreSum] {
+func scoreOps(compute func(fwk.NodeInfo, nodeTally) nodeTally) sumOps[nodeTally, *scoreSum] {
 	return sumOps[nodeTally, *scoreSum]{
 		compute: compute,
 		newSum:  newScoreSum,
 		apply:   (*scoreSum).apply,
+		merge:   (*scoreSum).merge,
 		clone:   (*scoreSum).clone,
 		seal:    (*scoreSum).seal,
 	}

@@ -108,6 +108,8 @@ type indexEntry[V, A any] struct {
 // is disabled (recomputes everything every time, keeping nothing).
 type nodeIndex[V, A any] struct {
 	enabled bool
+	// op names the index's parallel work in the parallelizer's metrics.
+	op string
 	// admitFirst admits a signature the first time it is seen (tests of
 	// what an entry does once it exists).
 	admitFirst bool
@@ -133,7 +135,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	if s, ok := x.lookup(ctx, cs, par, sig, nodes, gens, ops); ok {
 		return s
 	}
-	return computeSum(ctx, par, nodes, ops)
+	return computeSum(ctx, par, x.op, nodes, ops)
 }
 
 // lookup returns the indexed sum for sig, and false when the index does
@@ -173,7 +175,7 @@ func (x *nodeIndex[V, A]) lookup(ctx context.Context, cs fwk.CycleState, par fwk
 	}
 	e.lastUse = x.clock
 	held := len(e.slots)
-	s, ok := e.update(ctx, par, nodes, gens, ops)
+	s, ok := e.update(ctx, par, x.op, nodes, gens, ops)
 	x.slots += len(e.slots) - held
 	if !ok {
 		x.drop(sig)
@@ -248,7 +250,7 @@ func (x *nodeIndex[V, A]) drop(sig string) {
 // marked as lent. False: the slots cannot stand for the list (a node
 // without a name, a name listed twice, an abandoned cycle); the caller
 // drops the entry, whatever state it was left in.
-func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
+func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
 	var none A
 	e.epoch++
 	found, stale, moved, ok := e.locate(nodes, gens)
@@ -261,7 +263,7 @@ func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, nod
 		e.lent = true
 		return e.sum, true
 	}
-	fresh, ok := recompute(ctx, par, nodes, stale, ops)
+	fresh, ok := recompute(ctx, par, op, nodes, stale, ops)
 	if !ok || !e.settle(nodes, found, stale, fresh, ops) {
 		return none, false
 	}
@@ -378,8 +380,9 @@ func (e *indexEntry[V, A]) locate(nodes []fwk.NodeInfo, gens []int64) (found []*
 
 // recompute computes the contributions of the nodes at positions stale,
 // in parallel when there are more than a few. False: the cycle was
-// abandoned and some may be missing.
-func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, stale []int, ops sumOps[V, A]) ([]V, bool) {
+// abandoned and some may be missing. op names the work in the
+// parallelizer's metrics.
+func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, stale []int, ops sumOps[V, A]) ([]V, bool) {
 	fresh := make([]V, len(stale))
 	var none V
 	computeAt := func(j int) { fresh[j] = ops.compute(nodes[stale[j]], none) }
@@ -389,7 +392,7 @@ func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk.
 		}
 		return fresh, true
 	}
-	par.Until(ctx, len(stale), computeAt, Name)
+	par.Until(ctx, len(stale), computeAt, op)
 	return fresh, ctx.Err() == nil
 }
 
@@ -495,8 +498,9 @@ const scanParts = 32
 // (scanParts) adds its nodes into a sum of its own, building every node's
 // contribution in the storage of the one before (ops.compute's reuse), and
 // the parts' sums are then merged: integer sums in maps, which neither
-// the order of the nodes nor the split changes. Nothing is kept.
-func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
+// the order of the nodes nor the split changes. Nothing is kept. op names
+// the work in the parallelizer's metrics.
+func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
 	parts := min(len(nodes), scanParts)
 	sums := make([]A, parts)
 	done := make([]bool, parts)
@@ -508,7 +512,7 @@ func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk
 			ops.apply(sum, v, 1)
 		}
 		sums[p], done[p] = sum, true
-	}, Name)
+	}, op)
 	sum := ops.newSum()
 	if parts > 0 && done[0] {
 		sum = sums[0]

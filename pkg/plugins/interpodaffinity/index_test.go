@@ -93,7 +93,7 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 		computed.Store(0)
 		got := maps.Clone(x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, gens, ops))
 		recomputed := computed.Load()
-		want := computeSum(ctx, par, nodes, ops)
+		want := computeSum(ctx, par, Name, nodes, ops)
 		if !cmp.Equal(want, got) {
 			t.Errorf("%s: index sum %v, full scan %v", step, got, want)
 		}

@@ -37,13 +37,16 @@ type options struct {
 	noCaches bool
 }
 
-// newCaches enables the caches unless opts turn them off or gate
+// newCaches makes the caches of the plugin registered as op (the name
+// their parallel work is reported under). It enables them unless opts
+// turn them off or gate
 // GenericWorkload is on: its pod-group cycles assume and forget pods in
 // the snapshot while restoring the node's previous generation, so a
 // generation no longer identifies what is on a node.
-func newCaches(fts feature.Features, opts options) *caches {
+func newCaches(op string, fts feature.Features, opts options) *caches {
 	on := !fts.EnableGenericWorkload && !opts.noCaches
 	x := &caches{}
+	x.existingAnti.op, x.incoming.op, x.score.op, x.keys.op = op, op, op, op
 	x.existingAnti.enabled = on
 	x.incoming.enabled = on
 	x.score.enabled = on
@@ -102,7 +105,7 @@ func keyedSum[V, A any](ctx context.Context, cs fwk.CycleState, par fwk.Parallel
 	sigOf func(*termInputs) string, empty func(*termInputs) bool, ops sumOps[V, A]) A {
 	inputs, ok := keys.lookup(ctx, cs, par, list, nodes, gens, selectorKeys)
 	if !ok {
-		return computeSum(ctx, par, nodes, ops)
+		return computeSum(ctx, par, x.op, nodes, ops)
 	}
 	if empty != nil && empty(inputs) {
 		var none A

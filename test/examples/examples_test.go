@@ -27,7 +27,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	opts := framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}}
+	opts := framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}, AuditPolicy: []byte(auditPolicy)}
 	os.Exit(framework.Main(m, opts, setup))
 }
 

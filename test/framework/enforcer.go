@@ -251,13 +251,19 @@ func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string
 	return e.ServiceAccountKubeconfig(t, ns, sa), "system:serviceaccount:" + ns + ":" + sa
 }
 
-// tail returns the last n lines of the file at path.
+// tail returns the last n lines of the enforcer's log at path, without
+// the informer and framework start-up lines every pass repeats.
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if !strings.Contains(l, "reflector.go") && !strings.Contains(l, "framework.go") {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

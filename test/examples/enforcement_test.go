@@ -609,22 +609,23 @@ func testNodeAffinityKinds(t *testing.T, h *enforcement) {
 	for _, app := range []string{"selector", "notin", "profile"} {
 		before = append(before, waitRunning(t, ns, app, 1, r.node("a"))...)
 	}
-	enf := r.start(t, defaultEnforcerConfig())
+	cfg := defaultEnforcerConfig()
+	r.start(t, cfg)
 	w := r.watchPods(t, nil)
 
 	for _, k := range []string{"sel", "pin", profilePoolLabel} {
 		env.SetNodeLabel(t, r.node("b"), k, "yes")
 	}
+	broken := time.Now()
 	env.SetNodeLabel(t, r.node("a"), "sel", "")
 	env.SetNodeLabel(t, r.node("a"), "avoid", "yes") // breaks NotIn by adding
 	env.SetNodeLabel(t, r.node("a"), profilePoolLabel, "")
 	for _, p := range before {
-		rep := waitReport(t, enf, ns+"/"+p.Name, "judged node-affinity", func(r *framework.EnforcerReport) bool { return r != nil && r.Rule == "node-affinity" })
-		if rep.Target != "" && rep.Target != r.node("b") {
-			t.Errorf("%s: target %s, want %s", p.Name, rep.Target, r.node("b"))
+		if d := w.waitEvicted(t, p.UID, p.Name).Sub(broken); d > cfg.grace+5*time.Second {
+			t.Errorf("%s evicted %s after its rule broke, want within the %s grace period + 5s", p.Name, d, cfg.grace)
 		}
-		w.waitEvicted(t, p.UID, p.Name)
-		env.WaitForEvent(t, ns, p.Name, "PlacementEvicted", r.node("b"))
+		env.WaitForEvent(t, ns, p.Name, "PlacementEvicted", "evicted for node-affinity")
+		env.WaitForEvent(t, ns, p.Name, "PlacementEvicted", "fits on "+r.node("b"))
 	}
 	for _, app := range []string{"selector", "notin", "profile"} {
 		waitRunning(t, ns, app, 1, r.node("b"))
@@ -978,18 +979,19 @@ func testNamespaceSelectorFlip(t *testing.T, h *enforcement) {
 		testutil.Selector(map[string]string{"enforcer-tests/team-" + ns: "blue"}))
 	r.replicaSet(t, r.pod(ns, "dep", enforcedProfile).RequiredPodAffinity(term).Obj(), 1)
 	p := waitRunning(t, ns, "dep", 1, r.node("a"))[0]
-	enf := r.start(t, defaultEnforcerConfig())
+	cfg := defaultEnforcerConfig()
+	enf := r.start(t, cfg)
 	w := r.watchPods(t, nil)
 	waitReport(t, enf, ns+"/"+p.Name, "not violating", func(r *framework.EnforcerReport) bool { return r == nil })
 
 	flipped := time.Now()
 	setTeam(blue, "red")
 	setTeam(red, "blue")
-	waitReport(t, enf, ns+"/"+p.Name, "judged pod-affinity", func(r *framework.EnforcerReport) bool { return r != nil && r.Rule == "pod-affinity" })
-	if d := time.Since(flipped); d > 5*time.Second {
-		t.Errorf("re-judged %s after the namespace relabel, want within 5s", d)
+	// Re-judged within 5 s: evicted within that plus its grace period.
+	if d := w.waitEvicted(t, p.UID, "the dependent").Sub(flipped); d > cfg.grace+5*time.Second {
+		t.Errorf("evicted %s after the namespace relabel, want within the %s grace period + 5s", d, cfg.grace)
 	}
-	w.waitEvicted(t, p.UID, "the dependent")
+	env.WaitForEvent(t, ns, p.Name, "PlacementEvicted", "evicted for pod-affinity")
 	waitRunning(t, ns, "dep", 1, r.node("b"))
 	r.acceptedEvictions(t, 1)
 }

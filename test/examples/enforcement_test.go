@@ -749,7 +749,6 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 	}
 	cfg := defaultEnforcerConfig()
 	cfg.perNode, cfg.perNS, cfg.total = 2, 3, 4 // the rate stays out of the way: the caps bind
-	enf := r.start(t, cfg)
 
 	// In flight, as seen from outside: from an eviction until its owner
 	// again has every replica Ready (one watch, in the apiserver's order,
@@ -793,6 +792,10 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 	for _, n := range oldNames {
 		env.SetNodeLabel(t, n, "pool", "")
 	}
+	// Started once all 100 violate, so their grace periods end in one
+	// pass and the caps, not the order of the relabels, decide how many
+	// go at once.
+	enf := r.start(t, cfg)
 	r.acceptedEvictions(t, 50)
 	env.Poll(t, "50 pods Ready on the new pool, 50 left on the old one, none Pending", func(ctx context.Context) (bool, error) {
 		onNew, onOld := 0, 0

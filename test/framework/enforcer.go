@@ -115,7 +115,7 @@ func (e *Env) StartEnforcer(t testing.TB, opts EnforcerOptions) *Enforcer {
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() {
-			t.Logf("placement-enforcer log tail (%s):\n%s", p.logPath, tail(p.logPath, 60))
+			t.Logf("placement-enforcer log tail (%s):\n%s", p.logPath, tail(p.logPath, 300))
 		}
 	})
 	return p

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -529,6 +531,41 @@ func inState(state string) func(*framework.EnforcerReport) bool {
 	return func(r *framework.EnforcerReport) bool { return r != nil && r.State == state }
 }
 
+// metric reads the sample name{labels} from enf's /metrics (0 if the
+// series is absent, as a counter never incremented is).
+func metric(t *testing.T, enf *framework.Enforcer, name string, labels map[string]string) float64 {
+	t.Helper()
+	body, err := enf.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n, rest, _ := strings.Cut(series, "{")
+		if n != name {
+			continue
+		}
+		got := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSuffix(rest, "}"), ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				got[k] = strings.Trim(v, `"`)
+			}
+		}
+		if !maps.Equal(got, labels) {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			t.Fatalf("/metrics: %q: %v", line, err)
+		}
+		return f
+	}
+	return 0
+}
+
 // holdFor asserts cond, at every poll, for d: an invariant over a window
 // the scenario itself defines (the no-fit test's 60 s), not a wait for
 // something to happen.
@@ -660,6 +697,9 @@ func testNoFitThenFit(t *testing.T, h *enforcement) {
 		return nil
 	})
 	r.notEvicted(t, &p)
+	if v := metric(t, enf, "placement_enforcer_violations", map[string]string{"rule": "node-affinity", "state": "no-fit"}); v != 1 {
+		t.Errorf("placement_enforcer_violations{no-fit} = %g, want 1", v)
+	}
 
 	labelled := time.Now()
 	env.SetNodeLabel(t, r.node("b"), "pool", "yes")
@@ -669,6 +709,9 @@ func testNoFitThenFit(t *testing.T, h *enforcement) {
 	}
 	waitRunning(t, ns, "web", 1, r.node("b"))
 	r.acceptedEvictions(t, 1)
+	if v := metric(t, enf, "placement_enforcer_evictions_total", map[string]string{"rule": "node-affinity", "result": "evicted"}); v != 1 {
+		t.Errorf("placement_enforcer_evictions_total{evicted} = %g, want 1", v)
+	}
 }
 
 // 6: a label removed and restored inside the grace period evicts nothing.
@@ -1133,6 +1176,12 @@ func testDryRunThenLive(t *testing.T, h *enforcement) {
 		}
 	}
 	r.notEvicted(t, all...)
+	for result, want := range map[string]bool{"dry-run": true, "pdb-blocked": true, "evicted": false} {
+		v := metric(t, dry, "placement_enforcer_evictions_total", map[string]string{"rule": "node-affinity", "result": result})
+		if (v > 0) != want {
+			t.Errorf("dry run: placement_enforcer_evictions_total{%s} = %g", result, v)
+		}
+	}
 	dry.Stop()
 
 	live := r.start(t, defaultEnforcerConfig())

@@ -721,13 +721,12 @@ func testNoFitThenFit(t *testing.T, h *enforcement) {
 func testFlapInsideGrace(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
 	ns := r.nss[0]
-	r.nodes(t, 10, map[string]map[string]string{"a": {"pool": "yes", "slot": "flap"}, "c": {"pool": "yes", "slot": "ctl"}, "b": {"pool": "yes"}})
+	// b joins the pool only once both pods run off it.
+	r.nodes(t, 10, map[string]map[string]string{"a": {"pool": "yes", "slot": "flap"}, "c": {"pool": "yes", "slot": "ctl"}, "b": {}})
 	r.replicaSet(t, r.pod(ns, "flap", enforcedProfile).NodeSelector(map[string]string{"pool": "yes"}).
 		RequiredNodeTerms(testutil.Term(testutil.Expr("slot", v1.NodeSelectorOpNotIn, "ctl"))).Obj(), 1)
 	r.replicaSet(t, r.pod(ns, "ctl", enforcedProfile).NodeSelector(map[string]string{"pool": "yes"}).
 		RequiredNodeTerms(testutil.Term(testutil.Expr("slot", v1.NodeSelectorOpNotIn, "flap"))).Obj(), 1)
-	// Both land off b: b joins the pool only once they run.
-	env.SetNodeLabel(t, r.node("b"), "pool", "")
 	flap := waitRunning(t, ns, "flap", 1, r.node("a"))[0]
 	ctl := waitRunning(t, ns, "ctl", 1, r.node("c"))[0]
 	env.SetNodeLabel(t, r.node("b"), "pool", "yes")
@@ -1045,10 +1044,8 @@ func testNamespaceSelectorFlip(t *testing.T, h *enforcement) {
 func testProtected(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
 	ns := r.nss[0]
-	r.nodes(t, 20, map[string]map[string]string{"a": {"pool": "yes", profilePoolLabel: "yes", "ds-" + ns: "yes"}, "b": {"pool": "yes", profilePoolLabel: "yes"}})
 	// b joins the pool once the pods run on a.
-	env.SetNodeLabel(t, r.node("b"), "pool", "")
-	env.SetNodeLabel(t, r.node("b"), profilePoolLabel, "")
+	r.nodes(t, 20, map[string]map[string]string{"a": {"pool": "yes", profilePoolLabel: "yes", "ds-" + ns: "yes"}, "b": {}})
 	sel := map[string]string{"pool": "yes"}
 
 	// A DaemonSet pod breaking its profile's addedAffinity (the DaemonSet

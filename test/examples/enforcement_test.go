@@ -934,16 +934,24 @@ func testMutualAntiAffinity(t *testing.T, h *enforcement) {
 	// The kept one's violation cleared with the other gone; z's is its
 	// own, and z did not opt in: neither is reported, nobody else is
 	// evicted.
-	waitReport(t, enf, ns+"/"+kept.Name, "not violating", func(r *framework.EnforcerReport) bool { return r == nil })
-	reports, err := enf.Violations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rep := range reports {
-		if strings.HasPrefix(rep.Pod, ns+"/") {
-			t.Errorf("reported after the eviction: %+v", rep)
+	env.Poll(t, "/violations: nothing left in the namespace, never z", func(context.Context) (bool, error) {
+		reports, err := enf.Violations()
+		if err != nil {
+			return false, err
 		}
-	}
+		left := 0
+		for _, rep := range reports {
+			switch {
+			case rep.Pod == ns+"/"+zp.Name:
+				return false, fmt.Errorf("z, which did not opt in, is reported: %+v", rep)
+			case rep.Pod == ns+"/"+kept.Name && rep.State != "grace":
+				return false, fmt.Errorf("%s went past its grace period: %+v", kept.Name, rep)
+			case strings.HasPrefix(rep.Pod, ns+"/"):
+				left++
+			}
+		}
+		return left == 0, nil
+	})
 	if ev := r.acceptedEvictions(t, 1); len(ev) == 1 {
 		if _, ok := ev[ns+"/"+gone.Name]; !ok {
 			t.Errorf("evicted %v, want %s", ev, gone.Name)

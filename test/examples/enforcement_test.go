@@ -625,7 +625,7 @@ func checkRate(t *testing.T, evicted map[string]eviction, rate float64, burst in
 	}
 }
 
-// 2: a nodeSelector-only pod, a NotIn rule broken by adding a label, and a
+// A nodeSelector-only pod, a NotIn rule broken by adding a label, and a
 // profile's addedAffinity: each enforced, each replacement running where
 // the rule holds.
 func testNodeAffinityKinds(t *testing.T, h *enforcement) {
@@ -667,7 +667,7 @@ func testNodeAffinityKinds(t *testing.T, h *enforcement) {
 	r.acceptedEvictions(t, 3)
 }
 
-// 3: no other node fits: kept and reported no-fit for 60 s, no eviction;
+// No other node fits: kept and reported no-fit for 60 s, no eviction;
 // a second node labelled into the pool: evicted within 5 s.
 func testNoFitThenFit(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
@@ -714,7 +714,7 @@ func testNoFitThenFit(t *testing.T, h *enforcement) {
 	}
 }
 
-// 6: a label removed and restored inside the grace period evicts nothing.
+// A label removed and restored inside the grace period evicts nothing.
 // A control pod whose label stays removed, from the same moment, is
 // evicted once the grace period is over: proof that the flapped pod's
 // grace period ran out too without an eviction.
@@ -751,11 +751,11 @@ func testFlapInsideGrace(t *testing.T, h *enforcement) {
 	r.acceptedEvictions(t, 1)
 }
 
-// 7: 100 opted-in pods (ten ReplicaSets in two namespaces) on ten nodes
+// 100 opted-in pods (ten ReplicaSets in two namespaces) on ten nodes
 // leave the pool; the new pool has room for 50: exactly 50 evicted, every
 // replacement scheduled, the other 50 reported no-fit; the caps on
-// evictions in flight (per node, per namespace, in total) and the rate
-// limit hold throughout.
+// evictions in flight (per node, per namespace, in total) hold throughout,
+// and at least one of them binds.
 func testCapsAndRoom(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 2)
 	const owners, replicas = 5, 10 // per namespace
@@ -886,7 +886,7 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 	w.mu.Unlock()
 }
 
-// 8: two opted-in pods whose anti-affinity rejects each other after a
+// Two opted-in pods whose anti-affinity rejects each other after a
 // relabel: exactly one (the younger; either on a creationTimestamp tie)
 // evicted, its replacement scheduled; a pod that did not opt in, violating
 // its own anti-affinity in the same domain, is never evicted, nor is
@@ -960,7 +960,7 @@ func testMutualAntiAffinity(t *testing.T, h *enforcement) {
 	r.notEvicted(t, kept, &zp)
 }
 
-// 9: a pod-affinity target deleted: the dependent moves to the domain
+// A pod-affinity target deleted: the dependent moves to the domain
 // that still has a match; a dependent whose target was the last one
 // anywhere is kept, no-fit.
 func testPodAffinityTargetDeleted(t *testing.T, h *enforcement) {
@@ -1007,7 +1007,7 @@ func testPodAffinityTargetDeleted(t *testing.T, h *enforcement) {
 	r.notEvicted(t, &s)
 }
 
-// 10: a namespace relabel flips which peer a namespaceSelector term
+// A namespace relabel flips which peer a namespaceSelector term
 // matches: the dependent is re-judged within 5 s and moved to the domain of
 // the peer it now matches.
 func testNamespaceSelectorFlip(t *testing.T, h *enforcement) {
@@ -1046,7 +1046,7 @@ func testNamespaceSelectorFlip(t *testing.T, h *enforcement) {
 	r.acceptedEvictions(t, 1)
 }
 
-// 11: every kind of pod the enforcer protects violates its rule and is
+// Every kind of pod the enforcer protects violates its rule and is
 // never evicted, each reported protected with its reason; a control pod in
 // the same namespace is evicted, so the enforcer did act meanwhile.
 func testProtected(t *testing.T, h *enforcement) {
@@ -1123,7 +1123,7 @@ func testProtected(t *testing.T, h *enforcement) {
 	r.notEvicted(t, keep...)
 }
 
-// 12: a dry run evicts nothing, and its report (dry-run with a target,
+// A dry run evicts nothing, and its report (dry-run with a target,
 // no-fit, pdb-blocked, protected) is what the live run then does.
 func testDryRunThenLive(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
@@ -1202,9 +1202,10 @@ func testDryRunThenLive(t *testing.T, h *enforcement) {
 	r.notEvicted(t, kept...)
 }
 
-// 13: two enforcer processes on one Lease; the leader is SIGKILLed in the
-// middle of a batch; the other takes over and finishes it, and no pod is
-// evicted twice (the apiserver's audit log counts every request).
+// Two enforcer processes on one Lease; the leader is SIGKILLed in the
+// middle of a batch paced by the rate limit; the other takes over and
+// finishes it, no pod is evicted twice (the apiserver's audit log counts
+// every request), and the rate limit holds across the two leaders.
 func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
 	ns := r.nss[0]

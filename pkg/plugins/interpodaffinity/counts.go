@@ -136,10 +136,11 @@ func (t *keyTally) add(key string, delta int64) {
 }
 
 // nodeTally is one node's contribution to a topologyCounts (or to a score
-// map), built in parallel and merged serially. On one node a topology key has
-// exactly one value, so entries are unique per key; there are only as many as
-// distinct term keys, which makes a linear scan cheaper than a map. Nodes that
-// contribute nothing allocate nothing.
+// map). On one node a topology key has exactly one value, so entries are
+// unique per key; there are only as many as distinct term keys, which makes
+// a linear scan cheaper than a map. Nodes that contribute nothing allocate
+// nothing, and the plain scan builds each node's tally in the storage of
+// the one before (computeSum), so that only the index keeps tallies.
 type nodeTally []domainCount
 
 type domainCount struct {

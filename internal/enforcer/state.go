@@ -3,6 +3,7 @@ package enforcer
 import (
 	"context"
 	"maps"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -454,6 +456,15 @@ func (s *clusterState) setNamespace(ns *v1.Namespace, name string) sets.Set[type
 	}
 	if !maps.Equal(oldLabels, newLabels) || (old == nil) != (ns == nil) {
 		out = out.Union(s.nsSelecting)
+		// Whether such a watcher matches its own terms can change too.
+		for uid := range s.nsSelecting {
+			w := s.watchers[uid]
+			if len(w.affinity) > 0 && s.matchesAllAffinity(w, w.pod) {
+				s.selfAffine.Insert(uid)
+			} else {
+				s.selfAffine.Delete(uid)
+			}
+		}
 	}
 	return out
 }
@@ -494,4 +505,83 @@ func (s *clusterState) domainNodes(node *v1.Node, keys sets.Set[string]) sets.Se
 func hasPodAffinityTerms(p *v1.Pod) bool {
 	a := p.Spec.Affinity
 	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
+}
+
+// changes are what the informers reported since the last pass: the latest
+// version of each object (nil: deleted), applied to the state at the start
+// of the next pass. Handlers only record, so they never wait for a pass.
+type changes struct {
+	mu         sync.Mutex
+	nodes      map[string]*v1.Node
+	pods       map[types.UID]*v1.Pod
+	namespaces map[string]*v1.Namespace
+	pdbs       []*policyv1.PodDisruptionBudget // every version seen, old and new
+	// full asks for every pod to be judged: the first pass, and the
+	// informers' resync (the periodic backstop).
+	full bool
+}
+
+func newChanges() *changes {
+	return &changes{nodes: map[string]*v1.Node{}, pods: map[types.UID]*v1.Pod{}, namespaces: map[string]*v1.Namespace{}, full: true}
+}
+
+// record notes obj (deleted: it is gone).
+func (ch *changes) record(obj any, deleted bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = d.Obj, true
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	switch o := obj.(type) {
+	case *v1.Node:
+		if deleted {
+			ch.nodes[o.Name] = nil
+		} else {
+			ch.nodes[o.Name] = o
+		}
+	case *v1.Pod:
+		if deleted {
+			ch.pods[o.UID] = nil
+		} else {
+			ch.pods[o.UID] = o
+		}
+	case *v1.Namespace:
+		if deleted {
+			ch.namespaces[o.Name] = nil
+		} else {
+			ch.namespaces[o.Name] = o
+		}
+	case *policyv1.PodDisruptionBudget:
+		ch.pdbs = append(ch.pdbs, o)
+	}
+}
+
+// resync asks the next pass to judge every pod.
+func (ch *changes) resync() {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.full = true
+}
+
+// drain applies the recorded changes to s and returns the pods they can
+// affect, and whether every pod is to be judged.
+func (ch *changes) drain(logger klog.Logger, s *clusterState) (sets.Set[types.UID], bool) {
+	ch.mu.Lock()
+	nodes, pods, namespaces, pdbs, full := ch.nodes, ch.pods, ch.namespaces, ch.pdbs, ch.full
+	ch.nodes, ch.pods, ch.namespaces, ch.pdbs, ch.full = map[string]*v1.Node{}, map[types.UID]*v1.Pod{}, map[string]*v1.Namespace{}, nil, false
+	ch.mu.Unlock()
+	out := sets.New[types.UID]()
+	for name, ns := range namespaces {
+		out = out.Union(s.setNamespace(ns, name))
+	}
+	for name, n := range nodes {
+		out = out.Union(s.setNode(logger, n, name))
+	}
+	for uid, p := range pods {
+		out = out.Union(s.setPod(logger, p, uid))
+	}
+	for _, pdb := range pdbs {
+		out = out.Union(s.pdbReach(pdb))
+	}
+	return out, full
 }

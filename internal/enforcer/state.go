@@ -16,6 +16,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
 )
 
 // clusterState is the enforcer's picture of the cluster, kept up to date
@@ -72,6 +73,7 @@ type watcher struct {
 // newClusterState returns an empty state. ctx bounds the scheduler cache's
 // housekeeping goroutine.
 func newClusterState(ctx context.Context) *clusterState {
+	metrics.Register() // the cache's housekeeping reports the scheduler's cache metrics (idempotent)
 	return &clusterState{
 		cache:       schedcache.New(ctx, nil, false, false),
 		snapshot:    schedcache.NewEmptySnapshot(),

@@ -334,4 +334,3 @@ func reportsOf(e *Enforcer) []string {
 	}
 	return out
 }
-

@@ -27,7 +27,7 @@ import (
 // rig is an Enforcer over a fake clientset that records every eviction
 // request and answers with refuse (nil: accepted).
 type rig struct {
-	t         *testing.T
+	t         testing.TB
 	e         *Enforcer
 	clock     *testingclock.FakeClock
 	evictions []*policyv1.Eviction
@@ -37,7 +37,7 @@ type rig struct {
 	c         *Cluster
 }
 
-func newRig(t *testing.T, mutate func(*Config)) *rig {
+func newRig(t testing.TB, mutate func(*Config)) *rig {
 	t.Helper()
 	cfg, err := LoadConfig([]byte("apiVersion: "+ConfigAPIVersion+"\nkind: "+ConfigKind+"\nschedulerConfig: x\n"), "test")
 	if err != nil {

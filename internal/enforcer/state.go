@@ -166,7 +166,9 @@ func (s *clusterState) setNode(logger klog.Logger, node *v1.Node, name string) s
 		return out
 	}
 	onNode := s.byNode[name]
-	out = out.Union(onNode)
+	for uid := range onNode {
+		out.Insert(uid)
+	}
 	if maps.Equal(oldLabels, newLabels) {
 		return out
 	}
@@ -448,7 +450,7 @@ func (s *clusterState) setNamespace(ns *v1.Namespace, name string) sets.Set[type
 	} else {
 		s.namespaces[name] = ns
 	}
-	out := sets.New[types.UID]().Union(s.byNamespace[name])
+	out := sets.New(s.byNamespace[name].UnsortedList()...)
 	var oldLabels, newLabels map[string]string
 	if old != nil {
 		oldLabels = old.Labels
@@ -457,7 +459,7 @@ func (s *clusterState) setNamespace(ns *v1.Namespace, name string) sets.Set[type
 		newLabels = ns.Labels
 	}
 	if !maps.Equal(oldLabels, newLabels) || (old == nil) != (ns == nil) {
-		out = out.Union(s.nsSelecting)
+		out.Insert(s.nsSelecting.UnsortedList()...)
 		// Whether such a watcher matches its own terms can change too.
 		for uid := range s.nsSelecting {
 			w := s.watchers[uid]
@@ -496,7 +498,9 @@ func (s *clusterState) domainNodes(node *v1.Node, keys sets.Set[string]) sets.Se
 	out := sets.New(node.Name)
 	for k := range keys {
 		if v, ok := node.Labels[k]; ok {
-			out = out.Union(s.domains[k][v])
+			for name := range s.domains[k][v] {
+				out.Insert(name)
+			}
 		}
 	}
 	return out
@@ -573,17 +577,22 @@ func (ch *changes) drain(logger klog.Logger, s *clusterState) (sets.Set[types.UI
 	ch.nodes, ch.pods, ch.namespaces, ch.pdbs, ch.full = map[string]*v1.Node{}, map[types.UID]*v1.Pod{}, map[string]*v1.Namespace{}, nil, false
 	ch.mu.Unlock()
 	out := sets.New[types.UID]()
+	add := func(set sets.Set[types.UID]) {
+		for uid := range set {
+			out.Insert(uid)
+		}
+	}
 	for name, ns := range namespaces {
-		out = out.Union(s.setNamespace(ns, name))
+		add(s.setNamespace(ns, name))
 	}
 	for name, n := range nodes {
-		out = out.Union(s.setNode(logger, n, name))
+		add(s.setNode(logger, n, name))
 	}
 	for uid, p := range pods {
-		out = out.Union(s.setPod(logger, p, uid))
+		add(s.setPod(logger, p, uid))
 	}
 	for _, pdb := range pdbs {
-		out = out.Union(s.pdbReach(pdb))
+		add(s.pdbReach(pdb))
 	}
 	return out, full
 }

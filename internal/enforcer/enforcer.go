@@ -156,6 +156,7 @@ type pass struct {
 	s        *clusterState
 	now      time.Time
 	placers  map[string]*explain.Placer
+	mutating bool // the placers' mutation session on the snapshot is open
 	next     time.Duration
 	reports  []Report
 	seen     map[types.UID]bool
@@ -229,6 +230,13 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected
 	}
 	p := &pass{Enforcer: e, s: s, now: e.clock.Now(), placers: map[string]*explain.Placer{}, seen: map[types.UID]bool{}, placeCtx: placeCtx, logger: logger}
 	p.settleInflight()
+	defer func() {
+		if p.mutating {
+			if err := s.snapshot.EndMutations(); err != nil {
+				logger.Error(err, "Ending the placers' mutation session")
+			}
+		}
+	}()
 
 	if full {
 		e.judged = map[types.UID]*judgement{}
@@ -520,8 +528,16 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 			return "", ErrUnknownProfile
 		}
 		var err error
-		c := p.s.cluster()
-		pl, err = explain.NewPlacer(p.placeCtx, &explain.Cluster{Nodes: c.Nodes, Pods: c.Pods, Namespaces: c.Namespaces}, prof)
+		// The placers work on the state's own snapshot, in one mutation
+		// session per pass (every profile sees every reservation),
+		// ended by the pass.
+		if !p.mutating {
+			if err := p.s.snapshot.StartMutations(); err != nil {
+				return "", err
+			}
+			p.mutating = true
+		}
+		pl, err = explain.NewPlacerOn(p.placeCtx, p.s.snapshot, p.s.placerInputs(), prof)
 		if err != nil {
 			return "", err
 		}

@@ -17,6 +17,8 @@ import (
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
 // clusterState is the enforcer's picture of the cluster, kept up to date
@@ -44,6 +46,7 @@ type clusterState struct {
 	byNamespace map[string]sets.Set[types.UID]
 	owners      map[types.UID]sets.Set[types.UID]
 	terminating sets.Set[types.UID]
+	unbound     sets.Set[types.UID]
 
 	// domains: label key → value → the nodes with that label.
 	domains map[string]map[string]sets.Set[string]
@@ -85,6 +88,7 @@ func newClusterState(ctx context.Context) *clusterState {
 		byNamespace: map[string]sets.Set[types.UID]{},
 		owners:      map[types.UID]sets.Set[types.UID]{},
 		terminating: sets.New[types.UID](),
+		unbound:     sets.New[types.UID](),
 		domains:     map[string]map[string]sets.Set[string]{},
 		watchers:    map[types.UID]*watcher{},
 		watching:    map[string]map[string]sets.Set[types.UID]{},
@@ -99,19 +103,19 @@ func (s *clusterState) sync(logger klog.Logger) error {
 	return s.cache.UpdateSnapshot(logger, s.snapshot)
 }
 
-// cluster lists the state as a Cluster (for the placer, which builds its
-// own framework).
-func (s *clusterState) cluster() *Cluster {
-	c := &Cluster{
+// placerInputs is what a placer's framework reads beside the snapshot:
+// the nodes and namespaces for its informers, and the pods not bound (the
+// nominated ones count on their node).
+func (s *clusterState) placerInputs() *explain.Cluster {
+	c := &explain.Cluster{
 		Nodes:      make([]*v1.Node, 0, len(s.nodes)),
-		Pods:       make([]*v1.Pod, 0, len(s.pods)),
 		Namespaces: make([]*v1.Namespace, 0, len(s.namespaces)),
 	}
 	for _, n := range s.nodes {
 		c.Nodes = append(c.Nodes, n)
 	}
-	for _, p := range s.pods {
-		c.Pods = append(c.Pods, p)
+	for uid := range s.unbound {
+		c.Pods = append(c.Pods, s.pods[uid])
 	}
 	for _, ns := range s.namespaces {
 		c.Namespaces = append(c.Namespaces, ns)
@@ -294,6 +298,9 @@ func (s *clusterState) indexPod(p *v1.Pod) {
 	if p.DeletionTimestamp != nil {
 		s.terminating.Insert(p.UID)
 	}
+	if p.Spec.NodeName == "" {
+		s.unbound.Insert(p.UID)
+	}
 	if s.cached[p.UID] == nil || !hasPodAffinityTerms(p) {
 		return
 	}
@@ -342,6 +349,7 @@ func (s *clusterState) unindexPod(p *v1.Pod) {
 		}
 	}
 	s.terminating.Delete(p.UID)
+	s.unbound.Delete(p.UID)
 	if w := s.watchers[p.UID]; w != nil {
 		if n := s.nodes[p.Spec.NodeName]; n != nil {
 			s.unwatch(w, n.Labels)

@@ -88,50 +88,47 @@ func BenchmarkJudgeChange(b *testing.B) {
 	for _, nodes := range []int{500, 1000, 2000, 5000} {
 		nodeObjs, pods := benchCluster(nodes)
 		b.Run(fmt.Sprintf("NodeLabel/nodes=%d", nodes), func(b *testing.B) {
-			e, s, j, ch := benchEnforcer(b, nodeObjs, pods)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			benchChanges(b, nodeObjs, pods, func(i int, s *clusterState, ch *changes) {
 				n := s.nodes[fmt.Sprintf("n%d", (i/2)%nodes)].DeepCopy()
 				n.ResourceVersion = fmt.Sprint(i)
 				n.Labels["pool"] = map[bool]string{true: "b", false: "a"}[i%2 == 0]
 				ch.record(n, false)
-				if _, err := e.step(ctx, s, j, ch); err != nil {
-					b.Fatal(err)
-				}
-			}
+			}, nil)
 		})
 		b.Run(fmt.Sprintf("PodDelete/nodes=%d", nodes), func(b *testing.B) {
-			e, s, j, ch := benchEnforcer(b, nodeObjs, pods)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				p := s.pods[types.UID(fmt.Sprintf("u-%d-2", i%nodes))]
+			podOf := func(i int, s *clusterState) *v1.Pod { return s.pods[types.UID(fmt.Sprintf("u-%d-2", i%nodes))] }
+			var p *v1.Pod
+			benchChanges(b, nodeObjs, pods, func(i int, s *clusterState, ch *changes) {
+				p = podOf(i, s)
 				ch.record(p, true)
-				if _, err := e.step(ctx, s, j, ch); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				ch.record(p, false)
-				if _, err := e.step(ctx, s, j, ch); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-			}
+			}, func(_ int, _ *clusterState, ch *changes) { ch.record(p, false) })
 		})
 		b.Run(fmt.Sprintf("Resync/nodes=%d", nodes), func(b *testing.B) {
-			e, s, j, ch := benchEnforcer(b, nodeObjs, pods)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				ch.resync()
-				if _, err := e.step(ctx, s, j, ch); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchChanges(b, nodeObjs, pods, func(_ int, _ *clusterState, ch *changes) { ch.resync() }, nil)
 		})
+	}
+}
+
+// benchChanges times change and the pass after it, b.N times; undo, when
+// set, is applied and passed with the timer stopped.
+func benchChanges(b *testing.B, nodes []*v1.Node, pods []*v1.Pod, change, undo func(int, *clusterState, *changes)) {
+	e, s, j, ch := benchEnforcer(b, nodes, pods)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		change(i, s, ch)
+		if _, err := e.step(ctx, s, j, ch); err != nil {
+			b.Fatal(err)
+		}
+		if undo == nil {
+			continue
+		}
+		b.StopTimer()
+		undo(i, s, ch)
+		if _, err := e.step(ctx, s, j, ch); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 }

@@ -93,8 +93,11 @@ type Enforcer struct {
 	// the Cluster's namespaces from an in-memory clientset.
 	informers informers.SharedInformerFactory
 
-	mu       sync.Mutex
-	judged   map[types.UID]*judgement
+	mu     sync.Mutex
+	judged map[types.UID]*judgement
+	// rejudge are pods the last pass's decisions can have changed the
+	// verdict of (a younger pod kept or leaving again).
+	rejudge  sets.Set[types.UID]
 	tracked  map[types.UID]*tracked
 	inflight map[types.UID]inflight
 	reports  []Report
@@ -139,6 +142,7 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		metrics:  newMetrics(),
 		tracked:  map[types.UID]*tracked{},
 		judged:   map[types.UID]*judgement{},
+		rejudge:  sets.New[types.UID](),
 		inflight: map[types.UID]inflight{},
 	}
 }
@@ -169,6 +173,11 @@ type pass struct {
 type judgement struct {
 	verdicts []Verdict
 	err      error
+	// leaving: as last decided, the pod is on its way out (not kept as
+	// protected or no-fit). A pod violating its anti-affinity counts as
+	// gone for older pods only while it is leaving; otherwise they see it
+	// and report their own violation.
+	leaving bool
 }
 
 // Pass judges every opted-in pod of c and acts on those due. It returns how
@@ -245,6 +254,10 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected
 			affected.Insert(uid)
 		}
 	}
+	for uid := range e.rejudge {
+		affected.Insert(uid)
+	}
+	e.rejudge = sets.New[types.UID]()
 	p.judgeAll(ctx, j, affected)
 
 	// Decide youngest first, as judged: of pods whose anti-affinity
@@ -261,6 +274,16 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected
 			continue
 		}
 		p.decide(ctx, pod, jd.verdicts)
+		// A pod kept (protected, no-fit) is no longer gone for the older
+		// pods that see it, and one that leaves again is: they are judged
+		// again on the next pass, which comes at once.
+		wasGone := jd.gone()
+		if jd.leaving = e.leaving(pod.UID); jd.gone() != wasGone {
+			for _, other := range p.olderInReach(pod) {
+				e.rejudge.Insert(other.UID)
+			}
+			p.after(time.Millisecond)
+		}
 	}
 
 	// Violations that cleared (or pods that left) are forgotten: a label
@@ -301,21 +324,19 @@ func (p *pass) judgeAll(ctx context.Context, j *Judge, work sets.Set[types.UID])
 	sort.Slice(queue, func(i, j int) bool { return younger(queue[i], queue[j]) })
 	for i := 0; i < len(queue); i++ {
 		pod := queue[i]
-		wasGone := p.judged[pod.UID].antiAffinity()
+		wasGone := p.judged[pod.UID].gone()
 		delete(p.judged, pod.UID)
 		if jd := p.judgeOne(ctx, j, pod); jd != nil {
 			p.judged[pod.UID] = jd
 		}
-		if wasGone == p.judged[pod.UID].antiAffinity() {
+		if wasGone == p.judged[pod.UID].gone() {
 			continue
 		}
-		reach := sets.New[types.UID]()
-		p.s.reach(pod, reach)
 		added := false
-		for uid := range reach {
-			if other := p.s.pods[uid]; other != nil && !queued.Has(uid) && younger(pod, other) {
+		for _, other := range p.olderInReach(pod) {
+			if !queued.Has(other.UID) {
 				queue = append(queue, other)
-				queued.Insert(uid)
+				queued.Insert(other.UID)
 				added = true
 			}
 		}
@@ -342,7 +363,7 @@ func (p *pass) judgeOne(ctx context.Context, j *Judge, pod *v1.Pod) *judgement {
 	}
 	var gone []*v1.Pod
 	for uid, jd := range p.judged {
-		if other := p.s.pods[uid]; other != nil && jd.antiAffinity() && younger(other, pod) {
+		if other := p.s.pods[uid]; other != nil && jd.gone() && younger(other, pod) {
 			gone = append(gone, other)
 		}
 	}
@@ -357,12 +378,28 @@ func (p *pass) judgeOne(ctx context.Context, j *Judge, pod *v1.Pod) *judgement {
 	if len(verdicts) == 0 {
 		return nil
 	}
-	return &judgement{verdicts: verdicts}
+	return &judgement{verdicts: verdicts, leaving: p.leaving(pod.UID)}
 }
 
-// antiAffinity: the pod was judged to violate its own anti-affinity.
-func (jd *judgement) antiAffinity() bool {
-	if jd == nil {
+// olderInReach are the pods older than pod whose verdict its presence can
+// change.
+func (p *pass) olderInReach(pod *v1.Pod) []*v1.Pod {
+	reach := sets.New[types.UID]()
+	p.s.reach(pod, reach)
+	var out []*v1.Pod
+	for uid := range reach {
+		if other := p.s.pods[uid]; other != nil && younger(pod, other) {
+			out = append(out, other)
+		}
+	}
+	return out
+}
+
+// gone: the pod violates its own anti-affinity and is leaving, so older
+// pods are judged without it (of two pods that violate each other only
+// the youngest goes, unless it cannot).
+func (jd *judgement) gone() bool {
+	if jd == nil || !jd.leaving {
 		return false
 	}
 	for _, v := range jd.verdicts {
@@ -371,6 +408,13 @@ func (jd *judgement) antiAffinity() bool {
 		}
 	}
 	return false
+}
+
+// leaving: the last decision did not keep the pod (protected or no-fit);
+// a pod not decided yet is taken to be leaving.
+func (e *Enforcer) leaving(uid types.UID) bool {
+	t := e.tracked[uid]
+	return t == nil || (t.state != StateProtected && t.state != StateNoFit)
 }
 
 // younger orders pods youngest first (then by namespace and name).

@@ -395,6 +395,39 @@ func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
 	}
 }
 
+// TestMutualAntiAffinityYoungerKept: when the younger pod of a pair that
+// violate each other cannot go (here a bare pod, protected), the older one
+// is no longer judged without it: the pass after the younger one was kept
+// reports both, and the older one goes.
+func TestMutualAntiAffinityYoungerKept(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
+	zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
+	r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
+	anti := tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "x"}))
+	older := pod("older", "rs1", "a1").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
+	younger := pod("younger", "rs2", "a2").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
+	younger.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
+	younger.OwnerReferences = nil
+	r.c.Pods = []*v1.Pod{older, younger}
+	next, err := r.e.Pass(context.Background(), r.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == 0 {
+		t.Fatal("the younger pod was kept but no pass was asked for to judge the older one again")
+	}
+	reps := r.pass()
+	if got := reps["younger"]; got.State != StateProtected || got.Detail != SkipBare {
+		t.Errorf("younger: %+v, want protected (%s)", got, SkipBare)
+	}
+	if got := reps["older"]; got.Rule != PodAntiAffinity || got.State != StateEvicting || got.Target != "b1" {
+		t.Errorf("older: %+v, want pod-anti-affinity, evicting to b1", got)
+	}
+	if got := r.evicted(); len(got) != 1 || got[0] != "older" {
+		t.Errorf("evicted %v, want exactly the older pod", got)
+	}
+}
+
 func TestOnlyTheOptedInOwnerOfATermIsEvicted(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
 	r.c.Nodes = []*v1.Node{node("a1", map[string]string{"zone": "a"}), node("b1", map[string]string{"zone": "b"})}

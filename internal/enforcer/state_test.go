@@ -232,10 +232,15 @@ func TestIncrementalMatchesFullRejudge(t *testing.T) {
 				}
 				ch.record(obj, deleted)
 			}
+			// The full re-judge starts from the same decisions: a younger
+			// pod kept (protected, no-fit) is seen by older ones.
+			full := newRig(t, nil)
+			for uid, tr := range inc.e.tracked {
+				full.e.tracked[uid] = &tracked{since: map[Rule]time.Time{}, state: tr.state}
+			}
 			if _, err := inc.e.step(ctx, s, j, ch); err != nil {
 				t.Fatal(err)
 			}
-			full := newRig(t, nil)
 			full.c = w.cluster()
 			full.pass()
 			where := fmt.Sprintf("sequence %d step %d", seq, i)

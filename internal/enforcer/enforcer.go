@@ -97,7 +97,9 @@ type Enforcer struct {
 	judged map[types.UID]*judgement
 	// rejudge are pods the last pass's decisions can have changed the
 	// verdict of (a younger pod kept or leaving again).
-	rejudge  sets.Set[types.UID]
+	rejudge sets.Set[types.UID]
+	// gone are the judged pods that count as gone for older ones.
+	gone     sets.Set[types.UID]
 	tracked  map[types.UID]*tracked
 	inflight map[types.UID]inflight
 	reports  []Report
@@ -143,6 +145,7 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		tracked:  map[types.UID]*tracked{},
 		judged:   map[types.UID]*judgement{},
 		rejudge:  sets.New[types.UID](),
+		gone:     sets.New[types.UID](),
 		inflight: map[types.UID]inflight{},
 	}
 }
@@ -249,6 +252,7 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected
 
 	if full {
 		e.judged = map[types.UID]*judgement{}
+		e.gone = sets.New[types.UID]()
 		affected = sets.New[types.UID]()
 		for uid := range s.pods {
 			affected.Insert(uid)
@@ -278,7 +282,9 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected
 		// pods that see it, and one that leaves again is: they are judged
 		// again on the next pass, which comes at once.
 		wasGone := jd.gone()
-		if jd.leaving = e.leaving(pod.UID); jd.gone() != wasGone {
+		jd.leaving = e.leaving(pod.UID)
+		p.setJudged(pod.UID, jd)
+		if jd.gone() != wasGone {
 			for _, other := range p.olderInReach(pod) {
 				e.rejudge.Insert(other.UID)
 			}
@@ -318,17 +324,15 @@ func (p *pass) judgeAll(ctx context.Context, j *Judge, work sets.Set[types.UID])
 			queue = append(queue, pod)
 			queued.Insert(uid)
 		} else {
-			delete(p.judged, uid)
+			p.setJudged(uid, nil)
 		}
 	}
 	sort.Slice(queue, func(i, j int) bool { return younger(queue[i], queue[j]) })
 	for i := 0; i < len(queue); i++ {
 		pod := queue[i]
 		wasGone := p.judged[pod.UID].gone()
-		delete(p.judged, pod.UID)
-		if jd := p.judgeOne(ctx, j, pod); jd != nil {
-			p.judged[pod.UID] = jd
-		}
+		p.setJudged(pod.UID, nil)
+		p.setJudged(pod.UID, p.judgeOne(ctx, j, pod))
 		if wasGone == p.judged[pod.UID].gone() {
 			continue
 		}
@@ -362,8 +366,8 @@ func (p *pass) judgeOne(ctx context.Context, j *Judge, pod *v1.Pod) *judgement {
 		return nil
 	}
 	var gone []*v1.Pod
-	for uid, jd := range p.judged {
-		if other := p.s.pods[uid]; other != nil && jd.gone() && younger(other, pod) {
+	for uid := range p.gone {
+		if other := p.s.pods[uid]; other != nil && younger(other, pod) {
 			gone = append(gone, other)
 		}
 	}
@@ -379,6 +383,20 @@ func (p *pass) judgeOne(ctx context.Context, j *Judge, pod *v1.Pod) *judgement {
 		return nil
 	}
 	return &judgement{verdicts: verdicts, leaving: p.leaving(pod.UID)}
+}
+
+// setJudged records jd (nil: none) as pod uid's judgement.
+func (p *pass) setJudged(uid types.UID, jd *judgement) {
+	if jd == nil {
+		delete(p.judged, uid)
+	} else {
+		p.judged[uid] = jd
+	}
+	if jd.gone() {
+		p.gone.Insert(uid)
+	} else {
+		p.gone.Delete(uid)
+	}
 }
 
 // olderInReach are the pods older than pod whose verdict its presence can

@@ -377,7 +377,10 @@ func TestBatchReservesCapacity(t *testing.T) {
 	}
 }
 
-func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
+// mutualPair is a rig with two pods in zone a, the younger a minute
+// younger, whose zone anti-affinity rejects each other; b1 in zone b is
+// free. mutate, if set, changes the younger pod.
+func mutualPair(t *testing.T, mutate func(*v1.Pod)) *rig {
 	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
 	zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
 	r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
@@ -385,7 +388,15 @@ func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
 	older := pod("older", "rs1", "a1").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
 	younger := pod("younger", "rs2", "a2").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
 	younger.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
+	if mutate != nil {
+		mutate(younger)
+	}
 	r.c.Pods = []*v1.Pod{older, younger}
+	return r
+}
+
+func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
+	r := mutualPair(t, nil)
 	reps := r.pass()
 	if got := r.evicted(); len(got) != 1 || got[0] != "younger" {
 		t.Fatalf("evicted %v, want exactly the younger pod", got)
@@ -400,15 +411,7 @@ func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
 // is no longer judged without it: the pass after the younger one was kept
 // reports both, and the older one goes.
 func TestMutualAntiAffinityYoungerKept(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
-	zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
-	r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
-	anti := tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "x"}))
-	older := pod("older", "rs1", "a1").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
-	younger := pod("younger", "rs2", "a2").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
-	younger.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
-	younger.OwnerReferences = nil
-	r.c.Pods = []*v1.Pod{older, younger}
+	r := mutualPair(t, func(p *v1.Pod) { p.OwnerReferences = nil })
 	next, err := r.e.Pass(context.Background(), r.c)
 	if err != nil {
 		t.Fatal(err)

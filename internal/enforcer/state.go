@@ -166,6 +166,9 @@ func (s *clusterState) setNode(logger klog.Logger, node *v1.Node, name string) s
 	case node != nil:
 		s.nodes[name] = node
 		s.cache.UpdateNode(logger, old, node)
+		if !relevantUpdate(old, node) {
+			return out // status churn: no verdict or decision reads it
+		}
 	default:
 		return out
 	}
@@ -240,6 +243,18 @@ func (s *clusterState) setNode(logger klog.Logger, node *v1.Node, name string) s
 // see it (reach) before and after the change.
 func (s *clusterState) setPod(logger klog.Logger, pod *v1.Pod, uid types.UID) sets.Set[types.UID] {
 	old := s.pods[uid]
+	if prev := s.cached[uid]; old != nil && pod != nil && prev != nil && inCache(pod) && !relevantUpdate(old, pod) && sameController(old, pod) {
+		// Status churn (or a resize): the cache and the stored object
+		// follow, but no verdict or decision reads what changed.
+		if err := s.cache.UpdatePod(logger, prev, pod); err != nil {
+			logger.Error(err, "Updating pod in the cache", "pod", klog.KObj(pod))
+		}
+		s.cached[uid], s.pods[uid] = pod, pod
+		if w := s.watchers[uid]; w != nil {
+			w.pod = pod
+		}
+		return sets.New[types.UID]()
+	}
 	out := sets.New(uid)
 	if old != nil {
 		s.reach(old, out)
@@ -512,6 +527,13 @@ func (s *clusterState) domainNodes(node *v1.Node, keys sets.Set[string]) sets.Se
 		}
 	}
 	return out
+}
+
+// sameController: both versions have the same controller (or none); an
+// adopted or orphaned pod changes its owner's counts and its protection.
+func sameController(a, b *v1.Pod) bool {
+	ca, cb := metav1.GetControllerOf(a), metav1.GetControllerOf(b)
+	return (ca == nil) == (cb == nil) && (ca == nil || ca.UID == cb.UID)
 }
 
 // hasPodAffinityTerms: the pod has required or preferred pod

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
@@ -360,4 +361,50 @@ func reportsOf(e *Enforcer) []string {
 		out = append(out, fmt.Sprintf("%s %s %s %s", r.Pod, r.Rule, r.State, r.Detail))
 	}
 	return out
+}
+
+// TestStatusChurnJudgesNothing: an update no verdict or decision reads (a
+// container restart count, a node heartbeat) affects no pod, and the
+// snapshot still follows it; a pod orphaned by its controller is affected.
+func TestStatusChurnJudgesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	s := newClusterState(ctx)
+	n := node("n1", ssd)
+	n.ResourceVersion = "1"
+	p := ssdPod("p", "rs", "n1")
+	p.ResourceVersion = "1"
+	s.setNode(logger, n, n.Name)
+	s.setPod(logger, p, p.UID)
+
+	churned := p.DeepCopy()
+	churned.ResourceVersion = "2"
+	churned.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c", RestartCount: 3}}
+	if got := s.setPod(logger, churned, p.UID); got.Len() != 0 {
+		t.Errorf("a status-only pod update affects %v, want nothing", sets.List(got))
+	}
+	beat := n.DeepCopy()
+	beat.ResourceVersion = "2"
+	beat.Status.Conditions = append(beat.Status.Conditions, v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse})
+	if got := s.setNode(logger, beat, n.Name); got.Len() != 0 {
+		t.Errorf("a node heartbeat affects %v, want nothing", sets.List(got))
+	}
+	if err := s.sync(logger); err != nil {
+		t.Fatal(err)
+	}
+	compareSnapshots(t, "after churn", s.snapshot, &Cluster{Nodes: []*v1.Node{beat}, Pods: []*v1.Pod{churned}})
+	if s.pods[p.UID] != churned || s.nodes[n.Name] != beat {
+		t.Error("the state does not hold the latest versions")
+	}
+
+	orphan := churned.DeepCopy()
+	orphan.ResourceVersion = "3"
+	orphan.OwnerReferences = nil
+	if got := s.setPod(logger, orphan, p.UID); !got.Has(p.UID) {
+		t.Errorf("an orphaned pod affects %v, want itself", sets.List(got))
+	}
+	if s.owners["uid-rs"].Has(p.UID) {
+		t.Error("the orphaned pod still counts for its former owner")
+	}
 }

@@ -13,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/podterms"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
@@ -269,29 +270,11 @@ func workloadVariants(pod *v1.Pod, n int) []*v1.Pod {
 		p := pod.DeepCopy()
 		p.Name = fmt.Sprintf("%s-w%d", pod.Name, i)
 		req := metav1.LabelSelectorRequirement{Key: "pluginbench.example.com/workload", Operator: metav1.LabelSelectorOpNotIn, Values: []string{fmt.Sprint("w", i)}}
-		mark := func(t *v1.PodAffinityTerm) {
+		podterms.Each(p.Spec.Affinity, func(t *v1.PodAffinityTerm) {
 			if t.LabelSelector != nil {
 				t.LabelSelector.MatchExpressions = append(t.LabelSelector.MatchExpressions, req)
 			}
-		}
-		if a := p.Spec.Affinity; a != nil {
-			if pa := a.PodAffinity; pa != nil {
-				for j := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-					mark(&pa.RequiredDuringSchedulingIgnoredDuringExecution[j])
-				}
-				for j := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-					mark(&pa.PreferredDuringSchedulingIgnoredDuringExecution[j].PodAffinityTerm)
-				}
-			}
-			if pa := a.PodAntiAffinity; pa != nil {
-				for j := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-					mark(&pa.RequiredDuringSchedulingIgnoredDuringExecution[j])
-				}
-				for j := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-					mark(&pa.PreferredDuringSchedulingIgnoredDuringExecution[j].PodAffinityTerm)
-				}
-			}
-		}
+		})
 		out[i] = p
 	}
 	return out

@@ -203,9 +203,14 @@ func TestProtectedPodsAreNeverEvicted(t *testing.T) {
 	high := int32(2_000_000_000)
 	prio.Spec.Priority = &high
 	onDown := ssdPod("on-down", "d", "down")
-	r.c.Pods = []*v1.Pod{ds, mirror, bare, critical, prio, onDown}
+	scratch := ssdPod("scratch", "s", "a")
+	scratch.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	hostPath := ssdPod("host-path", "h", "a")
+	hostPath.Spec.Volumes = []v1.Volume{{Name: "logs", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/var/log"}}}}
+	r.c.Pods = []*v1.Pod{ds, mirror, bare, critical, prio, onDown, scratch, hostPath}
 	reps := r.pass()
-	want := map[string]string{"ds": SkipDaemonSet, "mirror": SkipMirror, "bare": SkipBare, "critical": SkipCritical, "prio": SkipCritical, "on-down": SkipNodeNotReady}
+	want := map[string]string{"ds": SkipDaemonSet, "mirror": SkipMirror, "bare": SkipBare, "critical": SkipCritical, "prio": SkipCritical, "on-down": SkipNodeNotReady,
+		"scratch": SkipLocalStorage, "host-path": SkipLocalStorage}
 	for name, why := range want {
 		if got := reps[name]; got.State != StateProtected || got.Detail != why {
 			t.Errorf("%s: %+v, want protected (%s)", name, got, why)
@@ -221,8 +226,25 @@ func TestProtectedPodsAreNeverEvicted(t *testing.T) {
 	if reps := r.pass(); len(reps) != 0 || len(r.evictions) != 0 {
 		t.Errorf("terminating pod: reports %v, evictions %v", reps, r.evicted())
 	}
-	if protection(term, r.c.Nodes[0]) != SkipTerminating {
+	if protection(term, r.c.Nodes[0], false) != SkipTerminating {
 		t.Errorf("terminating pod not protected")
+	}
+}
+
+func TestLocalStorageEvictedOnlyWithConsent(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.EvictLocalStoragePods = true
+	})
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	scratch := ssdPod("scratch", "s", "a")
+	scratch.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
+	r.c.Pods = []*v1.Pod{scratch}
+	if rep := r.pass()["scratch"]; rep.State == StateProtected {
+		t.Fatalf("scratch with evictLocalStoragePods: %+v, want it judged like any pod", rep)
+	}
+	if got := r.evicted(); len(got) != 1 || got[0] != "scratch" {
+		t.Errorf("evicted %v, want [scratch]", got)
 	}
 }
 

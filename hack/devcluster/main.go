@@ -20,6 +20,11 @@ import (
 	"syscall"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/placement-scheduler/placement-scheduler/internal/examples"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
@@ -86,6 +91,9 @@ func run() error {
 		defer enf.stop()
 		fmt.Printf("placement-enforcer runs beside it (log %s; http://127.0.0.1:10261/violations)\n", enf.log)
 	}
+	if err := publishConfig(ctx, env, cfg); err != nil {
+		return err
+	}
 	fmt.Printf("cluster is up after %s: %s (component logs in %s)\n", time.Since(start).Round(100*time.Millisecond), env.Config.Host, *dir)
 
 	if *demo {
@@ -123,6 +131,39 @@ stops everything). In another terminal (make controlplane built bin/kubectl):
 			}
 		}
 	}
+}
+
+// publishConfig stores the scheduler config placement-scheduler runs with
+// where an install keeps it (manifests/: a ConfigMap labelled
+// app.kubernetes.io/part-of=placement-scheduler in namespace
+// placement-scheduler), so that `kubectl placement explain` judges with the
+// running config, not the shipped default (which it would say, with a
+// warning).
+func publishConfig(ctx context.Context, env *framework.Env, cfg []byte) error {
+	if cfg == nil {
+		cfg = manifests.SchedulerConfig()
+	}
+	client, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return err
+	}
+	const ns = "placement-scheduler"
+	labels := map[string]string{"app.kubernetes.io/part-of": "placement-scheduler"}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s for the scheduler config: %w", ns, err)
+	}
+	cm := &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "placement-scheduler-config", Namespace: ns, Labels: labels},
+		Data:       map[string]string{"scheduler-config.yaml": string(cfg)},
+	}
+	_, err = client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("storing the scheduler config in ConfigMap %s/%s: %w", ns, cm.Name, err)
+	}
+	return nil
 }
 
 // runDemo applies the fleet and every example, waits for what each

@@ -40,6 +40,10 @@ type Config struct {
 	// EvictWithoutFit evicts a violating pod even when its replacement
 	// would fit nowhere else (it then stays Pending). Off by default.
 	EvictWithoutFit bool `json:"evictWithoutFit,omitempty"`
+	// EvictLocalStoragePods lets pods with an emptyDir or hostPath volume be
+	// evicted (their data on the node is lost). Off by default: such pods
+	// are reported protected (local-storage).
+	EvictLocalStoragePods bool `json:"evictLocalStoragePods,omitempty"`
 	// Resync is the period of the full re-judgement that backs up the
 	// informers' events. Default 1m.
 	Resync metav1.Duration `json:"resync,omitempty"`

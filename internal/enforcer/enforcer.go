@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -92,7 +93,13 @@ type Enforcer struct {
 	// the Cluster's namespaces from an in-memory clientset.
 	informers informers.SharedInformerFactory
 
-	mu       sync.Mutex
+	mu     sync.Mutex
+	judged map[types.UID]*judgement
+	// rejudge are pods the last pass's decisions can have changed the
+	// verdict of (a younger pod kept or leaving again).
+	rejudge sets.Set[types.UID]
+	// gone are the judged pods that count as gone for older ones.
+	gone     sets.Set[types.UID]
 	tracked  map[types.UID]*tracked
 	inflight map[types.UID]inflight
 	reports  []Report
@@ -136,6 +143,9 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		backoff:  b,
 		metrics:  newMetrics(),
 		tracked:  map[types.UID]*tracked{},
+		judged:   map[types.UID]*judgement{},
+		rejudge:  sets.New[types.UID](),
+		gone:     sets.New[types.UID](),
 		inflight: map[types.UID]inflight{},
 	}
 }
@@ -150,11 +160,10 @@ func (e *Enforcer) Reports() []Report {
 // pass is one pass's working state.
 type pass struct {
 	*Enforcer
-	c        *Cluster
+	s        *clusterState
 	now      time.Time
-	nodes    map[string]*v1.Node
-	owners   map[types.UID][]*v1.Pod
 	placers  map[string]*explain.Placer
+	mutating bool // the placers' mutation session on the snapshot is open
 	next     time.Duration
 	reports  []Report
 	seen     map[types.UID]bool
@@ -162,101 +171,125 @@ type pass struct {
 	logger   klog.Logger
 }
 
+// judgement is the last verdict on an opted-in pod that violates a rule or
+// cannot be judged; pods that break nothing have none.
+type judgement struct {
+	verdicts []Verdict
+	err      error
+	// leaving: as last decided, the pod is on its way out (not kept as
+	// protected or no-fit). A pod violating its anti-affinity counts as
+	// gone for older pods only while it is leaving; otherwise they see it
+	// and report their own violation.
+	leaving bool
+}
+
 // Pass judges every opted-in pod of c and acts on those due. It returns how
 // soon the next pass is needed for a grace period or backoff to be re-read
-// (0: no timer pending; events and the resync will call again).
+// (0: no timer pending; events and the resync will call again). It builds
+// its state from c; Run keeps one state from its informers instead and
+// judges only what each change can affect.
 func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the judge's and placers' informers
-
-	p := &pass{Enforcer: e, c: c, now: e.clock.Now(), nodes: map[string]*v1.Node{},
-		owners: map[types.UID][]*v1.Pod{}, placers: map[string]*explain.Placer{}, seen: map[types.UID]bool{}, placeCtx: ctx, logger: logger}
-	nsLabels := map[string]map[string]string{}
+	logger := klog.FromContext(ctx)
+	s := newClusterState(ctx)
 	nsObjs := make([]runtime.Object, 0, len(c.Namespaces))
 	for _, ns := range c.Namespaces {
-		nsLabels[ns.Name] = ns.Labels
+		s.setNamespace(ns, ns.Name)
 		nsObjs = append(nsObjs, ns)
 	}
 	for _, n := range c.Nodes {
-		p.nodes[n.Name] = n
+		s.setNode(logger, n, n.Name)
 	}
-	present := map[types.UID]bool{}
 	for _, pod := range c.Pods {
-		present[pod.UID] = true
-		if o := metav1.GetControllerOf(pod); o != nil {
-			p.owners[o.UID] = append(p.owners[o.UID], pod)
-		}
+		s.setPod(logger, pod, pod.UID)
 	}
-	p.settleInflight(present)
+	factory := e.informers
+	if factory == nil {
+		factory = informers.NewSharedInformerFactory(fake.NewClientset(nsObjs...), 0)
+	}
+	if err := s.sync(logger); err != nil {
+		return 0, err
+	}
+	j, err := newJudge(ctx, e.sched, factory, s)
+	if err != nil {
+		return 0, fmt.Errorf("building the judge: %w", err)
+	}
+	return e.pass(ctx, s, j, nil, true)
+}
 
-	type candidate struct {
-		pod   *v1.Pod
-		rules RuleSet
-	}
-	var cands []candidate
-	for _, pod := range c.Pods {
-		if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-			continue
-		}
-		rules, err := OptIn(pod, e.cfg.namespaceRules(nsLabels[pod.Namespace]))
-		if err != nil {
-			p.report(pod, Report{State: StateUnjudged, Detail: err.Error()}, nil)
-			continue
-		}
-		if rules.Empty() {
-			continue
-		}
-		cands = append(cands, candidate{pod, rules})
-	}
-	// Youngest first: of pods whose anti-affinity rejects each other, the
-	// one that came last goes, and the others are judged without it.
-	sort.Slice(cands, func(i, j int) bool {
-		a, b := cands[i].pod, cands[j].pod
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return b.CreationTimestamp.Before(&a.CreationTimestamp)
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
+// step applies the changes recorded since the last step to s and runs a
+// pass over the pods they can affect (every pod after a resync).
+func (e *Enforcer) step(ctx context.Context, s *clusterState, j *Judge, ch *changes) (time.Duration, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	affected, full := ch.drain(klog.FromContext(ctx), s)
+	return e.pass(ctx, s, j, affected, full)
+}
 
-	// The snapshot is the pass's biggest cost; a cluster where no pod
-	// opted in pays nothing for it.
-	var judge *Judge
-	if len(cands) > 0 {
-		factory := e.informers
-		if factory == nil {
-			factory = informers.NewSharedInformerFactory(fake.NewClientset(nsObjs...), 0)
-		}
-		var err error
-		if judge, err = NewJudge(ctx, e.sched, factory, c.Nodes, c.Pods); err != nil {
-			return 0, fmt.Errorf("building the judge: %w", err)
-		}
+// pass re-judges the pods in affected (every pod when full), pods whose
+// verdict a change of theirs can alter in turn included, then decides
+// for every pod with a violation on record, youngest first. Pods outside
+// affected keep their last verdict: nothing they depend on changed.
+func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected sets.Set[types.UID], full bool) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	placeCtx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the placers' informers
+	if err := s.sync(logger); err != nil {
+		return 0, fmt.Errorf("updating the snapshot: %w", err)
 	}
-	var gone []*v1.Pod
-	for _, cd := range cands {
-		verdicts, err := judge.Judge(ctx, cd.pod, cd.rules, gone)
-		if err != nil {
-			if !errors.Is(err, ErrUnknownProfile) {
-				logger.Error(err, "Judging pod", "pod", klog.KObj(cd.pod))
-			}
-			p.report(cd.pod, Report{State: StateUnjudged, Detail: err.Error()}, nil)
-			continue
-		}
-		if len(verdicts) == 0 {
-			continue
-		}
-		for _, v := range verdicts {
-			if v.Rule == PodAntiAffinity {
-				gone = append(gone, cd.pod)
-				break
+	p := &pass{Enforcer: e, s: s, now: e.clock.Now(), placers: map[string]*explain.Placer{}, seen: map[types.UID]bool{}, placeCtx: placeCtx, logger: logger}
+	p.settleInflight()
+	defer func() {
+		if p.mutating {
+			if err := s.snapshot.EndMutations(); err != nil {
+				logger.Error(err, "Ending the placers' mutation session")
 			}
 		}
-		p.decide(ctx, cd.pod, verdicts)
+	}()
+
+	if full {
+		e.judged = map[types.UID]*judgement{}
+		e.gone = sets.New[types.UID]()
+		affected = sets.New[types.UID]()
+		for uid := range s.pods {
+			affected.Insert(uid)
+		}
+	}
+	for uid := range e.rejudge {
+		affected.Insert(uid)
+	}
+	e.rejudge = sets.New[types.UID]()
+	p.judgeAll(ctx, j, affected)
+
+	// Decide youngest first, as judged: of pods whose anti-affinity
+	// rejects each other, the one that came last goes first.
+	order := make([]*v1.Pod, 0, len(e.judged))
+	for uid := range e.judged {
+		order = append(order, s.pods[uid])
+	}
+	sort.Slice(order, func(i, j int) bool { return younger(order[i], order[j]) })
+	for _, pod := range order {
+		jd := e.judged[pod.UID]
+		if jd.err != nil {
+			p.report(pod, Report{State: StateUnjudged, Detail: jd.err.Error()}, nil)
+			continue
+		}
+		p.decide(ctx, pod, jd.verdicts)
+		// A pod kept (protected, no-fit) is no longer gone for the older
+		// pods that see it, and one that leaves again is: they are judged
+		// again on the next pass, which comes at once.
+		wasGone := jd.gone()
+		jd.leaving = e.leaving(pod.UID)
+		p.setJudged(pod.UID, jd)
+		if jd.gone() != wasGone {
+			for _, other := range p.olderInReach(pod) {
+				e.rejudge.Insert(other.UID)
+			}
+			p.after(time.Millisecond)
+		}
 	}
 
 	// Violations that cleared (or pods that left) are forgotten: a label
@@ -267,7 +300,7 @@ func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) 
 		}
 		delete(e.tracked, uid)
 		e.backoff.Reset(string(uid))
-		if t.state == StateGrace && present[uid] {
+		if t.state == StateGrace && s.pods[uid] != nil {
 			logger.V(2).Info("Violation cleared", "uid", uid)
 		}
 	}
@@ -278,6 +311,142 @@ func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) 
 		e.metrics.violations.WithLabelValues(string(r.Rule), r.State).Inc()
 	}
 	return p.next, nil
+}
+
+// judgeAll re-judges the pods in work, youngest first. A pod judged to
+// violate its anti-affinity counts as gone for every older pod; when that
+// changes, the older pods that can see it are judged again too.
+func (p *pass) judgeAll(ctx context.Context, j *Judge, work sets.Set[types.UID]) {
+	queue := make([]*v1.Pod, 0, work.Len())
+	queued := sets.New[types.UID]()
+	for uid := range work {
+		if pod := p.s.pods[uid]; pod != nil {
+			queue = append(queue, pod)
+			queued.Insert(uid)
+		} else {
+			p.setJudged(uid, nil)
+		}
+	}
+	sort.Slice(queue, func(i, j int) bool { return younger(queue[i], queue[j]) })
+	for i := 0; i < len(queue); i++ {
+		pod := queue[i]
+		wasGone := p.judged[pod.UID].gone()
+		p.setJudged(pod.UID, nil)
+		p.setJudged(pod.UID, p.judgeOne(ctx, j, pod))
+		if wasGone == p.judged[pod.UID].gone() {
+			continue
+		}
+		added := false
+		for _, other := range p.olderInReach(pod) {
+			if !queued.Has(other.UID) {
+				queue = append(queue, other)
+				queued.Insert(other.UID)
+				added = true
+			}
+		}
+		if added {
+			rest := queue[i+1:]
+			sort.Slice(rest, func(a, b int) bool { return younger(rest[a], rest[b]) })
+		}
+	}
+}
+
+// judgeOne judges one pod, as the youngest-first order left things: every
+// younger pod that violates its anti-affinity counts as gone. It returns
+// nil when the pod is not judged or breaks nothing.
+func (p *pass) judgeOne(ctx context.Context, j *Judge, pod *v1.Pod) *judgement {
+	if !inCache(pod) {
+		return nil
+	}
+	rules, err := OptIn(pod, p.cfg.namespaceRules(p.s.nsLabels(pod.Namespace)))
+	if err != nil {
+		return &judgement{err: err}
+	}
+	if rules.Empty() {
+		return nil
+	}
+	var gone []*v1.Pod
+	for uid := range p.gone {
+		if other := p.s.pods[uid]; other != nil && younger(other, pod) {
+			gone = append(gone, other)
+		}
+	}
+	sort.Slice(gone, func(i, j int) bool { return younger(gone[i], gone[j]) })
+	verdicts, err := j.Judge(ctx, pod, rules, gone)
+	if err != nil {
+		if !errors.Is(err, ErrUnknownProfile) {
+			p.logger.Error(err, "Judging pod", "pod", klog.KObj(pod))
+		}
+		return &judgement{err: err}
+	}
+	if len(verdicts) == 0 {
+		return nil
+	}
+	return &judgement{verdicts: verdicts, leaving: p.leaving(pod.UID)}
+}
+
+// setJudged records jd (nil: none) as pod uid's judgement.
+func (p *pass) setJudged(uid types.UID, jd *judgement) {
+	if jd == nil {
+		delete(p.judged, uid)
+	} else {
+		p.judged[uid] = jd
+	}
+	if jd.gone() {
+		p.gone.Insert(uid)
+	} else {
+		p.gone.Delete(uid)
+	}
+}
+
+// olderInReach are the pods older than pod whose verdict its presence can
+// change.
+func (p *pass) olderInReach(pod *v1.Pod) []*v1.Pod {
+	reach := sets.New[types.UID]()
+	p.s.reach(pod, reach)
+	var out []*v1.Pod
+	for uid := range reach {
+		if other := p.s.pods[uid]; other != nil && younger(pod, other) {
+			out = append(out, other)
+		}
+	}
+	return out
+}
+
+// gone: the pod violates its own anti-affinity and is leaving, so older
+// pods are judged without it (of two pods that violate each other only
+// the youngest goes, unless it cannot).
+func (jd *judgement) gone() bool {
+	if jd == nil || !jd.leaving {
+		return false
+	}
+	for _, v := range jd.verdicts {
+		if v.Rule == PodAntiAffinity {
+			return true
+		}
+	}
+	return false
+}
+
+// leaving: the last decision did not keep the pod (protected or no-fit);
+// a pod not decided yet is taken to be leaving.
+func (e *Enforcer) leaving(uid types.UID) bool {
+	t := e.tracked[uid]
+	return t == nil || (t.state != StateProtected && t.state != StateNoFit)
+}
+
+// younger orders pods youngest first (then by namespace and name).
+func younger(a, b *v1.Pod) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.UID < b.UID
 }
 
 // decide takes one violating pod as far as it may go in this pass.
@@ -314,7 +483,7 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		p.report(pod, base, t)
 		return
 	}
-	if why := protection(pod, p.nodes[pod.Spec.NodeName]); why != "" {
+	if why := protection(pod, p.s.nodes[pod.Spec.NodeName], p.cfg.EvictLocalStoragePods); why != "" {
 		base.State, base.Detail = StateProtected, why
 		p.report(pod, base, t)
 		return
@@ -421,7 +590,16 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 			return "", ErrUnknownProfile
 		}
 		var err error
-		pl, err = explain.NewPlacer(p.placeCtx, &explain.Cluster{Nodes: p.c.Nodes, Pods: p.c.Pods, Namespaces: p.c.Namespaces}, prof)
+		// The placers work on the state's own snapshot, in one mutation
+		// session per pass (every profile sees every reservation),
+		// ended by the pass.
+		if !p.mutating {
+			if err := p.s.snapshot.StartMutations(); err != nil {
+				return "", err
+			}
+			p.mutating = true
+		}
+		pl, err = explain.NewPlacerOn(p.placeCtx, p.s.snapshot, p.s.placerInputs(), prof)
 		if err != nil {
 			return "", err
 		}
@@ -439,7 +617,8 @@ func (p *pass) ownerBusy(pod *v1.Pod, owner types.UID) bool {
 			return true
 		}
 	}
-	for _, other := range p.owners[owner] {
+	for uid := range p.s.owners[owner] {
+		other := p.s.pods[uid]
 		if other.UID != pod.UID && (other.DeletionTimestamp != nil || !podReady(other)) {
 			return true
 		}
@@ -464,7 +643,8 @@ func (p *pass) capReached(pod *v1.Pod) string {
 	for _, f := range p.inflight {
 		count(f.node, f.namespace)
 	}
-	for _, other := range p.c.Pods {
+	for uid := range p.s.terminating {
+		other := p.s.pods[uid]
 		if _, ours := p.inflight[other.UID]; !ours && other.DeletionTimestamp != nil && evicted(other) {
 			count(other.Spec.NodeName, other.Namespace)
 		}
@@ -482,13 +662,14 @@ func (p *pass) capReached(pod *v1.Pod) string {
 
 // settleInflight forgets evictions whose pod is gone and whose owner has
 // every pod Ready again.
-func (p *pass) settleInflight(present map[types.UID]bool) {
+func (p *pass) settleInflight() {
 	for uid, f := range p.inflight {
-		if present[uid] {
+		if p.s.pods[uid] != nil {
 			continue
 		}
 		busy := false
-		for _, pod := range p.owners[f.owner] {
+		for puid := range p.s.owners[f.owner] {
+			pod := p.s.pods[puid]
 			if pod.DeletionTimestamp != nil || !podReady(pod) {
 				busy = true
 			}
@@ -502,8 +683,8 @@ func (p *pass) settleInflight(present map[types.UID]bool) {
 // readyOf counts the owner's pods that are Ready and not terminating.
 func (p *pass) readyOf(owner types.UID) int {
 	n := 0
-	for _, pod := range p.owners[owner] {
-		if pod.DeletionTimestamp == nil && podReady(pod) {
+	for uid := range p.s.owners[owner] {
+		if pod := p.s.pods[uid]; pod.DeletionTimestamp == nil && podReady(pod) {
 			n++
 		}
 	}

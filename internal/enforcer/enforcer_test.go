@@ -27,7 +27,7 @@ import (
 // rig is an Enforcer over a fake clientset that records every eviction
 // request and answers with refuse (nil: accepted).
 type rig struct {
-	t         *testing.T
+	t         testing.TB
 	e         *Enforcer
 	clock     *testingclock.FakeClock
 	evictions []*policyv1.Eviction
@@ -37,7 +37,7 @@ type rig struct {
 	c         *Cluster
 }
 
-func newRig(t *testing.T, mutate func(*Config)) *rig {
+func newRig(t testing.TB, mutate func(*Config)) *rig {
 	t.Helper()
 	cfg, err := LoadConfig([]byte("apiVersion: "+ConfigAPIVersion+"\nkind: "+ConfigKind+"\nschedulerConfig: x\n"), "test")
 	if err != nil {
@@ -203,9 +203,14 @@ func TestProtectedPodsAreNeverEvicted(t *testing.T) {
 	high := int32(2_000_000_000)
 	prio.Spec.Priority = &high
 	onDown := ssdPod("on-down", "d", "down")
-	r.c.Pods = []*v1.Pod{ds, mirror, bare, critical, prio, onDown}
+	scratch := ssdPod("scratch", "s", "a")
+	scratch.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	hostPath := ssdPod("host-path", "h", "a")
+	hostPath.Spec.Volumes = []v1.Volume{{Name: "logs", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/var/log"}}}}
+	r.c.Pods = []*v1.Pod{ds, mirror, bare, critical, prio, onDown, scratch, hostPath}
 	reps := r.pass()
-	want := map[string]string{"ds": SkipDaemonSet, "mirror": SkipMirror, "bare": SkipBare, "critical": SkipCritical, "prio": SkipCritical, "on-down": SkipNodeNotReady}
+	want := map[string]string{"ds": SkipDaemonSet, "mirror": SkipMirror, "bare": SkipBare, "critical": SkipCritical, "prio": SkipCritical, "on-down": SkipNodeNotReady,
+		"scratch": SkipLocalStorage, "host-path": SkipLocalStorage}
 	for name, why := range want {
 		if got := reps[name]; got.State != StateProtected || got.Detail != why {
 			t.Errorf("%s: %+v, want protected (%s)", name, got, why)
@@ -221,8 +226,25 @@ func TestProtectedPodsAreNeverEvicted(t *testing.T) {
 	if reps := r.pass(); len(reps) != 0 || len(r.evictions) != 0 {
 		t.Errorf("terminating pod: reports %v, evictions %v", reps, r.evicted())
 	}
-	if protection(term, r.c.Nodes[0]) != SkipTerminating {
+	if protection(term, r.c.Nodes[0], false) != SkipTerminating {
 		t.Errorf("terminating pod not protected")
+	}
+}
+
+func TestLocalStorageEvictedOnlyWithConsent(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.EvictLocalStoragePods = true
+	})
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	scratch := ssdPod("scratch", "s", "a")
+	scratch.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
+	r.c.Pods = []*v1.Pod{scratch}
+	if rep := r.pass()["scratch"]; rep.State == StateProtected {
+		t.Fatalf("scratch with evictLocalStoragePods: %+v, want it judged like any pod", rep)
+	}
+	if got := r.evicted(); len(got) != 1 || got[0] != "scratch" {
+		t.Errorf("evicted %v, want [scratch]", got)
 	}
 }
 
@@ -377,7 +399,10 @@ func TestBatchReservesCapacity(t *testing.T) {
 	}
 }
 
-func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
+// mutualPair is a rig with two pods in zone a, the younger a minute
+// younger, whose zone anti-affinity rejects each other; b1 in zone b is
+// free. mutate, if set, changes the younger pod.
+func mutualPair(t *testing.T, mutate func(*v1.Pod)) *rig {
 	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
 	zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
 	r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
@@ -385,13 +410,46 @@ func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
 	older := pod("older", "rs1", "a1").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
 	younger := pod("younger", "rs2", "a2").Label("app", "x").RequiredPodAntiAffinity(anti).Obj()
 	younger.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
+	if mutate != nil {
+		mutate(younger)
+	}
 	r.c.Pods = []*v1.Pod{older, younger}
+	return r
+}
+
+func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
+	r := mutualPair(t, nil)
 	reps := r.pass()
 	if got := r.evicted(); len(got) != 1 || got[0] != "younger" {
 		t.Fatalf("evicted %v, want exactly the younger pod", got)
 	}
 	if _, ok := reps["older"]; ok {
 		t.Errorf("the older pod is reported: %+v", reps["older"])
+	}
+}
+
+// TestMutualAntiAffinityYoungerKept: when the younger pod of a pair that
+// violate each other cannot go (here a bare pod, protected), the older one
+// is no longer judged without it: the pass after the younger one was kept
+// reports both, and the older one goes.
+func TestMutualAntiAffinityYoungerKept(t *testing.T) {
+	r := mutualPair(t, func(p *v1.Pod) { p.OwnerReferences = nil })
+	next, err := r.e.Pass(context.Background(), r.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == 0 {
+		t.Fatal("the younger pod was kept but no pass was asked for to judge the older one again")
+	}
+	reps := r.pass()
+	if got := reps["younger"]; got.State != StateProtected || got.Detail != SkipBare {
+		t.Errorf("younger: %+v, want protected (%s)", got, SkipBare)
+	}
+	if got := reps["older"]; got.Rule != PodAntiAffinity || got.State != StateEvicting || got.Target != "b1" {
+		t.Errorf("older: %+v, want pod-anti-affinity, evicting to b1", got)
+	}
+	if got := r.evicted(); len(got) != 1 || got[0] != "older" {
+		t.Errorf("evicted %v, want exactly the older pod", got)
 	}
 }
 

@@ -6,7 +6,11 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -40,12 +44,16 @@ type Verdict struct {
 	Terms []string
 }
 
-// Judge holds one snapshot of the cluster and, for each scheduler profile,
-// our NodeAffinity and InterPodAffinity plugins built from that profile's
-// args, so a pass judges every pod against the same state.
+// Judge holds the snapshot the enforcer keeps up to date (clusterState)
+// and, for each scheduler profile, our NodeAffinity and InterPodAffinity
+// plugins built from that profile's args over that snapshot. It is built
+// once and judges pass after pass: the plugins' cross-cycle caches see
+// the same NodeInfos, with their generations, as the scheduler would.
 type Judge struct {
-	snapshot *cache.Snapshot
-	profiles map[string]*judgeProfile
+	state      *clusterState
+	snapshot   *cache.Snapshot
+	profiles   map[string]*judgeProfile
+	namespaces corelisters.NamespaceLister
 }
 
 type judgeProfile struct {
@@ -59,20 +67,23 @@ type judgeProfile struct {
 // every profile in cfg. factory serves the Namespace lister
 // InterPodAffinity needs; NewJudge starts it and waits for its caches.
 func NewJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, nodes []*v1.Node, pods []*v1.Pod) (*Judge, error) {
-	known := make(map[string]bool, len(nodes))
+	s := newClusterState(ctx)
+	logger := klog.FromContext(ctx)
 	for _, n := range nodes {
-		known[n.Name] = true
+		s.setNode(logger, n, n.Name)
 	}
-	bound := make([]*v1.Pod, 0, len(pods))
 	for _, p := range pods {
-		// A pod on a node that is gone is the garbage collector's (and a
-		// snapshot cannot hold a node without its Node object).
-		if !known[p.Spec.NodeName] || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-			continue
-		}
-		bound = append(bound, p)
+		s.setPod(logger, p, p.UID)
 	}
-	j := &Judge{snapshot: cache.NewSnapshot(bound, nodes), profiles: map[string]*judgeProfile{}}
+	if err := s.sync(logger); err != nil {
+		return nil, err
+	}
+	return newJudge(ctx, cfg, factory, s)
+}
+
+// newJudge builds the plugins of every profile in cfg over s's snapshot.
+func newJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, s *clusterState) (*Judge, error) {
+	j := &Judge{state: s, snapshot: s.snapshot, profiles: map[string]*judgeProfile{}, namespaces: factory.Core().V1().Namespaces().Lister()}
 	metrics.Register() // the framework's instrumentation needs it (idempotent)
 	for i := range cfg.Profiles {
 		jp, err := newJudgeProfile(ctx, &cfg.Profiles[i], factory, j.snapshot)
@@ -141,6 +152,14 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 // pod is that pod's violation, not this one's. A pod whose node is not in
 // the snapshot is judged to break nothing (a deleted node's pods are the
 // garbage collector's).
+//
+// The cost follows the pod's domains, not the cluster: PreFilter is given
+// the nodes in the pod's node's domain of each of its terms' topology
+// keys. Filter on the pod's node reads only the counts of those domains,
+// which those nodes alone make up, so the verdict is the one PreFilter over
+// every node gives; the one exception is the first-pod-of-a-series rule of
+// pod affinity, which asks whether any pod anywhere matches: when it could
+// have decided a pass, the pod is judged again over every node.
 func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v1.Pod) ([]Verdict, error) {
 	jp, ok := j.profiles[schedulerName(pod)]
 	if !ok {
@@ -154,21 +173,17 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 	// The scheduler could not have placed a pod whose pod (anti)-affinity
 	// terms do not parse (InterPodAffinity's PreFilter rejects it): there
 	// is no verdict to give on those rules.
+	var pi fwk.PodInfo
 	if rules.Has(PodAffinity) || rules.Has(PodAntiAffinity) {
-		if _, err := framework.NewPodInfo(pod); err != nil {
+		if pi, err = framework.NewPodInfo(pod); err != nil {
 			return nil, fmt.Errorf("pod %s/%s: its pod (anti-)affinity terms do not parse: %w", pod.Namespace, pod.Name, err)
 		}
-	}
-	// PreFilter sees every node, as in a scheduling cycle.
-	all, err := j.snapshot.NodeInfos().List()
-	if err != nil {
-		return nil, err
 	}
 	// The pod (and every pod in gone) is taken out the way preemption
 	// takes out victims: PreFilter runs on the shared snapshot, the
 	// plugin's own RemovePod then uncounts each of them from its state,
 	// and Filter sees a copy of the pod's node without them. Nothing is
-	// copied but that one node, so a judgement costs what PreFilter costs.
+	// copied but that one node.
 	own := ni.Snapshot().(*framework.NodeInfo)
 	var removed []removal
 	for _, p := range append([]*v1.Pod{pod}, gone...) {
@@ -190,7 +205,9 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 
 	var out []Verdict
 	if rules.Has(NodeAffinity) {
-		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), own, all)
+		// NodeAffinity's PreFilter reads no node: the pod's node is list
+		// enough.
+		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), own, []fwk.NodeInfo{ni})
 		if err != nil {
 			return nil, err
 		}
@@ -200,13 +217,102 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 		if !rules.Has(r) {
 			continue
 		}
-		v, err := judgePods(ctx, jp.podAffinity, r, onlyPodTerms(pod, r), own, all, removed)
+		terms := pi.GetRequiredAntiAffinityTerms()
+		if r == PodAffinity {
+			terms = pi.GetRequiredAffinityTerms()
+		}
+		if len(terms) == 0 {
+			continue // nothing of its own to break (PreFilter would agree)
+		}
+		keys := sets.New[string]()
+		for _, t := range terms {
+			keys.Insert(t.TopologyKey)
+		}
+		near := j.state.domainNodes(ni.Node(), keys)
+		list := make([]fwk.NodeInfo, 0, near.Len())
+		for name := range near {
+			if n, err := j.snapshot.Get(name); err == nil {
+				list = append(list, n)
+			}
+		}
+		var nearRemoved []removal
+		for _, rm := range removed {
+			if near.Has(rm.node.Node().Name) {
+				nearRemoved = append(nearRemoved, rm)
+			}
+		}
+		one := onlyPodTerms(pod, r)
+		v, err := judgePods(ctx, jp.podAffinity, r, one, own, list, nearRemoved)
 		if err != nil {
 			return nil, err
+		}
+		if r == PodAffinity && len(v) == 0 && j.firstPodMayDecide(pod, terms, ni.Node(), removed) {
+			all, err := j.snapshot.NodeInfos().List()
+			if err != nil {
+				return nil, err
+			}
+			if v, err = judgePods(ctx, jp.podAffinity, r, one, own, all, removed); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, v...)
 	}
 	return out, nil
+}
+
+// firstPodMayDecide reports whether a pass of pod's affinity terms on node
+// may rest on the first-pod-of-a-series rule: the pod matches all its own
+// terms, and for some term no pod left in the snapshot (removed ones
+// aside) that matches all the terms runs in node's domain of that term's
+// key. Otherwise each term has such a pod in its domain, the domain's
+// counts (which the nearby nodes make up entirely) satisfied Filter, and
+// no other node could change that.
+func (j *Judge) firstPodMayDecide(pod *v1.Pod, terms []fwk.AffinityTerm, node *v1.Node, removed []removal) bool {
+	matchesAll := func(p *v1.Pod) bool {
+		var nsLabels labels.Set
+		if ns, err := j.namespaces.Get(p.Namespace); err == nil {
+			nsLabels = ns.Labels
+		}
+		for i := range terms {
+			if !terms[i].Matches(p, nsLabels) {
+				return false
+			}
+		}
+		return true
+	}
+	if !matchesAll(pod) {
+		return false
+	}
+	out := sets.New[types.UID]()
+	for _, rm := range removed {
+		out.Insert(rm.pod.GetPod().UID)
+	}
+	for _, t := range terms {
+		v, ok := node.Labels[t.TopologyKey]
+		if !ok {
+			return true
+		}
+		found := false
+		for name := range j.state.domains[t.TopologyKey][v] {
+			ni, err := j.snapshot.Get(name)
+			if err != nil {
+				continue
+			}
+			for _, e := range ni.GetPods() {
+				if p := e.GetPod(); !out.Has(p.UID) && matchesAll(p) {
+					found = true
+					break
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return false
 }
 
 // judgeNode runs NodeAffinity's PreFilter and Filter for pod on ni: the pod's

@@ -14,11 +14,14 @@ const (
 	SkipCritical     = "system-critical" // system-node-critical / system-cluster-critical
 	SkipTerminating  = "terminating"     // already on its way out
 	SkipNodeNotReady = "node-not-ready"  // its deletion would hang; the node lifecycle controller decides
+	SkipLocalStorage = "local-storage"   // an emptyDir or hostPath volume: its data stays behind
 )
 
 // protection returns why pod must never be evicted, or "" when it may be.
-// node is the pod's node (nil when unknown).
-func protection(pod *v1.Pod, node *v1.Node) string {
+// node is the pod's node (nil when unknown). evictLocalStorage is the
+// config's consent to lose emptyDir and hostPath data (the descheduler's
+// evictLocalStoragePods: off by default there too).
+func protection(pod *v1.Pod, node *v1.Node, evictLocalStorage bool) string {
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return SkipTerminating
@@ -36,8 +39,21 @@ func protection(pod *v1.Pod, node *v1.Node) string {
 		return SkipCritical
 	case !nodeReady(node):
 		return SkipNodeNotReady
+	case !evictLocalStorage && hasLocalStorage(pod):
+		return SkipLocalStorage
 	}
 	return ""
+}
+
+// hasLocalStorage: the pod keeps data on its node that an eviction would
+// lose (an emptyDir of any medium, or a hostPath).
+func hasLocalStorage(pod *v1.Pod) bool {
+	for _, vol := range pod.Spec.Volumes {
+		if vol.EmptyDir != nil || vol.HostPath != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeReady: the node's Ready condition is True and it carries neither the

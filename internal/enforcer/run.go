@@ -12,7 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiluuid "k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -74,22 +74,28 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 	queue := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: Component})
 	defer queue.ShutDown()
 	const key = "pass" // one key: passes coalesce
-	enqueue := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { queue.Add(key) },
-		UpdateFunc: func(any, any) { queue.Add(key) },
-		DeleteFunc: func(any) { queue.Add(key) },
-	}
+	// Handlers record the change; the next pass applies it to the state
+	// and judges the pods it can affect.
+	ch := newChanges()
 	for _, inf := range []cache.SharedIndexInformer{nodes.Informer(), pods.Informer(), namespaces.Informer(), pdbs.Informer()} {
-		h := enqueue
-		h.UpdateFunc = func(old, cur any) {
-			if relevantUpdate(old, cur) {
-				queue.Add(key)
-			}
+		h := cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { ch.record(obj, false); queue.Add(key) },
+			UpdateFunc: func(old, cur any) {
+				ch.record(cur, false)
+				if isResync(old, cur) {
+					ch.resync()
+				}
+				if relevantUpdate(old, cur) {
+					queue.Add(key)
+				}
+			},
+			DeleteFunc: func(obj any) { ch.record(obj, true); queue.Add(key) },
 		}
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return err
 		}
 	}
+	state := newClusterState(ctx)
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 
@@ -110,6 +116,11 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 				return
 			}
 		}
+		judge, err := newJudge(ctx, sched, factory, state)
+		if err != nil {
+			logger.Error(err, "Building the judge")
+			return
+		}
 		queue.Add(key)
 		go func() { <-ctx.Done(); queue.ShutDown() }()
 		var last time.Time
@@ -127,13 +138,10 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 				continue
 			}
 			last = time.Now()
-			c, err := read(nodes.Lister().List, pods.Lister().List, namespaces.Lister().List)
-			var next time.Duration
-			if err == nil {
-				next, err = e.Pass(ctx, c)
-			}
+			next, err := e.step(ctx, state, judge, ch)
 			if err != nil {
 				logger.Error(err, "Enforcement pass failed; retrying")
+				ch.resync()
 				next = time.Second
 			}
 			queue.Done(k)
@@ -177,22 +185,6 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 	return errors.New("lost the leader lease")
 }
 
-// read lists the informers' caches into a Cluster.
-func read(nodes func(labels.Selector) ([]*v1.Node, error), pods func(labels.Selector) ([]*v1.Pod, error), namespaces func(labels.Selector) ([]*v1.Namespace, error)) (*Cluster, error) {
-	c := &Cluster{}
-	var err error
-	if c.Nodes, err = nodes(labels.Everything()); err != nil {
-		return nil, err
-	}
-	if c.Pods, err = pods(labels.Everything()); err != nil {
-		return nil, err
-	}
-	if c.Namespaces, err = namespaces(labels.Everything()); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // mux serves /metrics, /healthz and /violations (the last pass's reports,
 // as JSON).
 func mux(e *Enforcer) *http.ServeMux {
@@ -204,6 +196,14 @@ func mux(e *Enforcer) *http.ServeMux {
 		_ = json.NewEncoder(w).Encode(e.Reports())
 	})
 	return m
+}
+
+// isResync: an update whose object did not change is the informers'
+// resync.
+func isResync(old, cur any) bool {
+	o, ok1 := old.(metav1.Object)
+	c, ok2 := cur.(metav1.Object)
+	return ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion()
 }
 
 // relevantUpdate reports whether an update can change a judgement or a

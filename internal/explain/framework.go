@@ -66,6 +66,13 @@ func registry() (frameworkruntime.Registry, error) {
 // informer factory for everything plugins list (as upstream's scheduler
 // tests do). Every factory is wrapped to remember the instance it returns.
 func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config.KubeSchedulerProfile) (*profileFramework, error) {
+	return newFrameworkOn(ctx, c, self, profile, nil)
+}
+
+// newFrameworkOn is newFramework over snapshot when it is not nil: the
+// bound pods and the nodes come from it, and c's pods only feed the
+// clientset and the nominator.
+func newFrameworkOn(ctx context.Context, c *Cluster, self *v1.Pod, profile *config.KubeSchedulerProfile, snapshot *cache.Snapshot) (*profileFramework, error) {
 	reg, err := registry()
 	if err != nil {
 		return nil, err
@@ -125,7 +132,9 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 	// The framework's instrumentation needs the scheduler's metrics
 	// registered (idempotent; kube-scheduler does it at start-up).
 	metrics.Register()
-	snapshot := cache.NewSnapshot(pods, c.Nodes)
+	if snapshot == nil {
+		snapshot = cache.NewSnapshot(pods, c.Nodes)
+	}
 	fw, err := frameworkruntime.NewFramework(ctx, reg, profile,
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(inf),

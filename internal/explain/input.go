@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/podterms"
 )
 
 // DecodeObjects reads YAML (several documents) or JSON: single objects and
@@ -126,11 +128,7 @@ func PodOf(obj runtime.Object) (*v1.Pod, error) {
 // term's matchLabelKeys and mismatchLabelKeys become In / NotIn requirements
 // on the pod's own label values, so the scheduler sees the same terms.
 func MergeMatchLabelKeys(pod *v1.Pod) {
-	a := pod.Spec.Affinity
-	if a == nil {
-		return
-	}
-	merge := func(t *v1.PodAffinityTerm) {
+	podterms.Each(pod.Spec.Affinity, func(t *v1.PodAffinityTerm) {
 		if t.LabelSelector == nil || (len(t.MatchLabelKeys) == 0 && len(t.MismatchLabelKeys) == 0) {
 			return
 		}
@@ -146,23 +144,7 @@ func MergeMatchLabelKeys(pod *v1.Pod) {
 					metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpNotIn, Values: []string{v}})
 			}
 		}
-	}
-	if pa := a.PodAffinity; pa != nil {
-		for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			merge(&pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
-		}
-		for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			merge(&pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
-		}
-	}
-	if pa := a.PodAntiAffinity; pa != nil {
-		for i := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			merge(&pa.RequiredDuringSchedulingIgnoredDuringExecution[i])
-		}
-		for i := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			merge(&pa.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
-		}
-	}
+	})
 }
 
 // ResolvePriority does for a pod that is not created what the apiserver's

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
@@ -46,6 +47,22 @@ func NewPlacer(ctx context.Context, c *Cluster, profile *config.KubeSchedulerPro
 	// A mutation session lets Place add and remove pods with the
 	// snapshot's indexes kept in step; it lasts as long as the Placer.
 	if err := fw.snapshot.StartMutations(); err != nil {
+		return nil, err
+	}
+	return &Placer{fw: fw}, nil
+}
+
+// NewPlacerOn is NewPlacer over a snapshot the caller keeps up to date (as
+// the scheduler's cache keeps one), so nothing of the cluster is copied
+// into it: the nodes and bound pods are the snapshot's, and c holds what
+// else the framework reads (namespaces, the nodes for its informers, pods
+// not bound, which nominate). The caller starts the snapshot's mutation
+// session before, and ends it after the batch, which takes back every
+// reservation; Placers of several profiles can share one session, and
+// then one another's reservations.
+func NewPlacerOn(ctx context.Context, snapshot *cache.Snapshot, c *Cluster, profile *config.KubeSchedulerProfile) (*Placer, error) {
+	fw, err := newFrameworkOn(ctx, c, &v1.Pod{}, profile, snapshot)
+	if err != nil {
 		return nil, err
 	}
 	return &Placer{fw: fw}, nil

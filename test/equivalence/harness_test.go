@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -27,7 +28,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
@@ -59,7 +59,7 @@ var kinds = func() []*kind {
 	var out []*kind
 	for _, p := range plugins.Set() {
 		upstream := func(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature.Features) (fwk.Plugin, error) {
-			return p.NewInTree(ctx, sc.versionedArgs(p.Replaces), h, fts)
+			return p.NewInTree(ctx, sc.rowArgs(p), h, fts)
 		}
 		out = append(out, &kind{Name: p.Replaces, Weight: p.Weight, Upstream: upstream, OursName: p.Name, OursNew: p.New, row: p})
 	}
@@ -88,16 +88,58 @@ func (k *kind) Ours(ctx context.Context, sc *Scenario, h fwk.Handle, fts feature
 
 // versionedArgs returns the scenario's args for the in-tree plugin called
 // name, or nil (no pluginConfig entry: the plugin's defaults) when the
-// generator made none: it generates args for the plugins whose args shape
-// their decisions (NodeAffinity, InterPodAffinity).
+// generator made none. It reads the Setup field of the row's Args type
+// (argsField), so a row of pkg/plugins.Set() that takes args needs no case
+// here, only a field in Setup (TestSetupCarriesEveryRowsArgs checks both
+// that and that the generators fill it).
 func (sc *Scenario) versionedArgs(name string) runtime.Object {
-	switch {
-	case name == names.NodeAffinity && sc.NodeAffinityArgs != nil:
-		return sc.NodeAffinityArgs
-	case name == names.InterPodAffinity && sc.InterPodAffinityArgs != nil:
-		return sc.InterPodAffinityArgs
+	k := kindByName(name)
+	if k == nil {
+		return nil
 	}
-	return nil
+	return sc.rowArgs(k.row)
+}
+
+// rowArgs is versionedArgs for a row.
+func (sc *Scenario) rowArgs(p plugins.Plugin) runtime.Object {
+	if p.Args == nil {
+		return nil
+	}
+	return sc.Setup.args(reflect.TypeOf(p.Args))
+}
+
+// args returns the Setup field of type t, or nil when it is unset or
+// Setup has no field of that type.
+func (s *Setup) args(t reflect.Type) runtime.Object {
+	f := argsField(s, t)
+	if !f.IsValid() || f.IsNil() {
+		return nil
+	}
+	return f.Interface().(runtime.Object)
+}
+
+// argsField is Setup's field of type t (the zero Value if none), settable.
+func argsField(s *Setup, t reflect.Type) reflect.Value {
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		if v.Field(i).Type() == t {
+			return v.Field(i)
+		}
+	}
+	return reflect.Value{}
+}
+
+// argsFields are Setup's args fields: those whose type is a runtime.Object.
+func argsFields(s *Setup) []reflect.Value {
+	var out []reflect.Value
+	v := reflect.ValueOf(s).Elem()
+	obj := reflect.TypeFor[runtime.Object]()
+	for i := range v.NumField() {
+		if v.Field(i).Type().Implements(obj) {
+			out = append(out, v.Field(i))
+		}
+	}
+	return out
 }
 
 // oursArgs returns the *runtime.Unknown our factory receives, or nil when

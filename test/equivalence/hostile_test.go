@@ -3,9 +3,11 @@ package equivalence
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,49 +19,50 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	configv1 "k8s.io/kube-scheduler/config/v1"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
-// Hostile-input fuzz targets: one per plugin we ship, each
-// comparing that plugin with upstream's in-tree one on a Scenario decoded
-// from the fuzzer's bytes (decodeHostile), with the suite's own plugin-level
-// comparator (comparePlugin: every extension point, statuses rendered by
-// statusString, raw and normalized scores). Unlike FuzzEquivalence, whose
-// bytes only steer the randomized generator and its small value pools, the
-// bytes here ARE the objects: huge label sets and values, unicode and case
-// variants, every operator on missing and empty values, Gt/Lt around the
-// int64 limits and non-numeric, thousands of terms, duplicate keys, empty
-// topology keys, namespaces nobody created. Mostly what the apiserver
-// accepts, plus the invalid corners an object can still carry into the
-// scheduler's cache (created before a validation tightened, or written
-// in-process), on which the scheduler must behave the same too.
+// FuzzHostile is the hostile-input fuzz target: it compares one plugin of
+// ours with upstream's in-tree one, for every row of pkg/plugins.Set(), on a
+// Scenario decoded from the fuzzer's bytes (decodeHostile), with the suite's
+// own plugin-level comparator (comparePlugin: every extension point,
+// statuses rendered by statusString, raw and normalized scores). Unlike
+// FuzzEquivalence, whose bytes only steer the randomized generator and its
+// small value pools, the bytes here ARE the objects: huge label sets and
+// values, unicode and case variants, every operator on missing and empty
+// values, Gt/Lt around the int64 limits and non-numeric, thousands of terms,
+// duplicate keys, empty topology keys, namespaces nobody created. Mostly what
+// the apiserver accepts, plus the invalid corners an object can still carry
+// into the scheduler's cache (created before a validation tightened, or
+// written in-process), on which the scheduler must behave the same too.
+//
+// The plugin is the input's first value, an in-tree name (Replaces) or, as
+// the fuzzer mutates it, any string, which hostileRow maps onto a row; so a
+// new row of Set() is fuzzed with no change here, and its seeds are every
+// hostile seed. EQUIVALENCE_FUZZ_PLUGIN=<in-tree name> pins every input to
+// that row (make fuzz FUZZ_PLUGIN=NodeAffinity).
 //
 // A failure is a mismatch, a panic of ours (even when upstream panics the
 // same way) or a comparison that does not finish within fuzzHangLimit.
 //
-//	make fuzz FUZZTIME=1000000x       # every target in turn
-//	go test ./test/equivalence -run '^$' -fuzz '^FuzzNodeAffinity$' -fuzztime 10m
+//	make fuzz FUZZTIME=1000000x       # every row, mixed
+//	make fuzz FUZZ_PLUGIN=NodeAffinity FUZZTIME=10m
 //
-// Plain `go test` runs the seeds (f.Add below and testdata/fuzz/<target>/).
-
-// fuzzHangLimit: a comparison of one decoded scenario takes milliseconds
-// (the decoder's element budget bounds it); this much is a hang.
-const fuzzHangLimit = 2 * time.Minute
-
-func FuzzNodeName(f *testing.F)         { fuzzPlugin(f, names.NodeName) }
-func FuzzTaintToleration(f *testing.F)  { fuzzPlugin(f, names.TaintToleration) }
-func FuzzNodeAffinity(f *testing.F)     { fuzzPlugin(f, names.NodeAffinity) }
-func FuzzInterPodAffinity(f *testing.F) { fuzzPlugin(f, names.InterPodAffinity) }
-
-func fuzzPlugin(f *testing.F, inTree string) {
-	k := kindByName(inTree)
-	if k == nil {
-		f.Fatalf("no plugin of ours replaces %s in pkg/plugins.Set()", inTree)
+// Plain `go test` runs the seeds (f.Add below and testdata/fuzz/FuzzHostile/).
+func FuzzHostile(f *testing.F) {
+	pinned := os.Getenv("EQUIVALENCE_FUZZ_PLUGIN")
+	if pinned != "" && kindByName(pinned) == nil {
+		f.Fatalf("EQUIVALENCE_FUZZ_PLUGIN=%s: no row of pkg/plugins.Set() replaces it; one of %v", pinned, kindNames())
 	}
-	for _, seed := range hostileSeeds {
-		f.Add(seed)
+	for _, k := range kinds {
+		for _, seed := range hostileSeeds {
+			f.Add(k.Name, seed)
+		}
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(t *testing.T, plugin string, data []byte) {
+		if pinned != "" {
+			plugin = pinned
+		}
+		k := hostileRow(plugin)
 		sc := decodeHostile(data)
 		fuzzEnv.Lock()
 		defer fuzzEnv.Unlock()
@@ -88,6 +91,30 @@ func fuzzPlugin(f *testing.F, inTree string) {
 			t.Fatalf("%s: comparison still running after %v (hang)\n---\n%s---", k.OursName, fuzzHangLimit, scenarioYAML(sc))
 		}
 	})
+}
+
+// fuzzHangLimit: a comparison of one decoded scenario takes milliseconds
+// (the decoder's element budget bounds it); this much is a hang.
+const fuzzHangLimit = 2 * time.Minute
+
+// hostileRow is the row FuzzHostile compares for the input's plugin value:
+// the one it names (in-tree name), else one picked by the value's hash, so
+// that every value the fuzzer makes up lands on some row.
+func hostileRow(plugin string) *kind {
+	if k := kindByName(plugin); k != nil {
+		return k
+	}
+	h := fnv.New32a()
+	h.Write([]byte(plugin))
+	return kinds[h.Sum32()%uint32(len(kinds))]
+}
+
+func kindNames() []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, k.Name)
+	}
+	return out
 }
 
 // mapOrderDependent: every mismatch is between two "Invalid value" texts

@@ -100,8 +100,14 @@ func reductions(sc *Scenario) []reduction {
 	}
 
 	// Args and switches.
-	add(func(c *Scenario) bool { r := c.NodeAffinityArgs != nil; c.NodeAffinityArgs = nil; return r })
-	add(func(c *Scenario) bool { r := c.InterPodAffinityArgs != nil; c.InterPodAffinityArgs = nil; return r })
+	for i := range argsFields(&sc.Setup) {
+		add(func(c *Scenario) bool {
+			f := argsFields(&c.Setup)[i]
+			r := !f.IsNil()
+			f.SetZero()
+			return r
+		})
+	}
 	add(func(c *Scenario) bool { r := c.NoStateChecks; c.NoStateChecks = false; return r })
 	add(func(c *Scenario) bool { r := c.ArgsAsYAML; c.ArgsAsYAML = false; return r })
 	add(func(c *Scenario) bool {

@@ -1077,10 +1077,14 @@ func testProtected(t *testing.T, h *enforcement) {
 	down.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "KubeletNotReady"}}
 	env.CreateNodes(t, down)
 	r.replicaSet(t, r.pod(ns, "stranded", enforcedProfile).NodeSelector(sel).NodeName(down.Name).Obj(), 1)
+	// A pod with an emptyDir: its data would stay behind.
+	scratch := r.pod(ns, "scratch", enforcedProfile).NodeSelector(sel).Obj()
+	scratch.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	r.replicaSet(t, scratch, 1)
 	// The control pod.
 	r.replicaSet(t, r.pod(ns, "control", enforcedProfile).NodeSelector(sel).Obj(), 1)
 
-	want := map[string]string{"daemon": "daemonset", "mirror": "mirror-pod", "bare": "no-controller", "critical": "system-critical", "stranded": "node-not-ready"}
+	want := map[string]string{"daemon": "daemonset", "mirror": "mirror-pod", "bare": "no-controller", "critical": "system-critical", "stranded": "node-not-ready", "scratch": "local-storage"}
 	protected := map[string]v1.Pod{}
 	env.Poll(t, "the protected pods bound", func(ctx context.Context) (bool, error) {
 		for app := range want {

@@ -13,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/podterms"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
@@ -32,6 +33,10 @@ const (
 	opClone           = "Clone"
 	opAddPodRemovePod = "AddPodRemovePod"
 	opCloneAddPod     = "CloneAddPod"
+	// opNormalizeScore is per cycle: one NormalizeScore over the raw
+	// scores Score gave the cycle's window of nodes (on a fresh copy each
+	// time, since it rewrites them in place).
+	opNormalizeScore = "NormalizeScore"
 )
 
 // Modes. steady: ONE plugin instance for the whole benchmark, and one node
@@ -67,15 +72,27 @@ func BenchmarkInterPodAffinity(b *testing.B) {
 		[]string{"PodAntiAffinity", "PodAffinity", "PreferredPodAffinity", "PreferredPodAntiAffinity", "NoConstraint"})
 }
 
-// BenchmarkNodeAffinity: Filter and Score per node.
+// basicOps are the extension points of the plugins that keep nothing
+// across cycles (NodeName, TaintToleration, NodeAffinity).
+var basicOps = []string{opPreFilter, opFilter, opPreScore, opScore, opNormalizeScore}
+
+// BenchmarkNodeAffinity: every extension point, for the pod without
+// constraints (PreFilter and PreScore Skip) and the node-affinity pods.
 func BenchmarkNodeAffinity(b *testing.B) {
-	benchPlugin(b, na, []string{opFilter, opScore}, []string{"NodeAffinity", "NodeAffinityPreferred"})
+	benchPlugin(b, na, basicOps, []string{"NoConstraint", "NodeAffinity", "NodeAffinityPreferred"})
 }
 
-// BenchmarkTaintToleration: Filter and Score per node, for the pod without
+// BenchmarkTaintToleration: every extension point, for the pod without
 // constraints (untainted nodes, as in every affinity workload).
 func BenchmarkTaintToleration(b *testing.B) {
-	benchPlugin(b, tt, []string{opFilter, opScore}, []string{"NoConstraint"})
+	benchPlugin(b, tt, basicOps, []string{"NoConstraint"})
+}
+
+// BenchmarkNodeName: PreFilter and Filter (it does not score), for the pod
+// without constraints, which names no node: PreFilter does not Skip, so
+// Filter runs on every node.
+func BenchmarkNodeName(b *testing.B) {
+	benchPlugin(b, nn, []string{opPreFilter, opFilter}, []string{"NoConstraint"})
 }
 
 // benchPlugin runs BenchmarkX/<op>/workload=<w>/mode=<m>/impl=<upstream|ours>
@@ -91,7 +108,7 @@ func benchPlugin(b *testing.B, name string, ops, wls []string) {
 					continue
 				}
 				b.Run("workload="+w.Name, func(b *testing.B) {
-					for _, mode := range modes(op) {
+					for _, mode := range modes(name, op) {
 						b.Run("mode="+mode, func(b *testing.B) {
 							for _, im := range impls(b, name) {
 								b.Run("impl="+im.Name, func(b *testing.B) {
@@ -107,8 +124,11 @@ func benchPlugin(b *testing.B, name string, ops, wls []string) {
 	}
 }
 
-func modes(op string) []string {
-	if op == opPreFilter || op == opPreScore {
+// modes: the cold and interleaved modes tell what state kept across cycles
+// is worth, so only InterPodAffinity (the one plugin that keeps any) runs
+// them.
+func modes(name, op string) []string {
+	if name == ipa && (op == opPreFilter || op == opPreScore) {
 		return []string{steady, cold, interleaved}
 	}
 	return []string{steady}
@@ -132,7 +152,7 @@ func reaches(w workload, name, op string) bool {
 	switch op {
 	case opPreFilter, opPreScore:
 		return true
-	case opScore:
+	case opScore, opNormalizeScore:
 		return w.Score[name]
 	default:
 		return w.Filter[name]
@@ -153,6 +173,10 @@ func measure(b *testing.B, c *cluster, im impl, op, mode string) {
 	pl := c.newPlugin(b, im)
 	m := newMeter()
 	fresh := mode == cold
+	if op == opNormalizeScore {
+		measureNormalize(b, c, pl, im, m)
+		return
+	}
 	if op == opPreFilter || op == opPreScore {
 		var variants []*v1.Pod
 		if mode == interleaved {
@@ -258,6 +282,42 @@ func measure(b *testing.B, c *cluster, im impl, op, mode string) {
 	m.report(b)
 }
 
+// measureNormalize times NormalizeScore, once per cycle, over the raw
+// scores of the cycle's window of nodes (PreFilter, PreScore and Score
+// untimed, as the framework runs them first). NormalizeScore rewrites the
+// list in place, so every op gets a fresh copy (copied untimed).
+func measureNormalize(b *testing.B, c *cluster, pl fwk.Plugin, im impl, m *meter) {
+	pod := c.shape.Incoming
+	ext := pl.(fwk.ScorePlugin).ScoreExtensions()
+	if ext == nil {
+		b.Fatalf("%s has no ScoreExtensions", im.Name)
+	}
+	var raw, scores fwk.NodeScoreList
+	for b.Loop() {
+		c.step(b)
+		all := c.all(b)
+		cs := framework.NewCycleState()
+		preFilter(c.ctx, pl, cs, pod, all)
+		window := c.window(all)
+		if st := pl.(fwk.PreScorePlugin).PreScore(c.ctx, cs, pod, window); !st.IsSuccess() {
+			b.Fatalf("%s PreScore = %q: the framework would not call NormalizeScore (fix the workload's Score table)", im.Name, tu.StatusString(st))
+		}
+		raw = raw[:0]
+		for _, ni := range window {
+			s, st := pl.(fwk.ScorePlugin).Score(c.ctx, cs, pod, ni)
+			if !st.IsSuccess() {
+				b.Fatalf("%s Score = %q", im.Name, tu.StatusString(st))
+			}
+			raw = append(raw, fwk.NodeScore{Name: ni.Node().Name, Score: s})
+		}
+		scores = append(scores[:0], raw...)
+		m.start()
+		ext.NormalizeScore(c.ctx, cs, pod, scores)
+		m.stop()
+	}
+	m.report(b)
+}
+
 // workloadVariants returns n copies of pod, one per workload: each copy's
 // pod (anti-)affinity terms require in addition that a label no pod
 // carries is not the workload's name, which every pod satisfies. The
@@ -269,29 +329,11 @@ func workloadVariants(pod *v1.Pod, n int) []*v1.Pod {
 		p := pod.DeepCopy()
 		p.Name = fmt.Sprintf("%s-w%d", pod.Name, i)
 		req := metav1.LabelSelectorRequirement{Key: "pluginbench.example.com/workload", Operator: metav1.LabelSelectorOpNotIn, Values: []string{fmt.Sprint("w", i)}}
-		mark := func(t *v1.PodAffinityTerm) {
+		podterms.Each(p.Spec.Affinity, func(t *v1.PodAffinityTerm) {
 			if t.LabelSelector != nil {
 				t.LabelSelector.MatchExpressions = append(t.LabelSelector.MatchExpressions, req)
 			}
-		}
-		if a := p.Spec.Affinity; a != nil {
-			if pa := a.PodAffinity; pa != nil {
-				for j := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-					mark(&pa.RequiredDuringSchedulingIgnoredDuringExecution[j])
-				}
-				for j := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-					mark(&pa.PreferredDuringSchedulingIgnoredDuringExecution[j].PodAffinityTerm)
-				}
-			}
-			if pa := a.PodAntiAffinity; pa != nil {
-				for j := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-					mark(&pa.RequiredDuringSchedulingIgnoredDuringExecution[j])
-				}
-				for j := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-					mark(&pa.PreferredDuringSchedulingIgnoredDuringExecution[j].PodAffinityTerm)
-				}
-			}
-		}
+		})
 		out[i] = p
 	}
 	return out

@@ -25,7 +25,7 @@ func TestShapes(t *testing.T) {
 				checkShape(t, s, nodes)
 			}
 			c := newCluster(t, loadShape(t, w, 500))
-			for _, name := range []string{ipa, na, tt} {
+			for _, name := range []string{ipa, na, tt, nn} {
 				for _, im := range impls(t, name) {
 					checkReaches(t, c, w, name, im)
 				}

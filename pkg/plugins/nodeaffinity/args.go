@@ -1,6 +1,8 @@
 package nodeaffinity
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -44,15 +46,16 @@ func decodeArgs(obj runtime.Object) (*config.NodeAffinityArgs, error) {
 
 // addedAffinity is the compiled form of args.addedAffinity.
 type addedAffinity struct {
-	required  *nodeaffinity.NodeSelector
-	preferred *nodeaffinity.PreferredSchedulingTerms
+	required  *requiredSelector
+	preferred *preferredTerms
 }
 
 // compileAddedAffinity compiles validated args.addedAffinity into the
-// matchers Filter and Score use. Validation parsed the same terms and threw
-// the result away (upstream's validator returns only an error), so this
-// parses them again: once, at start-up. A parse error cannot happen after
-// validation; it is still returned rather than assumed away.
+// matchers Filter and Score use. component-helpers parses the terms first,
+// for its errors (which carry the field paths users see), though
+// validation already parsed them; then ours, for the per-node matchers.
+// Once, at start-up. A parse error cannot happen after validation; it is
+// still returned rather than assumed away.
 func compileAddedAffinity(args *config.NodeAffinityArgs) (addedAffinity, error) {
 	var out addedAffinity
 	if args.AddedAffinity == nil {
@@ -61,18 +64,19 @@ func compileAddedAffinity(args *config.NodeAffinityArgs) (addedAffinity, error) 
 	root := field.NewPath("addedAffinity")
 	var errs []error
 	if ns := args.AddedAffinity.RequiredDuringSchedulingIgnoredDuringExecution; ns != nil {
-		sel, err := nodeaffinity.NewNodeSelector(ns, field.WithPath(root.Child("requiredDuringSchedulingIgnoredDuringExecution")))
-		if err != nil {
+		if _, err := nodeaffinity.NewNodeSelector(ns, field.WithPath(root.Child("requiredDuringSchedulingIgnoredDuringExecution"))); err != nil {
 			errs = append(errs, err)
 		}
-		out.required = sel
+		out.required = newRequiredSelector(ns)
 	}
 	if terms := args.AddedAffinity.PreferredDuringSchedulingIgnoredDuringExecution; len(terms) != 0 {
-		pref, err := nodeaffinity.NewPreferredSchedulingTerms(terms, field.WithPath(root.Child("preferredDuringSchedulingIgnoredDuringExecution")))
-		if err != nil {
+		if _, err := nodeaffinity.NewPreferredSchedulingTerms(terms, field.WithPath(root.Child("preferredDuringSchedulingIgnoredDuringExecution"))); err != nil {
 			errs = append(errs, err)
+		} else if pref, ok := newPreferredTerms(terms); ok {
+			out.preferred = pref
+		} else {
+			errs = append(errs, fmt.Errorf("addedAffinity.preferredDuringSchedulingIgnoredDuringExecution: our parser rejects what component-helpers accepts (a bug of %s)", Name))
 		}
-		out.preferred = pref
 	}
 	if err := utilerrors.Flatten(utilerrors.NewAggregate(errs)); err != nil {
 		return addedAffinity{}, err

@@ -38,7 +38,7 @@ func (pl *NodeAffinity) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1
 		return fwk.Queue, err
 	}
 	var required nodeaffinity.RequiredNodeAffinity
-	matchesNew := pl.addedNodeSelector == nil || pl.addedNodeSelector.Match(newNode)
+	matchesNew := pl.addedNodeSelector == nil || pl.addedNodeSelector.match(newNode)
 	if matchesNew {
 		required = nodeaffinity.GetRequiredNodeAffinity(pod)
 		if matchesNew, err = required.Match(newNode); err != nil {

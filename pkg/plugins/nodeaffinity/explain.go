@@ -23,7 +23,7 @@ func (pl *NodeAffinity) ExplainFilter(_ context.Context, _ fwk.CycleState, pod *
 		return nil
 	}
 	var out []explanation.Cause
-	if pl.addedNodeSelector != nil && !pl.addedNodeSelector.Match(node) {
+	if pl.addedNodeSelector != nil && !pl.addedNodeSelector.match(node) {
 		for _, f := range failedTerms(pl.addedRequiredTerms, node) {
 			out = append(out, explanation.Cause{Message: "scheduler-enforced addedAffinity (profile args): " + f.String()})
 		}

@@ -6,7 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -16,7 +15,7 @@ import (
 // preFilterState is the pod's parsed nodeSelector AND required node affinity,
 // computed once per cycle instead of once per node.
 type preFilterState struct {
-	required nodeaffinity.RequiredNodeAffinity
+	required podSelector
 }
 
 // Clone returns the receiver: the state depends only on the pod, never on
@@ -47,7 +46,7 @@ func (pl *NodeAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleState
 	if required == nil && pl.addedNodeSelector == nil && pod.Spec.NodeSelector == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	cycleState.Write(preFilterStateKey, &preFilterState{required: nodeaffinity.GetRequiredNodeAffinity(pod)})
+	cycleState.Write(preFilterStateKey, &preFilterState{required: newPodSelector(pod)})
 
 	if required == nil {
 		return nil, nil
@@ -109,19 +108,19 @@ func (pl *NodeAffinity) Filter(_ context.Context, cycleState fwk.CycleState, pod
 		return nil
 	}
 	node := nodeInfo.Node()
-	if pl.addedNodeSelector != nil && !pl.addedNodeSelector.Match(node) {
+	if pl.addedNodeSelector != nil && !pl.addedNodeSelector.match(node) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, errReasonEnforced)
 	}
 	s, err := cyclestate.Read[*preFilterState](cycleState, preFilterStateKey)
 	if err != nil {
 		// PreFilter is disabled in this profile (or Skipped, in which case
 		// Filter is not called by the framework): parse here instead.
-		s = &preFilterState{required: nodeaffinity.GetRequiredNodeAffinity(pod)}
+		s = &preFilterState{required: newPodSelector(pod)}
 	}
-	// A parse error only surfaces when no term matched; it then means "no
-	// match", exactly like upstream, which discards it for backwards
-	// compatibility with pods admitted before stricter validation.
-	if ok, _ := s.required.Match(node); !ok {
+	// A term that fails to parse never matches, exactly like upstream,
+	// which discards the parse error for backwards compatibility with pods
+	// admitted before stricter validation.
+	if !s.required.match(node) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, errReasonPod)
 	}
 	return nil

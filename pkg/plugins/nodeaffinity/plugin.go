@@ -4,11 +4,14 @@
 // It filters nodes by the pod's spec.nodeSelector and required node affinity,
 // plus a scheduler-enforced "added" affinity from the plugin args, and scores
 // them by the weights of the matching preferred terms. Statuses, Skip
-// decisions, PreFilterResult, scores and queueing hints are those of upstream;
-// the term matching itself is delegated to
-// k8s.io/component-helpers/scheduling/corev1/nodeaffinity, which upstream also
-// uses, so parse quirks (lazy per-term errors, empty terms, Gt/Lt parsing)
-// are the same by construction. The contract is docs/behavior.md §6.
+// decisions, PreFilterResult, scores and queueing hints are those of upstream.
+// Upstream matches terms with k8s.io/component-helpers/scheduling/corev1/
+// nodeaffinity, which allocates on every node; ours parses each term once
+// into apimachinery label requirements with component-helpers' rules
+// (matching.go, checked against component-helpers by matching_test.go and
+// the equivalence suite) and matches without allocating. Error texts (a bad
+// preferred term in PreScore, bad args) still come from component-helpers.
+// The contract is docs/behavior.md §6.
 package nodeaffinity
 
 import (
@@ -17,7 +20,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-helpers/resource"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 )
@@ -50,11 +52,11 @@ const (
 type NodeAffinity struct {
 	// addedNodeSelector is the args' addedAffinity required selector; nil
 	// when the args set none (every node passes).
-	addedNodeSelector *nodeaffinity.NodeSelector
+	addedNodeSelector *requiredSelector
 	// addedPrefSchedTerms is the args' addedAffinity preferred terms; nil
 	// when the args list none. Non-nil but empty (all weights 0) is kept
 	// distinct because it disables PreScore's Skip, as upstream.
-	addedPrefSchedTerms *nodeaffinity.PreferredSchedulingTerms
+	addedPrefSchedTerms *preferredTerms
 	// skipDeferredResize mirrors the InPlacePodVerticalScalingSchedulerPreemption
 	// gate: pods whose in-place resize is deferred are already bound, so
 	// PreFilter Skips them and Filter passes them.

@@ -2,6 +2,7 @@ package nodeaffinity
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -14,7 +15,7 @@ import (
 // preScoreState is the pod's parsed preferred terms; nil when the pod lists
 // none (only the added terms then score).
 type preScoreState struct {
-	preferred *nodeaffinity.PreferredSchedulingTerms
+	preferred *preferredTerms
 }
 
 // Clone returns the receiver: the state is read-only and pod-only.
@@ -25,12 +26,27 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // result, which is what keeps PreScore from Skipping. Terms of weight 0 and
 // empty preferences are dropped by the parser before parsing, so their
 // errors never surface; any other term's parse error is returned as is.
-func podPreferredTerms(pod *v1.Pod) (*nodeaffinity.PreferredSchedulingTerms, error) {
+func podPreferredTerms(pod *v1.Pod) (*preferredTerms, error) {
 	a := pod.Spec.Affinity
 	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution == nil {
 		return nil, nil
 	}
-	return nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	return parsePreferred(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+}
+
+// parsePreferred parses terms for Score. Only when one fails to parse is
+// component-helpers' parser run, for its error, the text upstream's status
+// carries verbatim.
+func parsePreferred(terms []v1.PreferredSchedulingTerm) (*preferredTerms, error) {
+	if p, ok := newPreferredTerms(terms); ok {
+		return p, nil
+	}
+	if _, err := nodeaffinity.NewPreferredSchedulingTerms(terms); err != nil {
+		return nil, err
+	}
+	// Unreachable while both parsers apply the same rules; the equivalence
+	// suite would show the mismatch.
+	return nil, fmt.Errorf("preferred node affinity terms: our parser rejects what component-helpers accepts (a bug of %s)", Name)
 }
 
 // PreScore parses the pod's preferred terms once for Score. Unlike required
@@ -59,7 +75,7 @@ func (pl *NodeAffinity) Score(_ context.Context, cycleState fwk.CycleState, pod 
 	node := nodeInfo.Node()
 	var sum int64
 	if pl.addedPrefSchedTerms != nil {
-		sum += pl.addedPrefSchedTerms.Score(node)
+		sum += pl.addedPrefSchedTerms.score(node)
 	}
 	s, err := cyclestate.Read[*preScoreState](cycleState, preScoreStateKey)
 	if err != nil {
@@ -71,7 +87,7 @@ func (pl *NodeAffinity) Score(_ context.Context, cycleState fwk.CycleState, pod 
 		s = &preScoreState{preferred: preferred}
 	}
 	if s.preferred != nil {
-		sum += s.preferred.Score(node)
+		sum += s.preferred.score(node)
 	}
 	return sum, nil
 }

@@ -33,6 +33,10 @@ type TaintToleration struct {
 	// in-place resize is deferred
 	// (gate InPlacePodVerticalScalingSchedulerPreemption).
 	skipDeferredResize bool
+	// noTolerations is the PreScore state of a pod with no toleration that
+	// can match a PreferNoSchedule taint, shared by every such cycle (the
+	// state is read-only; Clone returns it).
+	noTolerations *preScoreState
 }
 
 var (
@@ -54,6 +58,7 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Featur
 	return &TaintToleration{
 		comparisonOperators: fts.EnableTaintTolerationComparisonOperators,
 		skipDeferredResize:  fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+		noTolerations:       &preScoreState{},
 	}, nil
 }
 

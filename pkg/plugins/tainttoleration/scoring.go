@@ -37,6 +37,12 @@ func (pl *TaintToleration) PreScore(_ context.Context, cycleState fwk.CycleState
 			tols = append(tols, t)
 		}
 	}
+	if tols == nil {
+		// Most pods: nothing to keep, so share one read-only state
+		// instead of allocating one per cycle.
+		cycleState.Write(preScoreStateKey, pl.noTolerations)
+		return nil
+	}
 	cycleState.Write(preScoreStateKey, &preScoreState{tolerations: tols})
 	return nil
 }

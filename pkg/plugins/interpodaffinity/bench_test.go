@@ -206,9 +206,9 @@ func BenchmarkIndexBound(b *testing.B) {
 	schedmetrics.Register()
 	par := parallelize.NewParallelizer(2)
 	cs := framework.NewCycleState()
-	ops := scoreOps(func(ni fwk.NodeInfo) nodeTally {
+	ops := scoreOps(func(ni fwk.NodeInfo, reuse nodeTally) nodeTally {
 		nt := topologyOf(nil, ni)
-		var t nodeTally
+		t := reuse.reset()
 		t.add(&nt, host, 1)
 		t.add(&nt, zone, 2)
 		return t

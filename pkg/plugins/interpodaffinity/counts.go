@@ -79,6 +79,14 @@ func (c *topologyCounts) apply(t nodeTally, sign int64) {
 	}
 }
 
+// merge adds the counts of src, which are positive (a sum of tallies),
+// into c.
+func (c *topologyCounts) merge(src *topologyCounts) {
+	for p, n := range src.domains.all() {
+		c.addTo(p, n)
+	}
+}
+
 // fork returns counts that may be changed while c, shared, is not.
 func (c *topologyCounts) fork() topologyCounts {
 	return topologyCounts{domains: c.domains.fork(), keys: slices.Clone(c.keys)}
@@ -128,16 +136,20 @@ func (t *keyTally) add(key string, delta int64) {
 }
 
 // nodeTally is one node's contribution to a topologyCounts (or to a score
-// map), built in parallel and merged serially. On one node a topology key has
-// exactly one value, so entries are unique per key; there are only as many as
-// distinct term keys, which makes a linear scan cheaper than a map. Nodes that
-// contribute nothing allocate nothing.
+// map). On one node a topology key has exactly one value, so entries are
+// unique per key; there are only as many as distinct term keys, which makes
+// a linear scan cheaper than a map. Nodes that contribute nothing allocate
+// nothing, and the plain scan builds each node's tally in the storage of
+// the one before (computeSum), so that only the index keeps tallies.
 type nodeTally []domainCount
 
 type domainCount struct {
 	pair  topologyPair
 	count int64
 }
+
+// reset empties t and keeps its storage for the next node (sumOps.compute).
+func (t nodeTally) reset() nodeTally { return t[:0] }
 
 // add reads the node's value of key through nt, so that a key and value
 // read through a view are the view's own strings (topologyTable.sync).
@@ -181,6 +193,11 @@ func (sum *existingAntiSum) apply(v existingAnti, sign int64) {
 	}
 }
 
+func (sum *existingAntiSum) merge(src *existingAntiSum) {
+	sum.counts.merge(&src.counts)
+	sum.hostScopedNodes += src.hostScopedNodes
+}
+
 func (sum *existingAntiSum) clone() *existingAntiSum {
 	return &existingAntiSum{counts: sum.counts.fork(), hostScopedNodes: sum.hostScopedNodes}
 }
@@ -208,6 +225,12 @@ func (sum *incomingSum) apply(v incomingMatches, sign int64) {
 	sum.affinity.apply(v.affinity, sign)
 	sum.antiAffinity.apply(v.antiAffinity, sign)
 	sum.hostAffinity += sign * v.hostAffinity
+}
+
+func (sum *incomingSum) merge(src *incomingSum) {
+	sum.affinity.merge(&src.affinity)
+	sum.antiAffinity.merge(&src.antiAffinity)
+	sum.hostAffinity += src.hostAffinity
 }
 
 func (sum *incomingSum) clone() *incomingSum {
@@ -253,6 +276,18 @@ func (s *scoreSum) apply(t nodeTally, sign int64) {
 		}
 		s.domains.update(d.pair, w, had)
 		s.keys.add(d.pair.key, sign)
+	}
+}
+
+// merge adds src, a sum of tallies, into s: weights and entries add up
+// per domain, and each entry of src counts for its key as it did there.
+func (s *scoreSum) merge(src *scoreSum) {
+	for p, w := range src.domains.all() {
+		d, had := s.domains.get(p)
+		d.weight += w.weight
+		d.entries += w.entries
+		s.domains.update(p, d, had)
+		s.keys.add(p.key, w.entries)
 	}
 }
 

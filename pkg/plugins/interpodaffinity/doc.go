@@ -10,11 +10,11 @@
 // # Files
 //
 // The decisions, which read like upstream's: plugin.go (the plugin, term
-// matching helpers), filtering.go (PreFilter, what a node contributes to
-// the counts, Filter), scoring.go (PreScore, what a node contributes to
-// the weights, Score, NormalizeScore), events.go (queueing hints),
-// explain.go. The speed machinery, which the decisions call and which
-// calls none of them: counts.go (the count types and how contributions
+// matching helpers), signing.go (SignPod), filtering.go (PreFilter, what
+// a node contributes to the counts, Filter), scoring.go (PreScore, what a
+// node contributes to the weights, Score, NormalizeScore), events.go
+// (queueing hints), explain.go. The speed machinery, which the decisions
+// call and which refers to none of them: counts.go (the count types and how contributions
 // add up), ops.go (the caches a plugin keeps, the switch that turns them
 // off, named operation builders), index.go, signature.go, layered.go,
 // topology.go.

@@ -310,6 +310,13 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 		nodes = holders.nonHost
 		s.existingHostAnti = len(holders.all) > len(holders.nonHost)
 	}
+	if len(nodes) == 0 {
+		// Nothing to count, and nothing for an index to keep: a pod
+		// with preferred terms only, in a cluster without required
+		// anti-affinity, pays no index bookkeeping on its way to Skip.
+		s.existingAntiAffinity = topologyCounts{}
+		return
+	}
 	incoming := s.podInfo.GetPod()
 	// A node's part depends on its pods and labels and on what the
 	// holders' terms read of the incoming pod: its namespace, its labels
@@ -330,12 +337,13 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 // s.existingAntiAffinity: each required anti-affinity term of its pods
 // that selects the incoming pod counts once in the node's domain of the
 // term's key. With the fast path, a hostname-scoped term is not counted
-// but noted: Filter checks it on the candidate node itself.
-func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo) existingAnti {
+// but noted: Filter checks it on the candidate node itself. The result is
+// built in reuse's storage (sumOps.compute).
+func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo, reuse existingAnti) existingAnti {
 	// No view yet: its keys include these counts' (filterKeys).
 	nt := topologyOf(nil, ni)
 	incoming := s.podInfo.GetPod()
-	var r existingAnti
+	r := existingAnti{tally: reuse.tally.reset()}
 	for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
 		terms := existing.GetRequiredAntiAffinityTerms()
 		for j := range terms {
@@ -358,8 +366,8 @@ func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo) existingAnti {
 func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState fwk.CycleState, s *preFilterState, allNodes []fwk.NodeInfo) {
 	t := &s.terms
 	if len(t.affinity) == 0 && len(t.antiAffinity) == 0 && len(t.hostAffinity) == 0 {
-		s.affinity = newTopologyCounts()
-		s.antiAffinity = newTopologyCounts()
+		// The zero counts are empty, and read-only until forked.
+		s.affinity, s.antiAffinity = topologyCounts{}, topologyCounts{}
 		return
 	}
 	// A node's part depends on its pods and labels and on the terms
@@ -376,7 +384,7 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	// every cycle.
 	var sum *incomingSum
 	s.topology = pl.caches.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
-		ops := incomingOps(func(ni fwk.NodeInfo) incomingMatches { return t.matchesOn(view, ni) })
+		ops := incomingOps(func(ni fwk.NodeInfo, reuse incomingMatches) incomingMatches { return t.matchesOn(view, ni, reuse) })
 		sum = pl.caches.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
@@ -387,10 +395,11 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 // counts once in the node's domain of each; a pod matching a counted
 // anti-affinity term counts in the node's domain of that term; a pod
 // matching all host-scoped affinity terms counts in hostAffinity. Labels
-// are read through view (nil: from the node).
-func (t *requiredTerms) matchesOn(view *topologyView, ni fwk.NodeInfo) incomingMatches {
+// are read through view (nil: from the node). The result is built in
+// reuse's storage (sumOps.compute).
+func (t *requiredTerms) matchesOn(view *topologyView, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
 	nt := topologyOf(view, ni)
-	var r incomingMatches
+	r := incomingMatches{affinity: reuse.affinity.reset(), antiAffinity: reuse.antiAffinity.reset()}
 	for _, existing := range ni.GetPods() {
 		pod := existing.GetPod()
 		if matchesAll(t.affinity, pod) {

@@ -56,11 +56,16 @@ type nodeSlot[V any] struct {
 // pointer type, mutated in place by apply). ops.go builds them.
 type sumOps[V, A any] struct {
 	// compute is one node's contribution; it must depend only on the node
-	// (its labels and pods) and on what the signature encodes.
-	compute func(ni fwk.NodeInfo) V
+	// (its labels and pods) and on what the signature encodes. reuse is
+	// the zero V or an earlier result that the caller has applied and
+	// holds no more: compute may build its result in reuse's storage, so
+	// that the plain scan allocates nothing per node.
+	compute func(ni fwk.NodeInfo, reuse V) V
 	newSum  func() A
 	// apply adds v to the sum (sign 1) or takes it out again (sign -1).
 	apply func(sum A, v V, sign int64)
+	// merge adds src, a sum built by apply alone, into dst.
+	merge func(dst, src A)
 	clone func(A) A
 	// seal, if set, readies a sum to be handed out (layered.seal).
 	seal func(A)
@@ -103,6 +108,8 @@ type indexEntry[V, A any] struct {
 // is disabled (recomputes everything every time, keeping nothing).
 type nodeIndex[V, A any] struct {
 	enabled bool
+	// op names the index's parallel work in the parallelizer's metrics.
+	op string
 	// admitFirst admits a signature the first time it is seen (tests of
 	// what an entry does once it exists).
 	admitFirst bool
@@ -128,7 +135,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 	if s, ok := x.lookup(ctx, cs, par, sig, nodes, gens, ops); ok {
 		return s
 	}
-	return computeSum(ctx, par, nodes, ops)
+	return computeSum(ctx, par, x.op, nodes, ops)
 }
 
 // lookup returns the indexed sum for sig, and false when the index does
@@ -168,7 +175,7 @@ func (x *nodeIndex[V, A]) lookup(ctx context.Context, cs fwk.CycleState, par fwk
 	}
 	e.lastUse = x.clock
 	held := len(e.slots)
-	s, ok := e.update(ctx, par, nodes, gens, ops)
+	s, ok := e.update(ctx, par, x.op, nodes, gens, ops)
 	x.slots += len(e.slots) - held
 	if !ok {
 		x.drop(sig)
@@ -243,7 +250,7 @@ func (x *nodeIndex[V, A]) drop(sig string) {
 // marked as lent. False: the slots cannot stand for the list (a node
 // without a name, a name listed twice, an abandoned cycle); the caller
 // drops the entry, whatever state it was left in.
-func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
+func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
 	var none A
 	e.epoch++
 	found, stale, moved, ok := e.locate(nodes, gens)
@@ -256,7 +263,7 @@ func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, nod
 		e.lent = true
 		return e.sum, true
 	}
-	fresh, ok := recompute(ctx, par, nodes, stale, ops)
+	fresh, ok := recompute(ctx, par, op, nodes, stale, ops)
 	if !ok || !e.settle(nodes, found, stale, fresh, ops) {
 		return none, false
 	}
@@ -373,17 +380,19 @@ func (e *indexEntry[V, A]) locate(nodes []fwk.NodeInfo, gens []int64) (found []*
 
 // recompute computes the contributions of the nodes at positions stale,
 // in parallel when there are more than a few. False: the cycle was
-// abandoned and some may be missing.
-func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, stale []int, ops sumOps[V, A]) ([]V, bool) {
+// abandoned and some may be missing. op names the work in the
+// parallelizer's metrics.
+func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, stale []int, ops sumOps[V, A]) ([]V, bool) {
 	fresh := make([]V, len(stale))
-	computeAt := func(j int) { fresh[j] = ops.compute(nodes[stale[j]]) }
+	var none V
+	computeAt := func(j int) { fresh[j] = ops.compute(nodes[stale[j]], none) }
 	if len(stale) <= 4 {
 		for j := range stale {
 			computeAt(j)
 		}
 		return fresh, true
 	}
-	par.Until(ctx, len(stale), computeAt, Name)
+	par.Until(ctx, len(stale), computeAt, op)
 	return fresh, ctx.Err() == nil
 }
 
@@ -477,15 +486,43 @@ func (e *indexEntry[V, A]) position(s *nodeSlot[V]) int {
 	return s.pos
 }
 
+// scanParts is how many parts the plain scan splits a node list into.
+// Each part is summed on its own by one worker, so a worker's result is a
+// sum holding each domain once (a handful for zone-scoped terms) instead
+// of a contribution per node, and the serial merge of the parts is short.
+// More parts than workers keep the workers busy to the end.
+const scanParts = 32
+
 // computeSum is the plain scan, the same work as upstream's: every node's
-// contribution computed in parallel, then added up serially. Nothing is
-// kept.
-func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
-	vals := make([]V, len(nodes))
-	par.Until(ctx, len(nodes), func(i int) { vals[i] = ops.compute(nodes[i]) }, Name)
+// contribution computed in parallel and added up. Each part of the list
+// (scanParts) adds its nodes into a sum of its own, building every node's
+// contribution in the storage of the one before (ops.compute's reuse), and
+// the parts' sums are then merged: integer sums in maps, which neither
+// the order of the nodes nor the split changes. Nothing is kept. op names
+// the work in the parallelizer's metrics.
+func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
+	parts := min(len(nodes), scanParts)
+	sums := make([]A, parts)
+	done := make([]bool, parts)
+	par.Until(ctx, parts, func(p int) {
+		sum := ops.newSum()
+		var v V
+		for _, ni := range nodes[p*len(nodes)/parts : (p+1)*len(nodes)/parts] {
+			v = ops.compute(ni, v)
+			ops.apply(sum, v, 1)
+		}
+		sums[p], done[p] = sum, true
+	}, op)
 	sum := ops.newSum()
-	for _, v := range vals {
-		ops.apply(sum, v, 1)
+	if parts > 0 && done[0] {
+		sum = sums[0]
+	}
+	for p := 1; p < parts; p++ {
+		// A part not done belongs to an abandoned cycle, whose
+		// result nobody reads.
+		if done[p] {
+			ops.merge(sum, sums[p])
+		}
 	}
 	if ops.seal != nil {
 		ops.seal(sum)

@@ -29,7 +29,7 @@ type podsByZone map[string]int64
 
 func zoneOps(calls *atomic.Int64) sumOps[podsByZone, podsByZone] {
 	return sumOps[podsByZone, podsByZone]{
-		compute: func(ni fwk.NodeInfo) podsByZone {
+		compute: func(ni fwk.NodeInfo, _ podsByZone) podsByZone {
 			calls.Add(1)
 			z, ok := nodeLabels(ni)[zone]
 			if !ok || len(ni.GetPods()) == 0 {
@@ -43,6 +43,11 @@ func zoneOps(calls *atomic.Int64) sumOps[podsByZone, podsByZone] {
 				if sum[z] += sign * n; sum[z] == 0 {
 					delete(sum, z)
 				}
+			}
+		},
+		merge: func(dst, src podsByZone) {
+			for z, n := range src {
+				dst[z] += n
 			}
 		},
 		clone: maps.Clone[podsByZone],
@@ -88,7 +93,7 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 		computed.Store(0)
 		got := maps.Clone(x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, gens, ops))
 		recomputed := computed.Load()
-		want := computeSum(ctx, par, nodes, ops)
+		want := computeSum(ctx, par, Name, nodes, ops)
 		if !cmp.Equal(want, got) {
 			t.Errorf("%s: index sum %v, full scan %v", step, got, want)
 		}

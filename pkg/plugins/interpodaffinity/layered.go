@@ -123,9 +123,15 @@ func (m *layered[K, V]) all() iter.Seq2[K, V] {
 }
 
 // fork returns a copy of m that may be changed while m, shared, is not.
+// The zero layered (nil maps) is an empty map that can only be read until
+// forked.
 func (m *layered[K, V]) fork() layered[K, V] {
 	if !m.foldDue() {
-		return layered[K, V]{base: m.base, delta: maps.Clone(m.delta), n: m.n}
+		delta := maps.Clone(m.delta)
+		if delta == nil {
+			delta = map[K]V{}
+		}
+		return layered[K, V]{base: m.base, delta: delta, n: m.n}
 	}
 	return layered[K, V]{base: m.folded(), delta: map[K]V{}, n: m.n}
 }
@@ -156,6 +162,9 @@ func (m *layered[K, V]) foldDue() bool {
 func (m *layered[K, V]) folded() map[K]V {
 	var zero V
 	base := maps.Clone(m.base)
+	if base == nil {
+		base = make(map[K]V, len(m.delta))
+	}
 	for k, v := range m.delta {
 		if v == zero {
 			delete(base, k)

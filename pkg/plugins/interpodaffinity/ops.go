@@ -37,13 +37,16 @@ type options struct {
 	noCaches bool
 }
 
-// newCaches enables the caches unless opts turn them off or gate
+// newCaches makes the caches of the plugin registered as op (the name
+// their parallel work is reported under). It enables them unless opts
+// turn them off or gate
 // GenericWorkload is on: its pod-group cycles assume and forget pods in
 // the snapshot while restoring the node's previous generation, so a
 // generation no longer identifies what is on a node.
-func newCaches(fts feature.Features, opts options) *caches {
+func newCaches(op string, fts feature.Features, opts options) *caches {
 	on := !fts.EnableGenericWorkload && !opts.noCaches
 	x := &caches{}
+	x.existingAnti.op, x.incoming.op, x.score.op, x.keys.op = op, op, op, op
 	x.existingAnti.enabled = on
 	x.incoming.enabled = on
 	x.score.enabled = on
@@ -53,33 +56,36 @@ func newCaches(fts feature.Features, opts options) *caches {
 }
 
 // existingAntiOps sums holder nodes' existingAnti contributions.
-func existingAntiOps(compute func(fwk.NodeInfo) existingAnti) sumOps[existingAnti, *existingAntiSum] {
+func existingAntiOps(compute func(fwk.NodeInfo, existingAnti) existingAnti) sumOps[existingAnti, *existingAntiSum] {
 	return sumOps[existingAnti, *existingAntiSum]{
 		compute: compute,
 		newSum:  newExistingAntiSum,
 		apply:   (*existingAntiSum).apply,
+		merge:   (*existingAntiSum).merge,
 		clone:   (*existingAntiSum).clone,
 		seal:    (*existingAntiSum).seal,
 	}
 }
 
 // incomingOps sums every node's matches of the incoming pod's required terms.
-func incomingOps(compute func(fwk.NodeInfo) incomingMatches) sumOps[incomingMatches, *incomingSum] {
+func incomingOps(compute func(fwk.NodeInfo, incomingMatches) incomingMatches) sumOps[incomingMatches, *incomingSum] {
 	return sumOps[incomingMatches, *incomingSum]{
 		compute: compute,
 		newSum:  newIncomingSum,
 		apply:   (*incomingSum).apply,
+		merge:   (*incomingSum).merge,
 		clone:   (*incomingSum).clone,
 		seal:    (*incomingSum).seal,
 	}
 }
 
 // scoreOps sums nodes' weight tallies.
-func scoreOps(compute func(fwk.NodeInfo) nodeTally) sumOps[nodeTally, *scoreSum] {
+func scoreOps(compute func(fwk.NodeInfo, nodeTally) nodeTally) sumOps[nodeTally, *scoreSum] {
 	return sumOps[nodeTally, *scoreSum]{
 		compute: compute,
 		newSum:  newScoreSum,
 		apply:   (*scoreSum).apply,
+		merge:   (*scoreSum).merge,
 		clone:   (*scoreSum).clone,
 		seal:    (*scoreSum).seal,
 	}
@@ -99,7 +105,7 @@ func keyedSum[V, A any](ctx context.Context, cs fwk.CycleState, par fwk.Parallel
 	sigOf func(*termInputs) string, empty func(*termInputs) bool, ops sumOps[V, A]) A {
 	inputs, ok := keys.lookup(ctx, cs, par, list, nodes, gens, selectorKeys)
 	if !ok {
-		return computeSum(ctx, par, nodes, ops)
+		return computeSum(ctx, par, x.op, nodes, ops)
 	}
 	if empty != nil && empty(inputs) {
 		var none A

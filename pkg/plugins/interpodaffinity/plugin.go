@@ -79,26 +79,12 @@ func newPlugin(_ context.Context, obj runtime.Object, h fwk.Handle, fts feature.
 		nsLister:           h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
 		hostnameFastPath:   fts.EnableInterPodAffinityHostnameFastPath,
 		skipDeferredResize: fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
-		caches:             newCaches(fts, opts),
+		caches:             newCaches(Name, fts, opts),
 	}, nil
 }
 
 // Name returns the registered plugin name.
 func (pl *InterPodAffinity) Name() string { return Name }
-
-// SignPod: whether a pod with pod (anti-)affinity fits depends on where other
-// pods are, so such pods cannot share a signature. For the others the labels
-// matter, because existing pods' terms select on them, unless existing pods'
-// preferred terms are ignored, in which case nothing pod-specific is read.
-func (pl *InterPodAffinity) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with InterPodAffinity are not signable")
-	}
-	if pl.args.ignorePreferredTermsOfExistingPods {
-		return nil, nil
-	}
-	return []fwk.SignFragment{{Key: fwk.LabelsSignerName, Value: pod.Labels}}, nil
-}
 
 // resizeDeferred reports whether the pod is a deferred in-place resize that
 // the scheduler evaluates for preemption only; it is already bound, so pod

@@ -96,7 +96,9 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	// are read through it; view is a parameter, never assigned, so the
 	// closure copies it instead of boxing a variable in every cycle).
 	sumOver := func(gens []int64, view *topologyView) *scoreSum {
-		ops := scoreOps(func(ni fwk.NodeInfo) nodeTally { return pl.tallyNode(view, ni, pi, nsLabels, hasPreferred) })
+		ops := scoreOps(func(ni fwk.NodeInfo, reuse nodeTally) nodeTally {
+			return pl.tallyNode(view, ni, pi, nsLabels, hasPreferred, reuse)
+		})
 		return keyedSum(ctx, cycleState, pl.parallelizer, nodes, gens, &pl.caches.keys, list, &pl.caches.score,
 			func(inputs *termInputs) string {
 				var sig signature
@@ -147,19 +149,23 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 // every (incoming, existing) pair over the node's pods (all of them when
 // the incoming pod has preferred terms, otherwise those with affinity
 // terms of their own), in the node's domains. Labels are read through
-// view (nil: from the node).
-func (pl *InterPodAffinity) tallyNode(view *topologyView, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool) nodeTally {
-	if len(nodeLabels(ni)) == 0 {
-		// A node without labels is in no domain; upstream skips its pods
-		// outright.
-		return nil
-	}
+// view (nil: from the node). The tally is built in reuse's storage
+// (sumOps.compute).
+//
+// A node without labels is in no domain, and upstream skips its pods
+// outright. Here its pods are matched all the same and add nothing (every
+// topology key is missing), which decides alike without reading the
+// node's label map up front: for most nodes no term matches and the
+// labels are never read, while reading them costs a cache miss on the
+// Node object and one on the map per node, about a fifth of a cold
+// PreScore at 5000 nodes (ColdStartDeployments100 CPU profile).
+func (pl *InterPodAffinity) tallyNode(view *topologyView, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool, reuse nodeTally) nodeTally {
 	existingPods := ni.GetPodsWithAffinity()
 	if hasPreferred {
 		existingPods = ni.GetPods()
 	}
 	nt := topologyOf(view, ni)
-	var tally nodeTally
+	tally := reuse.reset()
 	for _, existing := range existingPods {
 		pl.scoreExistingPod(&tally, &nt, pi, nsLabels, existing)
 	}

@@ -142,7 +142,7 @@ type nodeTermInputs struct {
 
 // selectorKeys is an index's sumOps for termInputs.
 var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
-	compute: func(ni fwk.NodeInfo) nodeTermInputs {
+	compute: func(ni fwk.NodeInfo, _ nodeTermInputs) nodeTermInputs {
 		var in nodeTermInputs
 		addKeys := func(keys *[]string, s labels.Selector) {
 			if reqs, selectsSome := s.Requirements(); selectsSome {
@@ -188,6 +188,14 @@ var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
 		if in.scoring {
 			sum.scoringNodes += sign
 		}
+	},
+	merge: func(dst, src *termInputs) {
+		for _, m := range [][2]keyCounts{{dst.podKeys, src.podKeys}, {dst.nsKeys, src.nsKeys}, {dst.namespaces, src.namespaces}} {
+			for k, n := range m[1] {
+				m[0][k] += n
+			}
+		}
+		dst.scoringNodes += src.scoringNodes
 	},
 	clone: func(sum *termInputs) *termInputs {
 		return &termInputs{podKeys: maps.Clone(sum.podKeys), nsKeys: maps.Clone(sum.nsKeys), namespaces: maps.Clone(sum.namespaces), scoringNodes: sum.scoringNodes}

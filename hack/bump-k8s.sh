@@ -56,7 +56,9 @@ dl=$($go mod download -json "k8s.io/kubernetes@${new}" 2>&1) || {
 }
 upstream_mod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$dl")
 [[ -f $upstream_mod ]] || die "no go.mod for k8s.io/kubernetes@${new} in the module cache (go mod download said: $(head -n1 <<<"$dl"))"
-mapfile -t staging < <(awk '$2 == "=>" && $3 ~ /^\.\/staging\/src\// { print $1 }' "$upstream_mod")
+# (No mapfile: macOS ships bash 3.2.)
+staging=()
+while read -r m; do staging+=("$m"); done < <(awk '$2 == "=>" && $3 ~ /^\.\/staging\/src\// { print $1 }' "$upstream_mod")
 ((${#staging[@]} > 0)) || die "k8s.io/kubernetes@${new}'s go.mod replaces no staging module; is ${upstream_mod} complete?"
 
 is_staging() {
@@ -102,10 +104,9 @@ done
 # The text naming the pinned version; CHANGELOG.md is history, the go.mod /
 # go.sum files are the module graph (done above).
 old_re=${old//./\\.}
-mapfile -t text < <(git grep -lIP "(?<![0-9.])${old_re}(?![0-9])" -- . \
-	':!CHANGELOG.md' ':!*go.mod' ':!*go.sum' ':!**/testdata/**' || true)
-for f in "${text[@]}"; do
+while read -r f; do
 	perl -pi -e "s/(?<![0-9.])${old_re}(?![0-9])/${new}/g" "$f"
 	echo "bump-k8s: ${f}: ${old} -> ${new}"
-done
+done < <(git grep -lIP "(?<![0-9.])${old_re}(?![0-9])" -- . \
+	':!CHANGELOG.md' ':!*go.mod' ':!*go.sum' ':!**/testdata/**' || true)
 echo "bump-k8s: k8s.io/kubernetes ${old} -> ${new}. Next: read upstream's diff for what the plugins mirror, add a CHANGELOG entry, run the equivalence suites (docs/releasing.md)"

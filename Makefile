@@ -20,6 +20,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.gitCommit=$(GIT_COMMIT) -X main.bu
 # envtest finds kube-apiserver and etcd here; scheduler_perf finds etcd on PATH.
 export KUBEBUILDER_ASSETS := $(BIN)
 export PLACEMENT_SCHEDULER_BIN := $(BIN)/placement-scheduler
+export PLACEMENT_ENFORCER_BIN := $(BIN)/placement-enforcer
 export PLACEMENT_HELM := $(BIN)/helm
 
 .PHONY: help

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -33,7 +31,6 @@ func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 	ns := env.NewNamespace(t, nil)
 	pool := poolNodes(t, ns, "old", "new-1", "new-2", "new-3")
 	deployUnderPDB(t, ns, pool, "web", 3, 1)
-	ctx := context.Background()
 	env.Poll(t, "three Ready pods on the old pool and the PDB allowing one disruption", func(ctx context.Context) (bool, error) {
 		ready, _, err := readyPods(ctx, ns, ns+"-old")
 		if err != nil {
@@ -45,50 +42,16 @@ func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 
 	// Watch every pod change from here on, starting from a listed state:
 	// count the unavailable ones at each event.
-	list, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods := map[types.UID]*v1.Pod{}
-	for i := range list.Items {
-		pods[list.Items[i].UID] = &list.Items[i]
-	}
-	w, err := env.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
 	maxUnavailable := 0
-	evicted := map[types.UID]bool{}
-	left := map[types.UID]bool{}
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*v1.Pod)
-			if !ok {
-				continue
+	w := watchPods(t, ns, "", func(pods map[types.UID]*v1.Pod) {
+		healthy := 0
+		for _, q := range pods {
+			if ready(q) {
+				healthy++
 			}
-			mu.Lock()
-			if ev.Type == watch.Deleted {
-				delete(pods, p.UID)
-				left[p.UID] = true
-			} else {
-				pods[p.UID] = p
-			}
-			if c := framework.PodCondition(p, v1.DisruptionTarget); c != nil && c.Reason == "EvictionByEvictionAPI" {
-				evicted[p.UID] = true
-			}
-			healthy := 0
-			for _, q := range pods {
-				if c := framework.PodCondition(q, v1.PodReady); q.DeletionTimestamp == nil && c != nil && c.Status == v1.ConditionTrue {
-					healthy++
-				}
-			}
-			maxUnavailable = max(maxUnavailable, 3-healthy)
-			mu.Unlock()
 		}
-	}()
+		maxUnavailable = max(maxUnavailable, 3-healthy)
+	})
 
 	for _, n := range []string{"new-1", "new-2", "new-3"} {
 		env.SetNodeLabel(t, ns+"-"+n, pool, "yes")
@@ -109,18 +72,17 @@ func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 		}
 		return ready == 3 && onOld == 0, nil
 	})
-	w.Stop()
-	<-watched
-	mu.Lock()
-	defer mu.Unlock()
+	w.stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if maxUnavailable > 1 {
 		t.Errorf("%d pods unavailable at once under maxUnavailable 1", maxUnavailable)
 	}
-	if len(left) != 3 {
-		t.Errorf("%d pods left, want the three original ones", len(left))
+	if len(w.gone) != 3 {
+		t.Errorf("%d pods left, want the three original ones", len(w.gone))
 	}
-	for uid := range left {
-		if !evicted[uid] {
+	for uid := range w.gone {
+		if w.evictedAt[uid].IsZero() {
 			t.Errorf("pod %s left without the Eviction API's DisruptionTarget condition", uid)
 		}
 	}

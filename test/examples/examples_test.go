@@ -27,7 +27,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	opts := framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}}
+	opts := framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}, AuditPolicy: framework.AuditRequests("pods/eviction")}
 	os.Exit(framework.Main(m, opts, setup))
 }
 

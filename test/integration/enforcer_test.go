@@ -3,17 +3,14 @@ package integration
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -106,46 +103,12 @@ leaderElection: {leaseNamespace: `+ns+`}
 	}
 }
 
-// enforcerIdentity creates a ServiceAccount in ns holding exactly what the
-// kustomize base grants the enforcer (its ClusterRole, and its lease Role
-// moved to ns) and returns a client config that authenticates as it.
+// enforcerIdentity is an identity holding exactly what the kustomize base
+// grants the enforcer, its lease Role moved to ns.
 func enforcerIdentity(t *testing.T, ns string) *rest.Config {
 	t.Helper()
-	data, err := fs.ReadFile(manifests.Files(), "enforcer.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var role *rbacv1.ClusterRole
-	var leaseRole *rbacv1.Role
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
-		if err != nil {
-			t.Fatalf("manifests/enforcer.yaml: %v", err)
-		}
-		switch o := obj.(type) {
-		case *rbacv1.ClusterRole:
-			role = o
-		case *rbacv1.Role:
-			leaseRole = o
-		}
-	}
-	if role == nil || leaseRole == nil {
-		t.Fatal("manifests/enforcer.yaml: no ClusterRole or no Role")
-	}
-	const sa = "enforcer"
-	role.Name = ns + "-enforcer"
-	leaseRole.Namespace = ns
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
-	env.Create(t,
-		&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
-		role,
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}},
-		leaseRole,
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: leaseRole.Name, Namespace: ns}, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaseRole.Name}},
-	)
-	cfg, err := clientcmd.BuildConfigFromFlags("", env.ServiceAccountKubeconfig(t, ns, sa))
+	kubeconfig, _ := env.EnforcerIdentity(t, ns)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,25 +12,13 @@ import (
 // set once before m.Run and only read afterwards.
 var env *framework.Env
 
-// auditPolicy records every binding at Request level (who, which pod, to
-// which node, response code, when) and nothing else: the apiserver's own
-// account of how often each pod was bound, and where, which a SIGKILLed
-// scheduler cannot lose.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
-rules:
-  - level: Request
-    resources:
-      - group: ""
-        resources: ["pods/binding"]
-  - level: None
-`
-
 func TestMain(m *testing.M) {
 	// Waits here cover thousands of pods on 2 loaded cores; a failure still
 	// names what it waited for.
-	opts := framework.Options{AuditPolicy: []byte(auditPolicy), Timeout: 3 * time.Minute}
+	// The audit log records every binding (who, which pod, to which node,
+	// response code, when): the apiserver's own account of how often each
+	// pod was bound, and where, which a SIGKILLed scheduler cannot lose.
+	opts := framework.Options{AuditPolicy: framework.AuditRequests("pods/binding"), Timeout: 3 * time.Minute}
 	os.Exit(framework.Main(m, opts, func(e *framework.Env) (func(), error) {
 		env = e
 		return nil, nil

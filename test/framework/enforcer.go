@@ -1,0 +1,271 @@
+package framework
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/placement-scheduler/placement-scheduler/manifests"
+)
+
+// EnforcerBinaryEnv names the placement-enforcer binary under test.
+const EnforcerBinaryEnv = "PLACEMENT_ENFORCER_BIN"
+
+// EnforcerBinary returns the placement-enforcer under test:
+// $PLACEMENT_ENFORCER_BIN, else one built from ./cmd/enforcer into the
+// scratch directory (rather than test something stale). Call it once,
+// before tests run in parallel.
+func (e *Env) EnforcerBinary() (string, error) {
+	if bin := os.Getenv(EnforcerBinaryEnv); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("placement-enforcer binary: %w (run `make build` or set %s)", err, EnforcerBinaryEnv)
+		}
+		return bin, nil
+	}
+	bin := filepath.Join(e.dir, "placement-enforcer")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	build := exec.Command("go", "build", "-o", bin, "github.com/placement-scheduler/placement-scheduler/cmd/enforcer")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building placement-enforcer (set %s to use a built one): %w\n%s", EnforcerBinaryEnv, err, out)
+	}
+	return bin, nil
+}
+
+// EnforcerOptions configures StartEnforcer.
+type EnforcerOptions struct {
+	// Binary is the placement-enforcer to run (EnforcerBinary).
+	Binary string
+	// Config is the EnforcerConfiguration's body: every field but
+	// apiVersion, kind, schedulerConfig and metricsBindAddress, which
+	// StartEnforcer sets.
+	Config string
+	// SchedulerConfig is the KubeSchedulerConfiguration the enforcer
+	// judges with.
+	SchedulerConfig []byte
+	// Kubeconfig is the enforcer's identity; empty: the admin one.
+	Kubeconfig string
+}
+
+// Enforcer is one running placement-enforcer process.
+type Enforcer struct {
+	cmd     *exec.Cmd
+	logPath string
+	addr    string
+	done    chan struct{}
+	waitErr error
+}
+
+// StartEnforcer runs placement-enforcer with opts, its endpoints on a free
+// port of 127.0.0.1, logs at -v=2 into a file. It stops the process when
+// the test ends and, if the test failed, logs the tail of its log.
+func (e *Env) StartEnforcer(t testing.TB, opts EnforcerOptions) *Enforcer {
+	t.Helper()
+	dir := t.TempDir()
+	schedPath := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(schedPath, opts.SchedulerConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Enforcer{logPath: filepath.Join(dir, "enforcer.log"), addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
+	cfg := fmt.Sprintf("apiVersion: enforcer.placement-scheduler.io/v1alpha1\nkind: EnforcerConfiguration\nschedulerConfig: %s\nmetricsBindAddress: %s\n%s\n",
+		schedPath, p.addr, opts.Config)
+	cfgPath := filepath.Join(dir, "enforcer-config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := opts.Kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = e.Kubeconfig
+	}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(opts.Binary, "--config", cfgPath, "--kubeconfig", kubeconfig, "--v=2")
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("starting %s: %v", opts.Binary, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("placement-enforcer log tail (%s):\n%s", p.logPath, tail(p.logPath, 300))
+		}
+	})
+	return p
+}
+
+// Stop sends SIGTERM (a leader releases its Lease) and waits, killing the
+// process after 10s.
+func (p *Enforcer) Stop() {
+	if p.Exited() {
+		return
+	}
+	terminate(p.cmd.Process, p.done, 10*time.Second)
+}
+
+// Kill sends SIGKILL, so the process dies holding its Lease, as on a node
+// failure, and waits for it.
+func (p *Enforcer) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Exited reports whether the process has exited.
+func (p *Enforcer) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Err is the process's exit error once it has exited.
+func (p *Enforcer) Err() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.waitErr
+}
+
+// LogTail returns the last n lines of the process's log.
+func (p *Enforcer) LogTail(n int) string { return tail(p.logPath, n) }
+
+// EnforcerReport is one line of GET /violations, as its JSON reads.
+type EnforcerReport struct {
+	Pod    string   `json:"pod"`
+	UID    string   `json:"uid"`
+	Node   string   `json:"node"`
+	Rule   string   `json:"rule"`
+	Reason string   `json:"reason"`
+	Terms  []string `json:"terms"`
+	State  string   `json:"state"`
+	Detail string   `json:"detail"`
+	Target string   `json:"target"`
+}
+
+// Violations reads GET /violations: the last pass's reports (empty on a
+// replica that does not lead).
+func (p *Enforcer) Violations() ([]EnforcerReport, error) {
+	body, err := p.get("/violations")
+	if err != nil {
+		return nil, err
+	}
+	var out []EnforcerReport
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("GET /violations: %w: %s", err, body)
+	}
+	return out, nil
+}
+
+// Metrics reads GET /metrics.
+func (p *Enforcer) Metrics() (string, error) {
+	body, err := p.get("/metrics")
+	return string(body), err
+}
+
+func (p *Enforcer) get(path string) ([]byte, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + p.addr + path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return body, nil
+}
+
+// EnforcerIdentity creates a ServiceAccount in ns holding exactly what the
+// kustomize base grants the enforcer (its ClusterRole, and its lease Role
+// moved to ns, where its Lease must then live) and returns the path of a
+// kubeconfig that authenticates as it, and its user name.
+func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string) {
+	t.Helper()
+	data, err := fs.ReadFile(manifests.Files(), "enforcer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role *rbacv1.ClusterRole
+	var leaseRole *rbacv1.Role
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("manifests/enforcer.yaml: %v", err)
+		}
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRole:
+			role = o
+		case *rbacv1.Role:
+			leaseRole = o
+		}
+	}
+	if role == nil || leaseRole == nil {
+		t.Fatal("manifests/enforcer.yaml: no ClusterRole or no Role")
+	}
+	const sa = "enforcer"
+	role.Name = ns + "-enforcer"
+	leaseRole.Namespace = ns
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
+	e.Create(t,
+		&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
+		role,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}},
+		leaseRole,
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: leaseRole.Name, Namespace: ns}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaseRole.Name}},
+	)
+	return e.ServiceAccountKubeconfig(t, ns, sa), "system:serviceaccount:" + ns + ":" + sa
+}
+
+// tail returns the last n lines of the enforcer's log at path, without
+// the informer and framework start-up lines every pass repeats.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if !strings.Contains(l, "reflector.go") && !strings.Contains(l, "framework.go") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -139,6 +139,13 @@ controlplane-cluster: $(CONTROLPLANE_CLUSTER) ## Add bin/{kube-controller-manage
 .PHONY: controlplane
 controlplane: controlplane-cluster ## Build the whole control plane into bin/ (controlplane-envtest + controlplane-cluster).
 
+# Moving to another Kubernetes patch release (docs/releasing.md): go.mod's
+# k8s.io/kubernetes and every staging module, go mod tidy, and the docs that
+# name the pinned version; K8S_VERSION above follows go.mod by itself.
+.PHONY: bump-k8s
+bump-k8s: ## Move k8s.io/kubernetes and its staging modules to a patch release (VERSION=vX.Y.Z required), go mod tidy, update the docs naming it.
+	@hack/bump-k8s.sh '$(if $(filter file,$(origin VERSION)),,$(VERSION))'
+
 # The scheduler config `make run` and `make demo` run placement-scheduler
 # with: the shipped profile plus the profile-pool example's second profile.
 RUN_CONFIG ?= manifests/examples/profile-pool/scheduler-config.yaml

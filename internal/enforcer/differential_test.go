@@ -31,7 +31,7 @@ import (
 // TestDifferentialAgainstUpstream judges every pod of randomized clusters
 // (the equivalence suite's generator: odd terms, Gt/Lt, NotIn/DoesNotExist,
 // namespaceSelectors, addedAffinity) on the node it is bound to, and
-// compares with upstream v1.37.1's in-tree NodeAffinity and InterPodAffinity
+// compares with upstream v1.37.2's in-tree NodeAffinity and InterPodAffinity
 // run through upstream's framework on a snapshot without that pod:
 //   - node-affinity is violated exactly when upstream's NodeAffinity rejects
 //     the node (PreFilter, its node narrowing, or Filter);

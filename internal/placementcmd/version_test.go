@@ -54,12 +54,12 @@ func TestVersion(t *testing.T) {
 // when absent.
 func TestModuleVersion(t *testing.T) {
 	bi := &debug.BuildInfo{Deps: []*debug.Module{
-		{Path: "k8s.io/kubernetes", Version: "v1.37.1"},
+		{Path: "k8s.io/kubernetes", Version: "v1.37.2"},
 		{Path: "k8s.io/client-go", Version: "v0.0.0", Replace: &debug.Module{Path: "k8s.io/client-go", Version: "v0.37.1"}},
 		{Path: "k8s.io/api", Version: "v0.0.0", Replace: &debug.Module{Path: "../api"}},
 	}}
 	for path, want := range map[string]string{
-		"k8s.io/kubernetes": "v1.37.1",
+		"k8s.io/kubernetes": "v1.37.2",
 		"k8s.io/client-go":  "v0.37.1",
 		"k8s.io/api":        "v0.0.0", // a directory replacement has no version
 		"k8s.io/absent":     "unknown",

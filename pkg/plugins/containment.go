@@ -13,7 +13,7 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
 )
 
-// Panic containment. kube-scheduler v1.37.1 does not recover
+// Panic containment. kube-scheduler v1.37.2 does not recover
 // panics of plugins: Filter and Score run in workqueue.ParallelizeUntil,
 // whose utilruntime.HandleCrash re-panics, and the scheduling loop's
 // wait.UntilWithContext does the same, so one pod that trips a bug in a

@@ -492,7 +492,7 @@ func TestKubeVersionGuard(t *testing.T) {
 	}{
 		{"v1.36.9", false},
 		{"v1.37.0", true},
-		{"v1.37.1-eks-1234abcd", true},
+		{"v1.37.2-eks-1234abcd", true},
 		{"v1.38.4", true},
 		{"v1.39.0", false},
 	} {

@@ -391,7 +391,7 @@ func (r *seqRun) deletePod(key string) []mismatch {
 		})
 	}
 	if p := r.assumed[key]; p != nil {
-		// Deleted while assumed (v1.37.1's cache has no assumed-pod
+		// Deleted while assumed (v1.37.2's cache has no assumed-pod
 		// expiry: this and ForgetPod are the ways an assumption ends
 		// without a bind).
 		delete(r.assumed, key)
@@ -881,7 +881,7 @@ func TestSequence(t *testing.T) {
 }
 
 // TestSequenceGenericWorkload runs a batch with the GenericWorkload gate on
-// (beta, off by default in v1.37.1): the caches keep pod-group state, the
+// (beta, off by default in v1.37.2): the caches keep pod-group state, the
 // group members carry spec.schedulingGroup, and the snapshot's pod-group
 // AssumePod/ForgetPod also track them. Both profiles are the ones compared
 // elsewhere (the default profile is derived before the gate is turned on, so

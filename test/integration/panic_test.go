@@ -78,7 +78,7 @@ func faultyOptions(t *testing.T) []app.Option {
 }
 
 // A panic inside one of our plugins, for one pod, does not take the
-// scheduler down: kube-scheduler v1.37.1 recovers no plugin panic (Filter
+// scheduler down: kube-scheduler v1.37.2 recovers no plugin panic (Filter
 // and Score run under workqueue.ParallelizeUntil, whose HandleCrash
 // re-panics), so pkg/plugins.Contain does. The pod gets a FailedScheduling
 // event naming the plugin; the pods around it are scheduled.

@@ -275,7 +275,7 @@ func flagValue(name string) string {
 }
 
 // moduleVersion reads the version from the module cache path
-// (.../k8s.io/kubernetes@v1.37.1/test/integration/scheduler_perf).
+// (.../k8s.io/kubernetes@v1.37.2/test/integration/scheduler_perf).
 func moduleVersion(perfDir string) string {
 	for d := perfDir; d != filepath.Dir(d); d = filepath.Dir(d) {
 		if _, v, ok := strings.Cut(filepath.Base(d), "@"); ok {

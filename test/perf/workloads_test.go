@@ -424,7 +424,7 @@ func TestMeasuredPods(t *testing.T) {
 		}
 	}
 
-	// Upstream's v1.37.1 files, as the harness reads them.
+	// Upstream's v1.37.2 files, as the harness reads them.
 	want := map[string]int{
 		"SchedulingPodAntiAffinity/500Nodes":  400,
 		"SchedulingPodAntiAffinity/5000Nodes": 1000,

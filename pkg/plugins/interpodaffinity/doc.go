@@ -1,6 +1,6 @@
 // Package interpodaffinity implements PlacementInterPodAffinity, our
 // re-implementation of kube-scheduler's in-tree InterPodAffinity plugin
-// (k8s.io/kubernetes v1.37.1). Filter enforces the incoming pod's required pod
+// (k8s.io/kubernetes v1.37.2). Filter enforces the incoming pod's required pod
 // affinity and anti-affinity and, symmetrically, the required anti-affinity of
 // pods already placed; Score weighs preferred terms of both sides plus existing
 // pods' required affinity. Statuses, Skip decisions, raw and normalized scores,

@@ -1,5 +1,5 @@
 // Package nodeaffinity implements PlacementNodeAffinity, our re-implementation
-// of kube-scheduler's in-tree NodeAffinity plugin (k8s.io/kubernetes v1.37.1).
+// of kube-scheduler's in-tree NodeAffinity plugin (k8s.io/kubernetes v1.37.2).
 //
 // It filters nodes by the pod's spec.nodeSelector and required node affinity,
 // plus a scheduler-enforced "added" affinity from the plugin args, and scores

@@ -1,5 +1,5 @@
 // Package nodename implements PlacementNodeName, our re-implementation of
-// kube-scheduler's in-tree NodeName plugin (k8s.io/kubernetes v1.37.1): a pod
+// kube-scheduler's in-tree NodeName plugin (k8s.io/kubernetes v1.37.2): a pod
 // that names a node in spec.nodeName may only be placed on that node. The
 // contract is docs/behavior.md §4.
 package nodename

@@ -9,7 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// errReasonUntolerated is the fixed Filter reason of upstream v1.37.1; it
+// errReasonUntolerated is the fixed Filter reason of upstream v1.37.2; it
 // deliberately names no taint.
 const errReasonUntolerated = "node(s) had untolerated taint(s)"
 

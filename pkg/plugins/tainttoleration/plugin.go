@@ -1,6 +1,6 @@
 // Package tainttoleration implements PlacementTaintToleration, our
 // re-implementation of kube-scheduler's in-tree TaintToleration plugin
-// (v1.37.1). It must produce the same statuses, scores, queueing hints and
+// (v1.37.2). It must produce the same statuses, scores, queueing hints and
 // signatures as upstream; see docs/behavior.md §5.
 package tainttoleration
 

@@ -522,10 +522,14 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	if !p.limiter.TryAccept() {
 		base.State, base.Detail = StatePaced, "rate limit"
 		p.after(time.Duration(float64(time.Second) / p.cfg.EvictionsPerSecond))
+		p.unplace(ctx, pod, target)
 		p.report(pod, base, t)
 		return
 	}
 	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t)
+	if base.State != StateEvicting && base.State != StateDryRun {
+		p.unplace(ctx, pod, target)
+	}
 	last := base
 	t.last = &last
 	if base.State == StateEvicting {
@@ -605,7 +609,28 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 		}
 		p.placers[name] = pl
 	}
+	// The judge's snapshot leaves terminating pods out, but the
+	// scheduler's cache keeps them until they are deleted: the
+	// replacement must not be promised the room, ports or domains they
+	// still hold. They are in the snapshot for this placement only, so
+	// the judgements that follow in the pass never see them.
+	held, err := p.s.addTerminating()
+	defer p.s.removeAll(p.logger, held)
+	if err != nil {
+		return "", err
+	}
 	return pl.Place(ctx, pod)
+}
+
+// unplace undoes the placement of pod on target for a pod that stays: its
+// slot is not free and target does not hold its replacement.
+func (p *pass) unplace(ctx context.Context, pod *v1.Pod, target string) {
+	if target == "" {
+		return
+	}
+	if err := p.placers[schedulerName(pod)].Unplace(ctx, pod, target); err != nil {
+		p.logger.Error(err, "Undoing a placement", "pod", klog.KObj(pod), "node", target)
+	}
 }
 
 // ownerBusy: another pod of the owner is not Ready or is terminating, or an

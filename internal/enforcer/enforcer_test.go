@@ -176,6 +176,52 @@ func TestNoFitThenFits(t *testing.T) {
 	}
 }
 
+func TestPlacementCountsTerminatingPods(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	// b's only room is held by a pod still terminating there: the
+	// scheduler counts it until it is deleted, so must the placement.
+	leaving := pod("leaving", "other", "b").Request("6", "1Gi").Obj()
+	leaving.DeletionTimestamp = &metav1.Time{Time: r.clock.Now()}
+	p := pod("p", "rs", "a").NodeSelector(ssd).Request("4", "1Gi").Obj()
+	r.c.Pods = []*v1.Pod{leaving, p}
+	if got := r.pass()["p"]; got.State != StateNoFit || len(r.evictions) != 0 {
+		t.Fatalf("with b held by a terminating pod: %+v, evictions %v; want no-fit and none", got, r.evicted())
+	}
+	r.c.Pods = []*v1.Pod{p}
+	if got := r.pass()["p"]; got.State != StateEvicting || got.Target != "b" {
+		t.Fatalf("once the terminating pod is gone: %+v", got)
+	}
+}
+
+func TestPlacementUndoneWhenNotEvicted(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	// The first eviction asked is refused; that pod's reservation on b
+	// must not keep the other, which b also has room for, from going.
+	r.refuse = func(*policyv1.Eviction) error {
+		if len(r.evictions) == 1 {
+			return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+		}
+		return nil
+	}
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{
+		pod("one", "rs1", "a").NodeSelector(ssd).Request("5", "1Gi").Obj(),
+		pod("two", "rs2", "a").NodeSelector(ssd).Request("5", "1Gi").Obj(),
+	}
+	reps := r.pass()
+	if len(r.evictions) != 2 {
+		t.Fatalf("eviction requests %v, want both pods asked for", r.evicted())
+	}
+	refused, next := r.evictions[0].Name, r.evictions[1].Name
+	if got := reps[refused]; got.State != StatePDBBlocked {
+		t.Errorf("%s: %+v, want pdb-blocked", refused, got)
+	}
+	if got := reps[next]; got.State != StateEvicting || got.Target != "b" {
+		t.Errorf("%s: %+v, want evicting to b (the refused eviction holds nothing)", next, got)
+	}
+}
+
 func TestEvictWithoutFit(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.EvictWithoutFit = true })
 	r.c.Nodes = []*v1.Node{node("a", nil)}

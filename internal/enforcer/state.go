@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 
@@ -128,6 +129,39 @@ func (s *clusterState) nsLabels(ns string) labels.Set {
 		return n.Labels
 	}
 	return nil
+}
+
+// addTerminating adds to the snapshot's open mutation session the
+// terminating pods still bound to a known node, and returns them for
+// removeAll. The judge's snapshot leaves them out; the scheduler still
+// counts them, and a placement must too.
+func (s *clusterState) addTerminating() ([]*v1.Pod, error) {
+	var held []*v1.Pod
+	for uid := range s.terminating {
+		pod := s.pods[uid]
+		if pod == nil || pod.Spec.NodeName == "" || s.nodes[pod.Spec.NodeName] == nil ||
+			pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		pi, err := framework.NewPodInfo(pod)
+		if err != nil {
+			return held, fmt.Errorf("terminating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if err := s.snapshot.AddPod(pi, pod.Spec.NodeName); err != nil {
+			return held, fmt.Errorf("terminating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		held = append(held, pod)
+	}
+	return held, nil
+}
+
+// removeAll takes pods added by addTerminating out of the snapshot again.
+func (s *clusterState) removeAll(logger klog.Logger, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if err := s.snapshot.RemovePod(logger, pod, pod.Spec.NodeName); err != nil {
+			logger.Error(err, "Taking a terminating pod out of the snapshot", "pod", klog.KObj(pod))
+		}
+	}
 }
 
 // inCache: the scheduler's cache holds the pod (bound, not terminating,
@@ -330,7 +364,10 @@ func (s *clusterState) indexPod(p *v1.Pod) {
 	}
 	for _, t := range w.terms {
 		w.keys.Insert(t.TopologyKey)
-		if !t.NamespaceSelector.Empty() {
+		// A term without a namespaceSelector is parsed to labels.Nothing()
+		// and an empty one to Everything(): namespace labels change
+		// neither, and both print as "".
+		if t.NamespaceSelector != nil && t.NamespaceSelector.String() != "" {
 			s.nsSelecting.Insert(p.UID)
 		}
 	}

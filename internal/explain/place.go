@@ -105,6 +105,31 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 	return node, nil
 }
 
+// Unplace undoes a Place of pod that returned node: the replacement's
+// reservation is dropped and pod is back on its own node, for a pod that
+// was not evicted after all (paced, refused, failed), so that later
+// placements neither count its slot as free nor its target as taken.
+func (p *Placer) Unplace(ctx context.Context, pod *v1.Pod, node string) error {
+	logger := klog.FromContext(ctx)
+	snap := p.fw.snapshot
+	repl := replacement(pod)
+	repl.Spec.NodeName = node
+	if err := snap.RemovePod(logger, repl, node); err != nil {
+		return fmt.Errorf("dropping the reservation on %s for %s/%s: %w", node, pod.Namespace, pod.Name, err)
+	}
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	pi, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return err
+	}
+	if err := snap.AddPod(pi, pod.Spec.NodeName); err != nil {
+		return fmt.Errorf("putting %s/%s back on %s: %w", pod.Namespace, pod.Name, pod.Spec.NodeName, err)
+	}
+	return nil
+}
+
 // best filters repl on every node but exclude and scores the feasible ones.
 func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string, error) {
 	nodes, err := p.fw.snapshot.NodeInfos().List()

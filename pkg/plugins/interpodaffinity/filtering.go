@@ -122,6 +122,21 @@ type preFilterState struct {
 	// topology holds the topology labels of the cycle's nodes (nil: read
 	// them from the nodes). Shared by clones: never modified.
 	topology *topologyView
+
+	// summaries hold what the pods of the cycle's nodes could match (nil:
+	// none; every node is computed), podItems the incoming pod's labels
+	// as their items, and queries the required terms compiled for them:
+	// the scans skip the nodes that provably contribute nothing
+	// (podsummary.go). Shared by clones: never modified.
+	summaries *summaryView
+	podItems  []uint64
+	queries   requiredQueries
+}
+
+// requiredQueries are the incoming pod's required terms, as sorted in
+// requiredTerms, compiled for the summaries.
+type requiredQueries struct {
+	affinity, antiAffinity, hostAffinity []termQuery
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the
@@ -288,6 +303,17 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 			return nil, st
 		}
 	}
+	if len(affinityTerms) > 0 || len(antiAffinityTerms) > 0 || !holders.none() {
+		// Some scan may run below; the summaries let it skip nodes.
+		if v := pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes, nil); v != nil {
+			s.summaries, s.podItems = v, v.podItems(pod)
+			s.queries = requiredQueries{
+				affinity:     termQueries(v.seed, s.terms.affinity),
+				antiAffinity: termQueries(v.seed, s.terms.antiAffinity),
+				hostAffinity: termQueries(v.seed, s.terms.hostAffinity),
+			}
+		}
+	}
 	pl.countExistingAntiAffinity(ctx, cycleState, s, holders)
 	pl.countIncomingTerms(ctx, cycleState, s, allNodes)
 
@@ -340,6 +366,11 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 // but noted: Filter checks it on the candidate node itself. The result is
 // built in reuse's storage (sumOps.compute).
 func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo, reuse existingAnti) existingAnti {
+	if sum := s.summaries.of(-1, ni); sum != nil && sum.flags&antiOpen == 0 && !s.summaries.hasAny(sum.anti, s.podItems) {
+		// No term on the node can select the incoming pod; whether one
+		// is hostname-scoped is noted all the same.
+		return existingAnti{tally: reuse.tally.reset(), hostScoped: s.hostnameFastPath && sum.flags&hostAnti != 0}
+	}
 	// No view yet: its keys include these counts' (filterKeys).
 	nt := topologyOf(nil, ni)
 	incoming := s.podInfo.GetPod()
@@ -384,7 +415,9 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	// every cycle.
 	var sum *incomingSum
 	s.topology = pl.caches.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
-		ops := incomingOps(func(ni fwk.NodeInfo, reuse incomingMatches) incomingMatches { return t.matchesOn(view, ni, reuse) })
+		ops := incomingOps(func(ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
+			return t.matchesOn(view, s.summaries, &s.queries, ni, reuse)
+		})
 		sum = pl.caches.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
@@ -395,11 +428,17 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 // counts once in the node's domain of each; a pod matching a counted
 // anti-affinity term counts in the node's domain of that term; a pod
 // matching all host-scoped affinity terms counts in hostAffinity. Labels
-// are read through view (nil: from the node). The result is built in
-// reuse's storage (sumOps.compute).
-func (t *requiredTerms) matchesOn(view *topologyView, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-	nt := topologyOf(view, ni)
+// are read through view (nil: from the node). A node whose summary in sv
+// (nil: none) proves that no pod on it matches any counted term (q, the
+// terms compiled) contributes nothing and is not looked at. The result is
+// built in reuse's storage (sumOps.compute).
+func (t *requiredTerms) matchesOn(view *topologyView, sv *summaryView, q *requiredQueries, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
 	r := incomingMatches{affinity: reuse.affinity.reset(), antiAffinity: reuse.antiAffinity.reset()}
+	if sum := sv.of(-1, ni); sum != nil && !sv.mayMatchAll(q.affinity, sum) &&
+		!sv.mayMatchAny(q.antiAffinity, sum) && !sv.mayMatchAll(q.hostAffinity, sum) {
+		return r
+	}
+	nt := topologyOf(view, ni)
 	for _, existing := range ni.GetPods() {
 		pod := existing.GetPod()
 		if matchesAll(t.affinity, pod) {

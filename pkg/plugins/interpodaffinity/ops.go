@@ -26,6 +26,9 @@ type caches struct {
 	keys nodeIndex[nodeTermInputs, *termInputs]
 	// topology holds the topology labels Filter and Score read (topology.go).
 	topology topologyTable
+	// summaries hold what each node's pods could match, so that the
+	// scans skip nodes that cannot contribute (podsummary.go).
+	summaries summaryTable
 }
 
 // options are the plugin's settings that are not configuration: nothing
@@ -52,6 +55,7 @@ func newCaches(op string, fts feature.Features, opts options) *caches {
 	x.score.enabled = on
 	x.keys.enabled = on
 	x.topology.enabled = on
+	x.summaries.enabled = on
 	return x
 }
 

@@ -1,0 +1,603 @@
+package interpodaffinity
+
+// This file holds a speed structure for the scans of PreFilter and
+// PreScore: per node of the cycle's list, a summary of what the node's pods
+// could match, so that a scan skips the nodes that cannot contribute
+// without touching their pods. A Deployment's selector (app=web-17)
+// matches a handful of the cluster's pods, yet the plain scan reads every
+// pod's labels on every node (cold in memory) and evaluates every term on
+// them; the summaries are compact and read in list order.
+//
+// A term matches a pod only if the pod satisfies every requirement of the
+// term's label selector, in particular every positive one (a key with one
+// of some values, or a key that exists). A summary holds, in Bloom
+// filters, the (key, value) pairs and the keys of the node's pods' labels,
+// and, for the terms of the node's pods, the pairs or key of one positive
+// requirement of each. A filter can say "maybe" of an item it does not
+// hold, never "no" of one it holds: a node is skipped only when what it
+// would contribute is provably nothing.
+
+import (
+	"context"
+	"hash/maphash"
+	"math/bits"
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+const (
+	// bloomBitsPerItem sizes a filter: with two bits set per item, about
+	// one lookup in a hundred of an absent item says "maybe".
+	bloomBitsPerItem = 12
+	// maxBloomWords bounds one filter (2048 bits): a node with more
+	// distinct labels than that holds saturates and is simply never
+	// skipped.
+	maxBloomWords = 32
+)
+
+// bloomRef is a filter's place in its view's words: words (0 or a power of
+// two) words from off. An empty filter holds nothing.
+type bloomRef struct {
+	off, words uint32
+}
+
+// Summary flags.
+const (
+	// noPods: the node has no pod, so no pod on it matches anything.
+	noPods uint8 = 1 << iota
+	// antiOpen: a required anti-affinity term of a pod on the node has no
+	// positive requirement: it may select any incoming pod.
+	antiOpen
+	// scoreOpen: likewise for a term PreScore scores by.
+	scoreOpen
+	// hostAnti: a pod in the node's list of pods with required
+	// anti-affinity has a term scoped to kubernetes.io/hostname (what
+	// existingAntiOn notes with the hostname fast path, matching or not).
+	hostAnti
+)
+
+// nodeSummary is what one node's pods could match, as of the node's
+// generation.
+type nodeSummary struct {
+	gen int64
+	// pods holds the pairs and keys of the labels of every pod.
+	pods bloomRef
+	// anti holds one positive requirement of every required
+	// anti-affinity term of the node's pods (the terms existingAntiOn
+	// matches against the incoming pod).
+	anti bloomRef
+	// score holds one positive requirement of every term of the node's
+	// pods that PreScore matches against the incoming pod: required
+	// affinity (hardPodAffinityWeight) and preferred (anti-)affinity.
+	score bloomRef
+	flags uint8
+}
+
+// summaryView answers, for the NodeInfos of one cycle's node list, their
+// summaries. It is never changed once handed out.
+type summaryView struct {
+	seed maphash.Seed
+	// nodes is the list the view was synced with: a node at its own
+	// position there is found without hashing.
+	nodes []fwk.NodeInfo
+	// row is each listed NodeInfo's row. The pointer says nothing about
+	// what the NodeInfo holds in another cycle; the view is only handed
+	// to a cycle after every row was checked against its generation.
+	row   map[*framework.NodeInfo]int32
+	rows  []nodeSummary
+	words []uint64
+}
+
+// of returns ni's summary, or nil when ni is not one of the view's nodes
+// (a clone for nominated pods or preemption, a hand-built list): then
+// nothing can be skipped. i is ni's position in the list the caller walks,
+// or -1.
+func (v *summaryView) of(i int, ni fwk.NodeInfo) *nodeSummary {
+	if v == nil {
+		return nil
+	}
+	if i >= 0 && i < len(v.nodes) && v.nodes[i] == ni {
+		return &v.rows[i]
+	}
+	p, ok := ni.(*framework.NodeInfo)
+	if !ok {
+		return nil
+	}
+	if r, ok := v.row[p]; ok {
+		return &v.rows[r]
+	}
+	return nil
+}
+
+// has reports whether filter b may hold item h: false proves it does not.
+func (v *summaryView) has(b bloomRef, h uint64) bool {
+	if b.words == 0 {
+		return false
+	}
+	w := v.words[b.off : b.off+b.words]
+	mask := uint64(b.words)*64 - 1
+	p1, p2 := h&mask, (h>>32)&mask
+	return w[p1>>6]&(1<<(p1&63)) != 0 && w[p2>>6]&(1<<(p2&63)) != 0
+}
+
+// hasAny reports whether filter b may hold one of items.
+func (v *summaryView) hasAny(b bloomRef, items []uint64) bool {
+	if b.words == 0 {
+		return false
+	}
+	for _, h := range items {
+		if v.has(b, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// mix64 is a 64-bit finalizer (murmur3's), spreading the bits of
+// combined hashes over the word.
+func mix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb93e45d4c7db
+	h ^= h >> 33
+	return h
+}
+
+// keyItem and pairItem are the items a label (or a requirement) stands
+// for, from the hash of its key: a key that exists, and a key with a
+// value. Two different items may hash alike; that costs a node not
+// skipped, never a wrong result.
+func keyItem(hk uint64) uint64 { return mix64(hk ^ 0x6a09e667f3bcc909) }
+
+func pairItem(seed maphash.Seed, hk uint64, value string) uint64 {
+	return mix64(hk*0x9e3779b97f4a7c15 + maphash.String(seed, value))
+}
+
+// labelItems appends the items of a label set: each pair and each key.
+func labelItems(seed maphash.Seed, items []uint64, lbls map[string]string) []uint64 {
+	for k, v := range lbls {
+		hk := maphash.String(seed, k)
+		items = append(items, pairItem(seed, hk, v), keyItem(hk))
+	}
+	return items
+}
+
+// positive reports whether op requires its key to be present with one of
+// the requirement's values (values true) or at all (values false).
+func positive(op selection.Operator) (ok, values bool) {
+	switch op {
+	case selection.In, selection.Equals, selection.DoubleEquals:
+		return true, true
+	case selection.Exists, selection.GreaterThan, selection.LessThan:
+		return true, false
+	}
+	return false, false
+}
+
+// requirementItems appends the items of one positive requirement of sel
+// (the cheapest to test: one pair or one key if there is one) and reports
+// open when sel has none: an empty selector, or one of NotIn and
+// DoesNotExist only, which may match a pod without any label. A selector
+// that matches nothing (Nothing, from a nil selector) adds nothing and is
+// not open. A pod's labels satisfy sel only if they hold one of the
+// appended items.
+func requirementItems(seed maphash.Seed, items []uint64, sel labels.Selector) (_ []uint64, open bool) {
+	if sel == nil {
+		return items, true
+	}
+	reqs, selectsSome := sel.Requirements()
+	if !selectsSome {
+		return items, false
+	}
+	several := -1
+	for i := range reqs {
+		r := &reqs[i]
+		ok, values := positive(r.Operator())
+		if !ok {
+			continue
+		}
+		hk := maphash.String(seed, r.Key())
+		if !values {
+			return append(items, keyItem(hk)), false
+		}
+		// The first requirement of the key, if it asks for one value
+		// (without copying the values).
+		if v, one := sel.RequiresExactMatch(r.Key()); one {
+			return append(items, pairItem(seed, hk, v)), false
+		}
+		if several < 0 {
+			several = i
+		}
+	}
+	if several < 0 {
+		return items, true
+	}
+	r := &reqs[several]
+	hk := maphash.String(seed, r.Key())
+	for _, v := range r.ValuesUnsorted() {
+		items = append(items, pairItem(seed, hk, v))
+	}
+	return items, false
+}
+
+// termQuery is one of the incoming pod's terms, ready to be tested against
+// nodes' pod filters.
+type termQuery struct {
+	// never: the selector matches no pod (Nothing).
+	never bool
+	// open: the selector has no positive requirement; any pod may match.
+	open bool
+	// reqs holds, per positive requirement, its alternatives: a pod
+	// satisfying it holds one of them.
+	reqs [][]uint64
+}
+
+// newTermQuery compiles t's label selector: every positive requirement,
+// so that a node is skipped when any one of them is satisfied by none of
+// its pods.
+func newTermQuery(seed maphash.Seed, t *fwk.AffinityTerm) termQuery {
+	sel := t.Selector
+	if sel == nil {
+		return termQuery{open: true}
+	}
+	reqs, selectsSome := sel.Requirements()
+	if !selectsSome {
+		return termQuery{never: true}
+	}
+	var q termQuery
+	for i := range reqs {
+		r := &reqs[i]
+		ok, values := positive(r.Operator())
+		if !ok {
+			continue
+		}
+		hk := maphash.String(seed, r.Key())
+		var alt []uint64
+		if values {
+			for _, v := range r.ValuesUnsorted() {
+				alt = append(alt, pairItem(seed, hk, v))
+			}
+		} else {
+			alt = []uint64{keyItem(hk)}
+		}
+		q.reqs = append(q.reqs, alt)
+	}
+	q.open = len(q.reqs) == 0
+	return q
+}
+
+// mayMatch reports whether some pod on the node of summary s may match the
+// term: false proves that none does.
+func (v *summaryView) mayMatch(q *termQuery, s *nodeSummary) bool {
+	if q.never || s.flags&noPods != 0 {
+		return false
+	}
+	if q.open {
+		return true
+	}
+	for _, alt := range q.reqs {
+		if !v.hasAny(s.pods, alt) {
+			return false
+		}
+	}
+	return true
+}
+
+// mayMatchAll: some pod may match all of qs (false when qs is empty, as
+// matchesAll).
+func (v *summaryView) mayMatchAll(qs []termQuery, s *nodeSummary) bool {
+	if len(qs) == 0 {
+		return false
+	}
+	for i := range qs {
+		if !v.mayMatch(&qs[i], s) {
+			return false
+		}
+	}
+	return true
+}
+
+// mayMatchAny: some pod may match one of qs.
+func (v *summaryView) mayMatchAny(qs []termQuery, s *nodeSummary) bool {
+	for i := range qs {
+		if v.mayMatch(&qs[i], s) {
+			return true
+		}
+	}
+	return false
+}
+
+// termQueries compiles terms.
+func termQueries(seed maphash.Seed, terms []fwk.AffinityTerm) []termQuery {
+	qs := make([]termQuery, len(terms))
+	for i := range terms {
+		qs[i] = newTermQuery(seed, &terms[i])
+	}
+	return qs
+}
+
+// weightedQueries compiles weighted terms.
+func weightedQueries(seed maphash.Seed, terms []fwk.WeightedAffinityTerm) []termQuery {
+	qs := make([]termQuery, len(terms))
+	for i := range terms {
+		qs[i] = newTermQuery(seed, &terms[i].AffinityTerm)
+	}
+	return qs
+}
+
+// podItems are the items of the incoming pod's labels, for testing the
+// filters of the existing pods' terms: a term whose positive requirement
+// the pod satisfies holds one of them.
+func (v *summaryView) podItems(pod *v1.Pod) []uint64 {
+	return labelItems(v.seed, nil, pod.Labels)
+}
+
+// summaryTable keeps the view across cycles. The zero value is disabled.
+type summaryTable struct {
+	enabled bool
+	mu      sync.Mutex
+	seed    maphash.Seed
+	view    *summaryView
+	// lent: view has been handed out and must not change. Its words
+	// are only ever appended to: a view reads none past its own length.
+	lent bool
+	// live counts the words the view's rows use; the rest is garbage
+	// that a compaction drops.
+	live int
+}
+
+// sync brings the view up to date with nodes (gens, if not nil, are their
+// generations, already read by the caller) and returns it; the caller must
+// not change it. A node whose generation is unchanged keeps its summary;
+// others (generation 0 included: it proves nothing) are summarized anew,
+// in parallel when there are many, so that the first call costs one pass
+// over the pods' labels and terms. It returns nil when disabled, in a
+// pod-group cycle (its members are assumed on the snapshot without a
+// generation of their own), and for an abandoned cycle.
+func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, gens []int64) *summaryView {
+	if !t.enabled || cs.IsPodGroupSchedulingCycle() {
+		return nil
+	}
+	if len(gens) != len(nodes) {
+		gens = nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	genOf := func(i int) int64 {
+		if gens != nil {
+			return gens[i]
+		}
+		return nodes[i].GetGeneration()
+	}
+	same := t.view != nil && len(t.view.nodes) == len(nodes)
+	var stale []int
+	for i := 0; same && i < len(nodes); i++ {
+		if nodes[i] != t.view.nodes[i] {
+			same = false
+		} else if g := genOf(i); g != t.view.rows[i].gen || g == 0 {
+			stale = append(stale, i)
+		}
+	}
+	if !same {
+		v, ok := t.rebuild(ctx, par, op, nodes)
+		if !ok {
+			return nil
+		}
+		t.view, t.lent = v, true
+		return v
+	}
+	if len(stale) > 0 {
+		fresh, ok := summarize(ctx, par, op, t.seed, nodes, stale)
+		if !ok {
+			return nil
+		}
+		if t.lent {
+			v := *t.view
+			v.rows = slices.Clone(v.rows)
+			t.view, t.lent = &v, false
+		}
+		t.install(fresh, stale)
+	}
+	t.lent = true
+	return t.view
+}
+
+// rebuild summarizes every node of a list the view does not stand for. A
+// list with a NodeInfo of another implementation than the framework's, or
+// listed twice, has no view.
+func (t *summaryTable) rebuild(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) (*summaryView, bool) {
+	if t.view == nil {
+		t.seed = maphash.MakeSeed()
+	}
+	row := make(map[*framework.NodeInfo]int32, len(nodes))
+	for i, ni := range nodes {
+		p, ok := ni.(*framework.NodeInfo)
+		if !ok {
+			return nil, false
+		}
+		if _, twice := row[p]; twice {
+			return nil, false
+		}
+		row[p] = int32(i)
+	}
+	all := make([]int, len(nodes))
+	for i := range all {
+		all[i] = i
+	}
+	fresh, ok := summarize(ctx, par, op, t.seed, nodes, all)
+	if !ok {
+		return nil, false
+	}
+	t.view = &summaryView{seed: t.seed, nodes: slices.Clone(nodes), row: row, rows: make([]nodeSummary, len(nodes))}
+	t.live = 0
+	t.install(fresh, all)
+	return t.view, true
+}
+
+// install puts the fresh summaries of the nodes at positions at into the
+// view, which the table owns, appending their filters to its words, and
+// compacts the words when more than half of them is garbage.
+func (t *summaryTable) install(fresh []partSummaries, at []int) {
+	v := t.view
+	j := 0
+	for _, part := range fresh {
+		base := uint32(len(v.words))
+		v.words = append(v.words, part.words...)
+		for _, s := range part.rows {
+			for _, b := range []*bloomRef{&s.pods, &s.anti, &s.score} {
+				if b.words > 0 {
+					b.off += base
+				}
+			}
+			old := &v.rows[at[j]]
+			t.live += int(s.pods.words+s.anti.words+s.score.words) - int(old.pods.words+old.anti.words+old.score.words)
+			*old = s
+			j++
+		}
+	}
+	if len(v.words) > 2*t.live+1024 {
+		// Copy the live filters to new words: views handed out keep
+		// the old ones.
+		words := make([]uint64, 0, t.live)
+		for i := range v.rows {
+			for _, b := range []*bloomRef{&v.rows[i].pods, &v.rows[i].anti, &v.rows[i].score} {
+				if b.words > 0 {
+					src := v.words[b.off : b.off+b.words]
+					b.off = uint32(len(words))
+					words = append(words, src...)
+				}
+			}
+		}
+		v.words = words
+	}
+}
+
+// partSummaries are the summaries of a run of nodes, their filters'
+// offsets relative to words.
+type partSummaries struct {
+	rows  []nodeSummary
+	words []uint64
+}
+
+// summarizeParts is how many parts summarize splits its nodes into when
+// there are many.
+const summarizeParts = 32
+
+// summarize computes the summaries of the nodes at positions at, in
+// parallel parts when there are more than a few. False: the cycle was
+// abandoned.
+func summarize(ctx context.Context, par fwk.Parallelizer, op string, seed maphash.Seed, nodes []fwk.NodeInfo, at []int) ([]partSummaries, bool) {
+	parts := 1
+	if len(at) > 64 {
+		parts = summarizeParts
+	}
+	out := make([]partSummaries, parts)
+	done := make([]bool, parts)
+	work := func(p int) {
+		var b summaryBuilder
+		run := at[p*len(at)/parts : (p+1)*len(at)/parts]
+		ps := partSummaries{rows: make([]nodeSummary, 0, len(run))}
+		for _, i := range run {
+			ps.rows = append(ps.rows, b.summarize(seed, nodes[i], &ps.words))
+		}
+		out[p], done[p] = ps, true
+	}
+	if parts == 1 {
+		work(0)
+		return out, true
+	}
+	par.Until(ctx, parts, work, op)
+	return out, ctx.Err() == nil && !slices.Contains(done, false)
+}
+
+// summaryBuilder holds one worker's scratch.
+type summaryBuilder struct {
+	items []uint64
+}
+
+// summarize is ni's summary, its filters appended to words.
+func (b *summaryBuilder) summarize(seed maphash.Seed, ni fwk.NodeInfo, words *[]uint64) nodeSummary {
+	s := nodeSummary{gen: ni.GetGeneration()}
+	pods := ni.GetPods()
+	if len(pods) == 0 {
+		s.flags |= noPods
+	}
+	b.items = b.items[:0]
+	for _, p := range pods {
+		b.items = labelItems(seed, b.items, p.GetPod().Labels)
+	}
+	s.pods = b.bloom(words)
+
+	// Exactly the pods and terms existingAntiOn reads, for hostAnti,
+	// which a skipped node must report as the full computation would.
+	b.items = b.items[:0]
+	for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
+		terms := p.GetRequiredAntiAffinityTerms()
+		for i := range terms {
+			if hostScoped(terms[i]) {
+				s.flags |= hostAnti
+			}
+			b.term(seed, terms[i].Selector, &s.flags, antiOpen)
+		}
+	}
+	s.anti = b.bloom(words)
+
+	// Every pod's terms: tallyNode reads those of the pods with affinity
+	// (or of all pods, which have no others).
+	b.items = b.items[:0]
+	for _, p := range pods {
+		terms := p.GetRequiredAffinityTerms()
+		for i := range terms {
+			b.term(seed, terms[i].Selector, &s.flags, scoreOpen)
+		}
+		for _, weighted := range [2][]fwk.WeightedAffinityTerm{p.GetPreferredAffinityTerms(), p.GetPreferredAntiAffinityTerms()} {
+			for i := range weighted {
+				b.term(seed, weighted[i].Selector, &s.flags, scoreOpen)
+			}
+		}
+	}
+	s.score = b.bloom(words)
+	return s
+}
+
+// term adds the items of one positive requirement of sel, or sets flag
+// open when it has none.
+func (b *summaryBuilder) term(seed maphash.Seed, sel labels.Selector, flags *uint8, open uint8) {
+	var isOpen bool
+	if b.items, isOpen = requirementItems(seed, b.items, sel); isOpen {
+		*flags |= open
+	}
+}
+
+// bloom appends a filter holding b.items to words.
+func (b *summaryBuilder) bloom(words *[]uint64) bloomRef {
+	items := b.items
+	if len(items) == 0 {
+		return bloomRef{}
+	}
+	if len(items) > 8 {
+		// Pods of one workload share their labels: size by the distinct
+		// items.
+		slices.Sort(items)
+		items = slices.Compact(items)
+	}
+	n := uint32(1) << bits.Len32(uint32((len(items)*bloomBitsPerItem-1)/64))
+	n = min(n, maxBloomWords)
+	ref := bloomRef{off: uint32(len(*words)), words: n}
+	*words = append(*words, make([]uint64, n)...)
+	w := (*words)[ref.off:]
+	mask := uint64(n)*64 - 1
+	for _, h := range items {
+		p1, p2 := h&mask, (h>>32)&mask
+		w[p1>>6] |= 1 << (p1 & 63)
+		w[p2>>6] |= 1 << (p2 & 63)
+	}
+	return ref
+}

@@ -305,14 +305,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	}
 	if len(affinityTerms) > 0 || len(antiAffinityTerms) > 0 || !holders.none() {
 		// Some scan may run below; the summaries let it skip nodes.
-		if v := pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes, nil); v != nil {
-			s.summaries, s.podItems = v, v.podItems(pod)
-			s.queries = requiredQueries{
-				affinity:     termQueries(v.seed, s.terms.affinity),
-				antiAffinity: termQueries(v.seed, s.terms.antiAffinity),
-				hostAffinity: termQueries(v.seed, s.terms.hostAffinity),
-			}
-		}
+		s.useSummaries(pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes, nil))
 	}
 	pl.countExistingAntiAffinity(ctx, cycleState, s, holders)
 	pl.countIncomingTerms(ctx, cycleState, s, allNodes)
@@ -323,6 +316,19 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	}
 	cycleState.Write(preFilterStateKey, s)
 	return nil, nil
+}
+
+// useSummaries lets the scans skip nodes by v's summaries (nil: none).
+func (s *preFilterState) useSummaries(v *summaryView) {
+	if v == nil {
+		return
+	}
+	s.summaries, s.podItems = v, v.podItems(s.podInfo.GetPod())
+	s.queries = requiredQueries{
+		affinity:     termQueries(v.seed, s.terms.affinity),
+		antiAffinity: termQueries(v.seed, s.terms.antiAffinity),
+		hostAffinity: termQueries(v.seed, s.terms.hostAffinity),
+	}
 }
 
 // countExistingAntiAffinity fills s.existingAntiAffinity: the existing pods'

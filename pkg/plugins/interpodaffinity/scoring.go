@@ -160,6 +160,12 @@ func (pl *InterPodAffinity) scoreQueries(ctx context.Context, cs fwk.CycleState,
 	if v == nil && hasPreferred {
 		v = pl.caches.summaries.sync(ctx, cs, pl.parallelizer, Name, nodes, gens)
 	}
+	return newScoreQueries(v, pi)
+}
+
+// newScoreQueries compiles pi's preferred terms and labels for v (nil:
+// none, and so are the queries).
+func newScoreQueries(v *summaryView, pi fwk.PodInfo) *scoreQueries {
 	if v == nil {
 		return nil
 	}

@@ -1,0 +1,260 @@
+package interpodaffinity
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+)
+
+// summaryGen draws random pods, labels and terms over a few keys and
+// values, so that selectors often do and often do not match.
+type summaryGen struct{ r *rand.Rand }
+
+var (
+	summaryKeys   = []string{"app", "tier", "env", "hash"}
+	summaryValues = []string{"a", "b", "c", "d", "e"}
+)
+
+func (g summaryGen) p(pct int) bool { return g.r.IntN(100) < pct }
+
+func (g summaryGen) pick(s []string) string { return s[g.r.IntN(len(s))] }
+
+func (g summaryGen) values() []string {
+	vs := []string{g.pick(summaryValues)}
+	for g.p(40) {
+		vs = append(vs, g.pick(summaryValues))
+	}
+	return vs
+}
+
+// selector covers every shape the summaries treat apart: nil (matches
+// nothing), {} (everything), matchLabels, In with one and several values,
+// Exists, and NotIn and DoesNotExist alone (no positive requirement).
+func (g summaryGen) selector() *metav1.LabelSelector {
+	switch x := g.r.IntN(100); {
+	case x < 6:
+		return nil
+	case x < 12:
+		return &metav1.LabelSelector{}
+	case x < 20:
+		// Negative requirements only.
+		sel := &metav1.LabelSelector{}
+		for range 1 + g.r.IntN(2) {
+			if g.p(50) {
+				sel.MatchExpressions = append(sel.MatchExpressions, tu.SelectorExpr(g.pick(summaryKeys), metav1.LabelSelectorOpNotIn, g.values()...))
+			} else {
+				sel.MatchExpressions = append(sel.MatchExpressions, tu.SelectorExpr(g.pick(summaryKeys), metav1.LabelSelectorOpDoesNotExist))
+			}
+		}
+		return sel
+	}
+	sel := &metav1.LabelSelector{}
+	if g.p(50) {
+		sel.MatchLabels = map[string]string{g.pick(summaryKeys): g.pick(summaryValues)}
+	}
+	for range g.r.IntN(3) {
+		k := g.pick(summaryKeys)
+		switch x := g.r.IntN(4); x {
+		case 0:
+			sel.MatchExpressions = append(sel.MatchExpressions, tu.SelectorExpr(k, metav1.LabelSelectorOpIn, g.values()...))
+		case 1:
+			sel.MatchExpressions = append(sel.MatchExpressions, tu.SelectorExpr(k, metav1.LabelSelectorOpNotIn, g.values()...))
+		case 2:
+			sel.MatchExpressions = append(sel.MatchExpressions, tu.SelectorExpr(k, metav1.LabelSelectorOpExists))
+		default:
+			sel.MatchExpressions = append(sel.MatchExpressions, tu.SelectorExpr(k, metav1.LabelSelectorOpDoesNotExist))
+		}
+	}
+	if sel.MatchLabels == nil && len(sel.MatchExpressions) == 0 {
+		sel.MatchLabels = map[string]string{g.pick(summaryKeys): g.pick(summaryValues)}
+	}
+	return sel
+}
+
+func (g summaryGen) term() v1.PodAffinityTerm {
+	key := zone
+	if g.p(50) {
+		key = host
+	}
+	return tu.AffinityTerm(key, g.selector())
+}
+
+// pod is a pod with random labels and, sometimes, terms of every kind.
+func (g summaryGen) pod(name, node string) *v1.Pod {
+	w := placed("default", name, node)
+	if node == "" {
+		w = incoming("default")
+	}
+	for _, k := range summaryKeys {
+		if g.p(45) {
+			w.Label(k, g.pick(summaryValues))
+		}
+	}
+	for range g.r.IntN(2) {
+		w.RequiredPodAffinity(g.term())
+	}
+	for range g.r.IntN(2) {
+		w.RequiredPodAntiAffinity(g.term())
+	}
+	for range g.r.IntN(2) {
+		w.PreferredPodAffinity(tu.Weighted(int32(1+g.r.IntN(10)), g.term()))
+	}
+	for range g.r.IntN(2) {
+		w.PreferredPodAntiAffinity(tu.Weighted(int32(1+g.r.IntN(10)), g.term()))
+	}
+	return w.Obj()
+}
+
+func (g summaryGen) nodes(n int) []fwk.NodeInfo {
+	var nodes []fwk.NodeInfo
+	for i := range n {
+		name := fmt.Sprintf("n%d", i)
+		ni := framework.NewNodeInfo()
+		ni.SetNode(tu.MakeNode(name).Label(host, name).Label(zone, g.pick([]string{"z1", "z2"})).Obj())
+		for j := range g.r.IntN(4) {
+			ni.AddPod(g.pod(fmt.Sprintf("%s-p%d", name, j), name))
+		}
+		nodes = append(nodes, ni)
+	}
+	return nodes
+}
+
+// TestSummariesSkipOnlyEmptyContributions is the summaries' invariant: a
+// node the summaries let a scan skip contributes nothing. Over random
+// clusters and incoming pods, each of the three compute functions
+// (existingAntiOn, matchesOn, tallyNode) gives the same result with the
+// summaries as without on every node, and the nodes skipped are many and
+// not all: the summaries neither change a contribution nor are vacuous.
+func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
+	schedmetrics.Register()
+	ctx := t.Context()
+	par := parallelize.NewParallelizer(2)
+	r := rand.New(rand.NewPCG(1, 2))
+	g := summaryGen{r: r}
+	skipped := map[string]int{}
+	computed := map[string]int{}
+	for round := range 300 {
+		nodes := g.nodes(1 + r.IntN(12))
+		var table summaryTable
+		table.enabled = true
+		v := table.sync(ctx, framework.NewCycleState(), par, "test", nodes, nil)
+		if v == nil {
+			t.Fatal("sync gave no view for a list of framework NodeInfos")
+		}
+		pl := &InterPodAffinity{args: args{hardPodAffinityWeight: int32(r.IntN(2))}}
+		for range 10 {
+			pi := mustPodInfo(t, g.pod("", ""))
+			fastPath := g.p(50)
+			full := &preFilterState{podInfo: pi, terms: sortTerms(pi.GetRequiredAffinityTerms(), pi.GetRequiredAntiAffinityTerms(), fastPath), hostnameFastPath: fastPath}
+			pruned := *full
+			pruned.useSummaries(v)
+			sq := newScoreQueries(v, pi)
+			for _, ni := range nodes {
+				sum := v.of(-1, ni)
+				if sum == nil {
+					t.Fatalf("round %d: no summary for a listed node", round)
+				}
+				where := fmt.Sprintf("round %d, node %s, incoming %v", round, ni.Node().Name, pi.GetPod().Spec.Affinity)
+
+				want, got := full.existingAntiOn(ni, existingAnti{}), pruned.existingAntiOn(ni, existingAnti{})
+				if fmt.Sprint(want) != fmt.Sprint(got) {
+					t.Fatalf("%s: existingAntiOn = %v with summaries, %v without", where, got, want)
+				}
+				count(skipped, computed, "existingAnti", sum.flags&antiOpen == 0 && !v.hasAny(sum.anti, pruned.podItems), len(ni.GetPodsWithRequiredAntiAffinity()) > 0)
+
+				wantM := full.terms.matchesOn(nil, nil, &full.queries, ni, incomingMatches{})
+				gotM := pruned.terms.matchesOn(nil, v, &pruned.queries, ni, incomingMatches{})
+				if fmt.Sprint(wantM) != fmt.Sprint(gotM) {
+					t.Fatalf("%s: matchesOn = %v with summaries, %v without", where, gotM, wantM)
+				}
+				q := &pruned.queries
+				count(skipped, computed, "incoming", !v.mayMatchAll(q.affinity, sum) && !v.mayMatchAny(q.antiAffinity, sum) && !v.mayMatchAll(q.hostAffinity, sum),
+					len(ni.GetPods()) > 0 && len(q.affinity)+len(q.antiAffinity)+len(q.hostAffinity) > 0)
+
+				for _, hasPreferred := range []bool{false, true} {
+					wantT := pl.tallyNode(nil, nil, ni, pi, nil, hasPreferred, nil)
+					gotT := pl.tallyNode(nil, sq, ni, pi, nil, hasPreferred, nil)
+					if fmt.Sprint(wantT) != fmt.Sprint(gotT) {
+						t.Fatalf("%s: tallyNode(hasPreferred=%v) = %v with summaries, %v without", where, hasPreferred, gotT, wantT)
+					}
+				}
+				count(skipped, computed, "score", sq.skips(ni), len(ni.GetPods()) > 0)
+			}
+		}
+	}
+	for _, kind := range []string{"existingAnti", "incoming", "score"} {
+		t.Logf("%s: %d nodes with pods skipped, %d computed", kind, skipped[kind], computed[kind])
+		if skipped[kind] < 100 || computed[kind] < 100 {
+			t.Errorf("%s: %d nodes with pods skipped, %d computed: the draws do not exercise the summaries both ways", kind, skipped[kind], computed[kind])
+		}
+	}
+}
+
+// count tallies, among nodes where something could be found (relevant),
+// those skipped and those computed.
+func count(skipped, computed map[string]int, kind string, skip, relevant bool) {
+	if !relevant {
+		return
+	}
+	if skip {
+		skipped[kind]++
+	} else {
+		computed[kind]++
+	}
+}
+
+// TestSummaryTableFollowsGenerations: a node whose pods change gets a new
+// summary at the next sync, a view handed out keeps the old one, and a
+// NodeInfo not in the list (a clone) has none.
+func TestSummaryTableFollowsGenerations(t *testing.T) {
+	schedmetrics.Register()
+	ctx := t.Context()
+	par := parallelize.NewParallelizer(2)
+	var nodes []fwk.NodeInfo
+	for i := range 100 {
+		name := fmt.Sprintf("n%d", i)
+		ni := framework.NewNodeInfo()
+		ni.SetNode(tu.MakeNode(name).Label(host, name).Obj())
+		ni.AddPod(placed("default", "p-"+name, name).Label("app", "web").Obj())
+		nodes = append(nodes, ni)
+	}
+	table := summaryTable{enabled: true}
+	cs := framework.NewCycleState()
+	first := table.sync(ctx, cs, par, "test", nodes, nil)
+	term, err := framework.NewPodInfo(incoming("default").RequiredPodAffinity(tu.AffinityTerm(host, sel("app", "db"))).Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := newTermQuery(first.seed, &term.GetRequiredAffinityTerms()[0])
+	if first.mayMatch(&db, first.of(7, nodes[7])) {
+		t.Fatal("a node without app=db pods may match app=db")
+	}
+	if again := table.sync(ctx, cs, par, "test", nodes, nil); again != first {
+		t.Error("a sync with nothing changed made a new view")
+	}
+	nodes[7].(*framework.NodeInfo).AddPod(placed("default", "db", "n7").Label("app", "db").Obj())
+	second := table.sync(ctx, cs, par, "test", nodes, nil)
+	if !second.mayMatch(&db, second.of(7, nodes[7])) || !second.mayMatch(&db, second.of(-1, nodes[7])) {
+		t.Error("the node with an app=db pod is skipped after the sync")
+	}
+	if first.mayMatch(&db, first.of(7, nodes[7])) {
+		t.Error("the view handed out before changed")
+	}
+	clone := nodes[7].Snapshot()
+	if second.of(7, clone) != nil || second.of(-1, clone) != nil {
+		t.Error("a clone of a listed node has a summary")
+	}
+	off := summaryTable{}
+	if off.sync(ctx, cs, par, "test", nodes, nil) != nil {
+		t.Error("a disabled table gave a view")
+	}
+}

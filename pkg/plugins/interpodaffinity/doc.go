@@ -17,11 +17,11 @@
 // call and which refers to none of them: counts.go (the count types and how contributions
 // add up), ops.go (the caches a plugin keeps, the switch that turns them
 // off, named operation builders), index.go, signature.go, layered.go,
-// topology.go.
+// topology.go, podsummary.go.
 //
 // # Caches
 //
-// The plugin keeps three kinds of state across scheduling cycles, all in
+// The plugin keeps four kinds of state across scheduling cycles, all in
 // caches (ops.go). Each answers exactly what a scan of the snapshot would;
 // options.noCaches turns them all off (every cycle then scans, as upstream's
 // plugin does), and a test compares the two on the equivalence suite's
@@ -49,6 +49,20 @@
 //     to a cycle is forked, not copied, for the next.
 //   - The topology table (topology.go): the topology labels of the cycle's
 //     nodes in arrays, for Filter and Score; built from the second call on.
+//   - The pod summaries (podsummary.go): per node of the cycle's list, Bloom
+//     filters of its pods' label pairs and keys and of one positive
+//     requirement of each of its pods' terms, so that the compute
+//     functions (existingAntiOn, matchesOn, tallyNode) return a node's
+//     empty contribution without reading its pods when no term can match.
+//     Invariant: a node skipped contributes exactly what the full
+//     computation would (nothing; the hostScoped note is kept from the
+//     summary), since a term matches a pod only if the pod satisfies each
+//     of the selector's positive requirements, and a filter never denies
+//     an item it holds; a term without one (an empty selector, NotIn or
+//     DoesNotExist only) never lets a node be skipped. Built at the first
+//     call, in one parallel pass over pod labels and terms; then only
+//     nodes whose generation changed are summarized again. At most 32
+//     words per filter, three filters per node.
 //
 // They rely on these invariants:
 //

@@ -305,7 +305,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	}
 	if len(affinityTerms) > 0 || len(antiAffinityTerms) > 0 || !holders.none() {
 		// Some scan may run below; the summaries let it skip nodes.
-		s.useSummaries(pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes, nil))
+		s.useSummaries(pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes))
 	}
 	pl.countExistingAntiAffinity(ctx, cycleState, s, holders)
 	pl.countIncomingTerms(ctx, cycleState, s, allNodes)

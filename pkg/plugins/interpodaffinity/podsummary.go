@@ -20,9 +20,10 @@ package interpodaffinity
 import (
 	"context"
 	"hash/maphash"
-	"math/bits"
+	mathbits "math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -80,39 +81,59 @@ type nodeSummary struct {
 }
 
 // summaryView answers, for the NodeInfos of one cycle's node list, their
-// summaries. It is never changed once handed out.
+// summaries. Its rows are never changed once handed out; a row is used
+// only for a NodeInfo whose generation is the row's (see of).
 type summaryView struct {
 	seed maphash.Seed
 	// nodes is the list the view was synced with: a node at its own
 	// position there is found without hashing.
 	nodes []fwk.NodeInfo
 	// row is each listed NodeInfo's row. The pointer says nothing about
-	// what the NodeInfo holds in another cycle; the view is only handed
-	// to a cycle after every row was checked against its generation.
-	row   map[*framework.NodeInfo]int32
-	rows  []nodeSummary
+	// what the NodeInfo holds: of checks the generation.
+	row map[*framework.NodeInfo]int32
+	// pages hold the rows, summaryPage to a page, so that a new view
+	// shares the pages it does not change with the one handed out.
+	pages [][]nodeSummary
 	words []uint64
+	// stale marks the rows found out of date by of, for the next sync to
+	// summarize again. Shared by the views of one list; the one part of
+	// a view that changes (atomically) after it is handed out.
+	stale []atomic.Uint64
 }
 
-// of returns ni's summary, or nil when ni is not one of the view's nodes
-// (a clone for nominated pods or preemption, a hand-built list): then
-// nothing can be skipped. i is ni's position in the list the caller walks,
-// or -1.
+// summaryPage is how many rows a page holds.
+const summaryPage = 256
+
+func (v *summaryView) rowAt(r int) *nodeSummary { return &v.pages[r/summaryPage][r%summaryPage] }
+
+// of returns ni's summary, or nil when there is none to trust: ni is not
+// one of the view's nodes (a clone for nominated pods or preemption, a
+// hand-built list), or its generation is not the summary's (its pods
+// changed since; 0 proves nothing). Then nothing can be skipped. i is
+// ni's position in the list the caller walks, or -1.
 func (v *summaryView) of(i int, ni fwk.NodeInfo) *nodeSummary {
 	if v == nil {
 		return nil
 	}
+	r := -1
 	if i >= 0 && i < len(v.nodes) && v.nodes[i] == ni {
-		return &v.rows[i]
+		r = i
+	} else if p, ok := ni.(*framework.NodeInfo); ok {
+		if x, ok := v.row[p]; ok {
+			r = int(x)
+		}
 	}
-	p, ok := ni.(*framework.NodeInfo)
-	if !ok {
+	if r < 0 {
 		return nil
 	}
-	if r, ok := v.row[p]; ok {
-		return &v.rows[r]
+	s := v.rowAt(r)
+	if g := ni.GetGeneration(); g == 0 || g != s.gen {
+		if g != 0 {
+			v.stale[r/64].Or(1 << (r % 64))
+		}
+		return nil
 	}
-	return nil
+	return s
 }
 
 // has reports whether filter b may hold item h: false proves it does not.
@@ -343,107 +364,145 @@ func (v *summaryView) podItems(pod *v1.Pod) []uint64 {
 type summaryTable struct {
 	enabled bool
 	mu      sync.Mutex
-	seed    maphash.Seed
-	view    *summaryView
-	// lent: view has been handed out and must not change. Its words
+	// primed: sync was called before; the view is built from the
+	// second call on, so that a plugin asked once (or a scheduler that
+	// just started) pays no more than the scan.
+	primed bool
+	seed   maphash.Seed
+	view   *summaryView
+	// lent: view has been handed out and its rows must not change; the
+	// pages in ownPage may (they are the view's own copies). Its words
 	// are only ever appended to: a view reads none past its own length.
-	lent bool
+	lent    bool
+	ownPage []bool
 	// live counts the words the view's rows use; the rest is garbage
 	// that a compaction drops.
 	live int
 }
 
-// sync brings the view up to date with nodes (gens, if not nil, are their
-// generations, already read by the caller) and returns it; the caller must
-// not change it. A node whose generation is unchanged keeps its summary;
-// others (generation 0 included: it proves nothing) are summarized anew,
-// in parallel when there are many, so that the first call costs one pass
-// over the pods' labels and terms. It returns nil when disabled, in a
-// pod-group cycle (its members are assumed on the snapshot without a
-// generation of their own), and for an abandoned cycle.
-func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, gens []int64) *summaryView {
+// sync brings the view up to date with nodes and returns it; the caller
+// must not change it. Reading every node's generation would cost a cache
+// miss per node in every cycle, most of which the indexes answer without
+// a scan; so a row is checked against its node's generation only when it
+// is used (of), and rows found out of date then are summarized again here
+// at the next call. The list itself is compared pointer by pointer (the
+// slices only): a list that changed is mapped anew, keeping the rows of
+// the NodeInfos still listed. It returns nil on the first call, when
+// disabled, in a pod-group cycle (its members are assumed on the snapshot
+// without a generation of their own), and for an abandoned cycle.
+func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) *summaryView {
 	if !t.enabled || cs.IsPodGroupSchedulingCycle() {
 		return nil
 	}
-	if len(gens) != len(nodes) {
-		gens = nil
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	genOf := func(i int) int64 {
-		if gens != nil {
-			return gens[i]
-		}
-		return nodes[i].GetGeneration()
+	if !t.primed {
+		t.primed = true
+		return nil
 	}
-	same := t.view != nil && len(t.view.nodes) == len(nodes)
-	var stale []int
-	for i := 0; same && i < len(nodes); i++ {
-		if nodes[i] != t.view.nodes[i] {
-			same = false
-		} else if g := genOf(i); g != t.view.rows[i].gen || g == 0 {
-			stale = append(stale, i)
-		}
-	}
-	if !same {
-		v, ok := t.rebuild(ctx, par, op, nodes)
-		if !ok {
+	if t.view == nil || !slices.Equal(t.view.nodes, nodes) {
+		if !t.remap(ctx, par, op, nodes) {
+			t.view, t.lent = nil, false
 			return nil
 		}
-		t.view, t.lent = v, true
-		return v
-	}
-	if len(stale) > 0 {
-		fresh, ok := summarize(ctx, par, op, t.seed, nodes, stale)
-		if !ok {
-			return nil
-		}
-		if t.lent {
-			v := *t.view
-			v.rows = slices.Clone(v.rows)
-			t.view, t.lent = &v, false
-		}
-		t.install(fresh, stale)
+	} else if !t.refresh(ctx, par, op) {
+		return nil
 	}
 	t.lent = true
 	return t.view
 }
 
-// rebuild summarizes every node of a list the view does not stand for. A
+// remap makes a view for a list the view does not stand for, keeping the
+// rows of the NodeInfos the old view had and summarizing the others. A
 // list with a NodeInfo of another implementation than the framework's, or
-// listed twice, has no view.
-func (t *summaryTable) rebuild(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) (*summaryView, bool) {
-	if t.view == nil {
+// one listed twice, has no view.
+func (t *summaryTable) remap(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) bool {
+	old := t.view
+	if old == nil {
 		t.seed = maphash.MakeSeed()
 	}
-	row := make(map[*framework.NodeInfo]int32, len(nodes))
+	v := &summaryView{seed: t.seed, nodes: slices.Clone(nodes), row: make(map[*framework.NodeInfo]int32, len(nodes)),
+		stale: make([]atomic.Uint64, (len(nodes)+63)/64)}
+	for p := 0; p < len(nodes); p += summaryPage {
+		v.pages = append(v.pages, make([]nodeSummary, min(summaryPage, len(nodes)-p)))
+	}
+	t.live = 0
+	var missing []int
 	for i, ni := range nodes {
 		p, ok := ni.(*framework.NodeInfo)
 		if !ok {
-			return nil, false
+			return false
 		}
-		if _, twice := row[p]; twice {
-			return nil, false
+		if _, twice := v.row[p]; twice {
+			return false
 		}
-		row[p] = int32(i)
+		v.row[p] = int32(i)
+		if old != nil {
+			if r, ok := old.row[p]; ok {
+				s := *old.rowAt(int(r))
+				*v.rowAt(i) = s
+				t.live += int(s.pods.words + s.anti.words + s.score.words)
+				continue
+			}
+		}
+		missing = append(missing, i)
 	}
-	all := make([]int, len(nodes))
-	for i := range all {
-		all[i] = i
+	if old != nil {
+		v.words = old.words
 	}
-	fresh, ok := summarize(ctx, par, op, t.seed, nodes, all)
+	fresh, ok := summarize(ctx, par, op, t.seed, nodes, missing)
 	if !ok {
-		return nil, false
+		return false
 	}
-	t.view = &summaryView{seed: t.seed, nodes: slices.Clone(nodes), row: row, rows: make([]nodeSummary, len(nodes))}
-	t.live = 0
-	t.install(fresh, all)
-	return t.view, true
+	t.view, t.lent = v, false
+	t.ownPage = make([]bool, len(v.pages))
+	for i := range t.ownPage {
+		t.ownPage[i] = true
+	}
+	t.install(fresh, missing)
+	return true
+}
+
+// refresh summarizes again the rows marked stale whose node's generation
+// changed. False: the cycle was abandoned.
+func (t *summaryTable) refresh(ctx context.Context, par fwk.Parallelizer, op string) bool {
+	v := t.view
+	var at []int
+	for w := range v.stale {
+		bits := v.stale[w].Swap(0)
+		for bits != 0 {
+			r := w*64 + mathbits.TrailingZeros64(bits)
+			bits &= bits - 1
+			if g := v.nodes[r].GetGeneration(); g != 0 && g != v.rowAt(r).gen {
+				at = append(at, r)
+			}
+		}
+	}
+	if len(at) == 0 {
+		return true
+	}
+	fresh, ok := summarize(ctx, par, op, t.seed, v.nodes, at)
+	if !ok {
+		// Mark them again for the next call.
+		for _, r := range at {
+			v.stale[r/64].Or(1 << (r % 64))
+		}
+		return false
+	}
+	if t.lent {
+		c := *v
+		c.pages = slices.Clone(v.pages)
+		t.view, t.lent = &c, false
+		clear(t.ownPage)
+	}
+	t.install(fresh, at)
+	return true
 }
 
 // install puts the fresh summaries of the nodes at positions at into the
-// view, which the table owns, appending their filters to its words, and
-// compacts the words when more than half of them is garbage.
+// view, appending their filters to its words, copying a page the view
+// does not own before its first change, and compacts the words when more
+// than half of them is garbage.
 func (t *summaryTable) install(fresh []partSummaries, at []int) {
 	v := t.view
 	j := 0
@@ -456,22 +515,34 @@ func (t *summaryTable) install(fresh []partSummaries, at []int) {
 					b.off += base
 				}
 			}
-			old := &v.rows[at[j]]
+			page := at[j] / summaryPage
+			if !t.ownPage[page] {
+				v.pages[page] = slices.Clone(v.pages[page])
+				t.ownPage[page] = true
+			}
+			old := v.rowAt(at[j])
 			t.live += int(s.pods.words+s.anti.words+s.score.words) - int(old.pods.words+old.anti.words+old.score.words)
 			*old = s
 			j++
 		}
 	}
 	if len(v.words) > 2*t.live+1024 {
-		// Copy the live filters to new words: views handed out keep
-		// the old ones.
+		// Copy the live filters to new words, and every page: views
+		// handed out keep the old ones.
 		words := make([]uint64, 0, t.live)
-		for i := range v.rows {
-			for _, b := range []*bloomRef{&v.rows[i].pods, &v.rows[i].anti, &v.rows[i].score} {
-				if b.words > 0 {
-					src := v.words[b.off : b.off+b.words]
-					b.off = uint32(len(words))
-					words = append(words, src...)
+		for p := range v.pages {
+			if !t.ownPage[p] {
+				v.pages[p] = slices.Clone(v.pages[p])
+				t.ownPage[p] = true
+			}
+			for i := range v.pages[p] {
+				s := &v.pages[p][i]
+				for _, b := range []*bloomRef{&s.pods, &s.anti, &s.score} {
+					if b.words > 0 {
+						src := v.words[b.off : b.off+b.words]
+						b.off = uint32(len(words))
+						words = append(words, src...)
+					}
 				}
 			}
 		}
@@ -588,7 +659,7 @@ func (b *summaryBuilder) bloom(words *[]uint64) bloomRef {
 		slices.Sort(items)
 		items = slices.Compact(items)
 	}
-	n := uint32(1) << bits.Len32(uint32((len(items)*bloomBitsPerItem-1)/64))
+	n := uint32(1) << mathbits.Len32(uint32((len(items)*bloomBitsPerItem-1)/64))
 	n = min(n, maxBloomWords)
 	ref := bloomRef{off: uint32(len(*words)), words: n}
 	*words = append(*words, make([]uint64, n)...)

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
@@ -144,9 +145,8 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 	computed := map[string]int{}
 	for round := range 300 {
 		nodes := g.nodes(1 + r.IntN(12))
-		var table summaryTable
-		table.enabled = true
-		v := table.sync(ctx, framework.NewCycleState(), par, "test", nodes, nil)
+		table := summaryTable{enabled: true, primed: true}
+		v := table.sync(ctx, framework.NewCycleState(), par, "test", nodes)
 		if v == nil {
 			t.Fatal("sync gave no view for a list of framework NodeInfos")
 		}
@@ -220,7 +220,7 @@ func TestSummaryTableFollowsGenerations(t *testing.T) {
 	ctx := t.Context()
 	par := parallelize.NewParallelizer(2)
 	var nodes []fwk.NodeInfo
-	for i := range 100 {
+	for i := range 2 * summaryPage {
 		name := fmt.Sprintf("n%d", i)
 		ni := framework.NewNodeInfo()
 		ni.SetNode(tu.MakeNode(name).Label(host, name).Obj())
@@ -229,7 +229,10 @@ func TestSummaryTableFollowsGenerations(t *testing.T) {
 	}
 	table := summaryTable{enabled: true}
 	cs := framework.NewCycleState()
-	first := table.sync(ctx, cs, par, "test", nodes, nil)
+	if table.sync(ctx, cs, par, "test", nodes) != nil {
+		t.Fatal("the first call built the summaries")
+	}
+	first := table.sync(ctx, cs, par, "test", nodes)
 	term, err := framework.NewPodInfo(incoming("default").RequiredPodAffinity(tu.AffinityTerm(host, sel("app", "db"))).Obj())
 	if err != nil {
 		t.Fatal(err)
@@ -238,23 +241,66 @@ func TestSummaryTableFollowsGenerations(t *testing.T) {
 	if first.mayMatch(&db, first.of(7, nodes[7])) {
 		t.Fatal("a node without app=db pods may match app=db")
 	}
-	if again := table.sync(ctx, cs, par, "test", nodes, nil); again != first {
+	if again := table.sync(ctx, cs, par, "test", nodes); again != first {
 		t.Error("a sync with nothing changed made a new view")
 	}
 	nodes[7].(*framework.NodeInfo).AddPod(placed("default", "db", "n7").Label("app", "db").Obj())
-	second := table.sync(ctx, cs, par, "test", nodes, nil)
+	if first.of(7, nodes[7]) != nil || first.of(-1, nodes[7]) != nil {
+		t.Fatal("a summary is trusted after its node's pods changed")
+	}
+	second := table.sync(ctx, cs, par, "test", nodes)
+	if second == first {
+		t.Fatal("the sync after a node was found changed kept the view handed out")
+	}
 	if !second.mayMatch(&db, second.of(7, nodes[7])) || !second.mayMatch(&db, second.of(-1, nodes[7])) {
 		t.Error("the node with an app=db pod is skipped after the sync")
 	}
-	if first.mayMatch(&db, first.of(7, nodes[7])) {
+	if first.mayMatch(&db, first.rowAt(7)) {
 		t.Error("the view handed out before changed")
+	}
+	if i := summaryPage + 1; second.of(i, nodes[i]) != first.of(i, nodes[i]) {
+		t.Error("an unchanged page was copied")
 	}
 	clone := nodes[7].Snapshot()
 	if second.of(7, clone) != nil || second.of(-1, clone) != nil {
 		t.Error("a clone of a listed node has a summary")
 	}
 	off := summaryTable{}
-	if off.sync(ctx, cs, par, "test", nodes, nil) != nil {
+	if off.sync(ctx, cs, par, "test", nodes) != nil {
 		t.Error("a disabled table gave a view")
+	}
+}
+
+// BenchmarkSummarySync is one steady-state sync of the pod summaries at
+// 5000 nodes: one node's pods changed since the last sync, as after a
+// bind, and a scan found it.
+//
+//	go test ./pkg/plugins/interpodaffinity -run '^$' -bench SummarySync -benchmem
+func BenchmarkSummarySync(b *testing.B) {
+	schedmetrics.Register()
+	par := parallelize.NewParallelizer(2)
+	var nodes []fwk.NodeInfo
+	for i := range 5000 {
+		name := fmt.Sprintf("n%d", i)
+		ni := framework.NewNodeInfo()
+		ni.SetNode(tu.MakeNode(name).Label(host, name).Obj())
+		ni.AddPod(placed("default", "p-"+name, name).Label("app", fmt.Sprint("web-", i%100)).Label("pod-template-hash", fmt.Sprint("h", i%100)).
+			RequiredPodAntiAffinity(tu.AffinityTerm(host, sel("app", fmt.Sprint("web-", i%100)))).Obj())
+		nodes = append(nodes, ni)
+	}
+	table := summaryTable{enabled: true, primed: true}
+	cs := framework.NewCycleState()
+	table.sync(b.Context(), cs, par, "bench", nodes)
+	extra := placed("default", "extra", "n0").Label("app", "db").Obj()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		ni := nodes[i%len(nodes)].(*framework.NodeInfo)
+		if i%2 == 0 {
+			ni.AddPod(extra)
+		} else {
+			_ = ni.RemovePod(klog.Background(), extra)
+		}
+		// The scan finds the change.
+		table.sync(b.Context(), cs, par, "bench", nodes).of(i%len(nodes), ni)
 	}
 }

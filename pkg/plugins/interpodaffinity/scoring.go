@@ -96,7 +96,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	// are read through it; view is a parameter, never assigned, so the
 	// closure copies it instead of boxing a variable in every cycle).
 	sumOver := func(gens []int64, view *topologyView) *scoreSum {
-		sq := pl.scoreQueries(ctx, cycleState, nodes, gens, hasPreferred, pi)
+		sq := pl.scoreQueries(ctx, cycleState, nodes, hasPreferred, pi)
 		ops := scoreOps(func(ni fwk.NodeInfo, reuse nodeTally) nodeTally {
 			return pl.tallyNode(view, sq, ni, pi, nsLabels, hasPreferred, reuse)
 		})
@@ -148,17 +148,17 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 
 // scoreQueries are the incoming pod's preferred terms and labels, compiled
 // for the summaries of this cycle's nodes (podsummary.go), or nil when
-// there are none. With preferred terms, nodes (with gens, if read) are all
-// nodes, which the summaries are synced with; otherwise the summaries are
+// there are none. With preferred terms, nodes are all nodes, which the
+// summaries are synced with; otherwise the summaries are
 // PreFilter's, if it made any: the list of nodes with affinity pods alone
 // would cost a pass over all nodes to sync.
-func (pl *InterPodAffinity) scoreQueries(ctx context.Context, cs fwk.CycleState, nodes []fwk.NodeInfo, gens []int64, hasPreferred bool, pi fwk.PodInfo) *scoreQueries {
+func (pl *InterPodAffinity) scoreQueries(ctx context.Context, cs fwk.CycleState, nodes []fwk.NodeInfo, hasPreferred bool, pi fwk.PodInfo) *scoreQueries {
 	var v *summaryView
 	if s, err := preFilterStateOf(cs); err == nil {
 		v = s.summaries
 	}
 	if v == nil && hasPreferred {
-		v = pl.caches.summaries.sync(ctx, cs, pl.parallelizer, Name, nodes, gens)
+		v = pl.caches.summaries.sync(ctx, cs, pl.parallelizer, Name, nodes)
 	}
 	return newScoreQueries(v, pi)
 }

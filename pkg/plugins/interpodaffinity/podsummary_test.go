@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -302,5 +305,63 @@ func BenchmarkSummarySync(b *testing.B) {
 		}
 		// The scan finds the change.
 		table.sync(b.Context(), cs, par, "bench", nodes).of(i%len(nodes), ni)
+	}
+}
+
+// BenchmarkInterleavedDeployments is one cycle (PreFilter and PreScore) of
+// pods of 100 Deployments in turn, as scheduler_perf's
+// InterleavedDeployments100 (test/perf/workloads): each Deployment's
+// selector matches its own dozen pods among 2000 on 1000 nodes, and no
+// signature recurs within the indexes' admission ring, so every cycle
+// scans. summaries=off turns the pod summaries off, the rest of the
+// caches on.
+//
+//	go test ./pkg/plugins/interpodaffinity -run '^$' -bench InterleavedDeployments -benchmem
+func BenchmarkInterleavedDeployments(b *testing.B) {
+	const nodes, deployments = 1000, 100
+	shape := func(w *tu.PodWrapper, d int) *tu.PodWrapper {
+		app := fmt.Sprint("web-", d)
+		w.Label("app", app).Label("pod-template-hash", fmt.Sprint("h", d))
+		own := tu.Selector(map[string]string{"app": app, "pod-template-hash": fmt.Sprint("h", d)})
+		switch d % 4 {
+		case 0:
+			return w.RequiredPodAntiAffinity(tu.AffinityTerm(host, own)).PreferredPodAntiAffinity(tu.Weighted(100, tu.AffinityTerm(zone, sel("app", app))))
+		case 1:
+			return w.PreferredPodAntiAffinity(tu.Weighted(100, tu.AffinityTerm(host, own)), tu.Weighted(50, tu.AffinityTerm(zone, sel("app", app))))
+		case 2:
+			return w.RequiredPodAffinity(tu.AffinityTerm(zone, sel("app", app))).PreferredPodAffinity(tu.Weighted(10, tu.AffinityTerm(host, sel("app", app))))
+		default:
+			return w.RequiredPodAntiAffinity(tu.AffinityTerm(host, own)).PreferredPodAffinity(tu.Weighted(50, tu.AffinityTerm(zone, sel("app", fmt.Sprint("web-", (d+1)%deployments)))))
+		}
+	}
+	var pods []*v1.Pod
+	var ns []*v1.Node
+	for i := range nodes {
+		name := fmt.Sprintf("node-%04d", i)
+		ns = append(ns, tu.MakeNode(name).Label(host, name).Label(zone, fmt.Sprintf("z%d", i%3)).Obj())
+	}
+	for i := range 2 * nodes {
+		pods = append(pods, shape(placed("ns-0", fmt.Sprint("p-", i), fmt.Sprintf("node-%04d", i%nodes)), i%deployments).Obj())
+	}
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprint("summaries=", map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
+			e := newEnv(b, nil, feature.Features{}, pods, ns, tu.MakeNamespace("ns-0", nil), tu.MakeNamespace("ns-1", nil))
+			e.ctx = klog.NewContext(e.ctx, logr.Discard())
+			c := e.pl.caches
+			c.existingAnti.admitFirst, c.incoming.admitFirst, c.score.admitFirst, c.keys.admitFirst = false, false, false, false
+			c.summaries.enabled = on
+			all := e.allNodes(b)
+			incomingPods := make([]*v1.Pod, deployments)
+			for d := range incomingPods {
+				incomingPods[d] = shape(incoming("ns-1"), d).Obj()
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				pod := incomingPods[i%deployments]
+				cs := framework.NewCycleState()
+				e.pl.PreFilter(e.ctx, cs, pod, all)
+				e.pl.PreScore(e.ctx, cs, pod, all)
+			}
+		})
 	}
 }

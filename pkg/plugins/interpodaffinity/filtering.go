@@ -358,7 +358,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 			var sig signature
 			inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
 			return sig.String()
-		}, nil, existingAntiOps(s.existingAntiOn))
+		}, nil, existingAntiOps(s.existingAntiOn).at(s.existingAntiAt))
 	s.existingAntiAffinity = sum.counts
 	if sum.hostScopedNodes > 0 {
 		s.existingHostAnti = true
@@ -372,7 +372,13 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 // but noted: Filter checks it on the candidate node itself. The result is
 // built in reuse's storage (sumOps.compute).
 func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo, reuse existingAnti) existingAnti {
-	if sum := s.summaries.of(-1, ni); sum != nil && sum.flags&antiOpen == 0 && !s.summaries.hasAny(sum.anti, s.podItems) {
+	return s.existingAntiAt(-1, ni, reuse)
+}
+
+// existingAntiAt is existingAntiOn for ni at position i of the list
+// summed (-1: unknown), where its summary may be found without hashing.
+func (s *preFilterState) existingAntiAt(i int, ni fwk.NodeInfo, reuse existingAnti) existingAnti {
+	if sum := s.summaries.of(i, ni); sum != nil && sum.flags&antiOpen == 0 && !s.summaries.hasAny(sum.anti, s.podItems) {
 		// No term on the node can select the incoming pod; whether one
 		// is hostname-scoped is noted all the same.
 		return existingAnti{tally: reuse.tally.reset(), hostScoped: s.hostnameFastPath && sum.flags&hostAnti != 0}
@@ -422,7 +428,9 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	var sum *incomingSum
 	s.topology = pl.caches.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
 		ops := incomingOps(func(ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-			return t.matchesOn(view, s.summaries, &s.queries, ni, reuse)
+			return t.matchesOn(view, s.summaries, &s.queries, -1, ni, reuse)
+		}).at(func(i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
+			return t.matchesOn(view, s.summaries, &s.queries, i, ni, reuse)
 		})
 		sum = pl.caches.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
@@ -435,12 +443,13 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 // anti-affinity term counts in the node's domain of that term; a pod
 // matching all host-scoped affinity terms counts in hostAffinity. Labels
 // are read through view (nil: from the node). A node whose summary in sv
-// (nil: none) proves that no pod on it matches any counted term (q, the
-// terms compiled) contributes nothing and is not looked at. The result is
-// built in reuse's storage (sumOps.compute).
-func (t *requiredTerms) matchesOn(view *topologyView, sv *summaryView, q *requiredQueries, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
+// (nil: none; i is ni's position in the list summed, or -1) proves that
+// no pod on it matches any counted term (q, the terms compiled)
+// contributes nothing and is not looked at. The result is built in
+// reuse's storage (sumOps.compute).
+func (t *requiredTerms) matchesOn(view *topologyView, sv *summaryView, q *requiredQueries, i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
 	r := incomingMatches{affinity: reuse.affinity.reset(), antiAffinity: reuse.antiAffinity.reset()}
-	if sum := sv.of(-1, ni); sum != nil && !sv.mayMatchAll(q.affinity, sum) &&
+	if sum := sv.of(i, ni); sum != nil && !sv.mayMatchAll(q.affinity, sum) &&
 		!sv.mayMatchAny(q.antiAffinity, sum) && !sv.mayMatchAll(q.hostAffinity, sum) {
 		return r
 	}

@@ -672,3 +672,10 @@ func (b *summaryBuilder) bloom(words *[]uint64) bloomRef {
 	}
 	return ref
 }
+
+// at sets ops.computeAt: the plain scan then tells compute the node's
+// position, where its summary is found without hashing.
+func (ops sumOps[V, A]) at(computeAt func(i int, ni fwk.NodeInfo, reuse V) V) sumOps[V, A] {
+	ops.computeAt = computeAt
+	return ops
+}

@@ -161,8 +161,8 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 			pruned := *full
 			pruned.useSummaries(v)
 			sq := newScoreQueries(v, pi)
-			for _, ni := range nodes {
-				sum := v.of(-1, ni)
+			for i, ni := range nodes {
+				sum := v.of(i, ni)
 				if sum == nil {
 					t.Fatalf("round %d: no summary for a listed node", round)
 				}
@@ -174,8 +174,8 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 				}
 				count(skipped, computed, "existingAnti", sum.flags&antiOpen == 0 && !v.hasAny(sum.anti, pruned.podItems), len(ni.GetPodsWithRequiredAntiAffinity()) > 0)
 
-				wantM := full.terms.matchesOn(nil, nil, &full.queries, ni, incomingMatches{})
-				gotM := pruned.terms.matchesOn(nil, v, &pruned.queries, ni, incomingMatches{})
+				wantM := full.terms.matchesOn(nil, nil, &full.queries, -1, ni, incomingMatches{})
+				gotM := pruned.terms.matchesOn(nil, v, &pruned.queries, i, ni, incomingMatches{})
 				if fmt.Sprint(wantM) != fmt.Sprint(gotM) {
 					t.Fatalf("%s: matchesOn = %v with summaries, %v without", where, gotM, wantM)
 				}
@@ -184,13 +184,13 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 					len(ni.GetPods()) > 0 && len(q.affinity)+len(q.antiAffinity)+len(q.hostAffinity) > 0)
 
 				for _, hasPreferred := range []bool{false, true} {
-					wantT := pl.tallyNode(nil, nil, ni, pi, nil, hasPreferred, nil)
-					gotT := pl.tallyNode(nil, sq, ni, pi, nil, hasPreferred, nil)
+					wantT := pl.tallyNode(nil, nil, -1, ni, pi, nil, hasPreferred, nil)
+					gotT := pl.tallyNode(nil, sq, i, ni, pi, nil, hasPreferred, nil)
 					if fmt.Sprint(wantT) != fmt.Sprint(gotT) {
 						t.Fatalf("%s: tallyNode(hasPreferred=%v) = %v with summaries, %v without", where, hasPreferred, gotT, wantT)
 					}
 				}
-				count(skipped, computed, "score", sq.skips(ni), len(ni.GetPods()) > 0)
+				count(skipped, computed, "score", sq.skips(i, ni), len(ni.GetPods()) > 0)
 			}
 		}
 	}

@@ -343,6 +343,17 @@ func BenchmarkInterleavedDeployments(b *testing.B) {
 	for i := range 2 * nodes {
 		pods = append(pods, shape(placed("ns-0", fmt.Sprint("p-", i), fmt.Sprintf("node-%04d", i%nodes)), i%deployments).Obj())
 	}
+	b.Run("build", func(b *testing.B) {
+		// What a first summarizing costs, against a cycle above.
+		e := newEnv(b, nil, feature.Features{}, pods, ns, tu.MakeNamespace("ns-0", nil), tu.MakeNamespace("ns-1", nil))
+		all := e.allNodes(b)
+		cs := framework.NewCycleState()
+		b.ReportAllocs()
+		for b.Loop() {
+			table := summaryTable{enabled: true, primed: true}
+			table.sync(e.ctx, cs, e.pl.parallelizer, "bench", all)
+		}
+	})
 	for _, on := range []bool{false, true} {
 		b.Run(fmt.Sprint("summaries=", map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
 			e := newEnv(b, nil, feature.Features{}, pods, ns, tu.MakeNamespace("ns-0", nil), tu.MakeNamespace("ns-1", nil))

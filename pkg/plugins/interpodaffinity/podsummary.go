@@ -190,16 +190,38 @@ func labelItems(seed maphash.Seed, items []uint64, lbls map[string]string) []uin
 	return items
 }
 
-// positive reports whether op requires its key to be present with one of
-// the requirement's values (values true) or at all (values false).
-func positive(op selection.Operator) (ok, values bool) {
-	switch op {
-	case selection.In, selection.Equals, selection.DoubleEquals:
-		return true, true
-	case selection.Exists, selection.GreaterThan, selection.LessThan:
-		return true, false
+// selectorShape returns sel's requirements, or nothing when sel matches
+// no label set (Nothing, from a nil selector). A nil Selector has none:
+// it counts as matching anything.
+func selectorShape(sel labels.Selector) (reqs labels.Requirements, nothing bool) {
+	if sel == nil {
+		return nil, false
 	}
-	return false, false
+	reqs, selectsSome := sel.Requirements()
+	return reqs, !selectsSome
+}
+
+// positiveKey reports whether r is positive (ok): it requires its key to
+// be present with one of r's values (values true) or at all (values
+// false); hk is the hash of the key.
+func positiveKey(seed maphash.Seed, r *labels.Requirement) (hk uint64, values, ok bool) {
+	switch r.Operator() {
+	case selection.In, selection.Equals, selection.DoubleEquals:
+		values, ok = true, true
+	case selection.Exists, selection.GreaterThan, selection.LessThan:
+		ok = true
+	default:
+		return 0, false, false
+	}
+	return maphash.String(seed, r.Key()), values, true
+}
+
+// valueItems appends the pairs of key hk with each of values.
+func valueItems(seed maphash.Seed, items []uint64, hk uint64, values []string) []uint64 {
+	for _, v := range values {
+		items = append(items, pairItem(seed, hk, v))
+	}
+	return items
 }
 
 // requirementItems appends the items of one positive requirement of sel
@@ -210,27 +232,22 @@ func positive(op selection.Operator) (ok, values bool) {
 // not open. A pod's labels satisfy sel only if they hold one of the
 // appended items.
 func requirementItems(seed maphash.Seed, items []uint64, sel labels.Selector) (_ []uint64, open bool) {
-	if sel == nil {
-		return items, true
-	}
-	reqs, selectsSome := sel.Requirements()
-	if !selectsSome {
+	reqs, nothing := selectorShape(sel)
+	if nothing {
 		return items, false
 	}
 	several := -1
 	for i := range reqs {
-		r := &reqs[i]
-		ok, values := positive(r.Operator())
-		if !ok {
+		hk, values, ok := positiveKey(seed, &reqs[i])
+		switch {
+		case !ok:
 			continue
-		}
-		hk := maphash.String(seed, r.Key())
-		if !values {
+		case !values:
 			return append(items, keyItem(hk)), false
 		}
 		// The first requirement of the key, if it asks for one value
 		// (without copying the values).
-		if v, one := sel.RequiresExactMatch(r.Key()); one {
+		if v, one := sel.RequiresExactMatch(reqs[i].Key()); one {
 			return append(items, pairItem(seed, hk, v)), false
 		}
 		if several < 0 {
@@ -241,11 +258,7 @@ func requirementItems(seed maphash.Seed, items []uint64, sel labels.Selector) (_
 		return items, true
 	}
 	r := &reqs[several]
-	hk := maphash.String(seed, r.Key())
-	for _, v := range r.ValuesUnsorted() {
-		items = append(items, pairItem(seed, hk, v))
-	}
-	return items, false
+	return valueItems(seed, items, maphash.String(seed, r.Key()), r.ValuesUnsorted()), false
 }
 
 // termQuery is one of the incoming pod's terms, ready to be tested against
@@ -264,31 +277,20 @@ type termQuery struct {
 // so that a node is skipped when any one of them is satisfied by none of
 // its pods.
 func newTermQuery(seed maphash.Seed, t *fwk.AffinityTerm) termQuery {
-	sel := t.Selector
-	if sel == nil {
-		return termQuery{open: true}
-	}
-	reqs, selectsSome := sel.Requirements()
-	if !selectsSome {
+	reqs, nothing := selectorShape(t.Selector)
+	if nothing {
 		return termQuery{never: true}
 	}
 	var q termQuery
 	for i := range reqs {
-		r := &reqs[i]
-		ok, values := positive(r.Operator())
-		if !ok {
-			continue
+		hk, values, ok := positiveKey(seed, &reqs[i])
+		switch {
+		case !ok:
+		case values:
+			q.reqs = append(q.reqs, valueItems(seed, nil, hk, reqs[i].ValuesUnsorted()))
+		default:
+			q.reqs = append(q.reqs, []uint64{keyItem(hk)})
 		}
-		hk := maphash.String(seed, r.Key())
-		var alt []uint64
-		if values {
-			for _, v := range r.ValuesUnsorted() {
-				alt = append(alt, pairItem(seed, hk, v))
-			}
-		} else {
-			alt = []uint64{keyItem(hk)}
-		}
-		q.reqs = append(q.reqs, alt)
 	}
 	q.open = len(q.reqs) == 0
 	return q

@@ -59,10 +59,15 @@
 //     summary), since a term matches a pod only if the pod satisfies each
 //     of the selector's positive requirements, and a filter never denies
 //     an item it holds; a term without one (an empty selector, NotIn or
-//     DoesNotExist only) never lets a node be skipped. Built at the first
-//     call, in one parallel pass over pod labels and terms; then only
-//     nodes whose generation changed are summarized again. At most 32
-//     words per filter, three filters per node.
+//     DoesNotExist only) never lets a node be skipped. A summary is used
+//     only for a NodeInfo with the generation it was made at (0: never);
+//     one found out of date is made again at the next cycle. Built from
+//     the second call on (one parallel pass over pod labels and terms,
+//     about the cost of one scan: go test
+//     ./pkg/plugins/interpodaffinity -run '^$' -bench
+//     InterleavedDeployments), so that a plugin asked once pays no more
+//     than the scan. Memory: at most 32 words per filter, three filters
+//     and 40 bytes per node.
 //
 // They rely on these invariants:
 //
@@ -72,7 +77,7 @@
 //     while the node's NodeInfo still has it. 0 (hand-built NodeInfos)
 //     proves nothing and is always recomputed.
 //   - A sum never changes once handed out: a cycle keeps reading the sum
-//     (and the topology view) it was given while later cycles patch a copy
+//     (and the topology view, and the summaries) it was given while later cycles patch a copy
 //     (lent, layered.fork); AddPod/RemovePod fork before their first write.
 //   - A contribution depends only on the node (its labels and pods) and on
 //     what the signature encodes: every input of a compute function beyond

@@ -614,7 +614,7 @@ func (b *summaryBuilder) summarize(seed maphash.Seed, ni fwk.NodeInfo, words *[]
 	for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
 		terms := p.GetRequiredAntiAffinityTerms()
 		for i := range terms {
-			if hostScoped(terms[i]) {
+			if terms[i].TopologyKey == v1.LabelHostname {
 				s.flags |= hostAnti
 			}
 			b.term(seed, terms[i].Selector, &s.flags, antiOpen)

@@ -428,9 +428,9 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	var sum *incomingSum
 	s.topology = pl.caches.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
 		ops := incomingOps(func(ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-			return t.matchesOn(view, s.summaries, &s.queries, -1, ni, reuse)
+			return t.matchesOn(view, s.summaries, &s.queries, nil, -1, ni, reuse)
 		}).at(func(i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-			return t.matchesOn(view, s.summaries, &s.queries, i, ni, reuse)
+			return t.matchesOn(view, s.summaries, &s.queries, gens, i, ni, reuse)
 		})
 		sum = pl.caches.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
@@ -443,13 +443,13 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 // anti-affinity term counts in the node's domain of that term; a pod
 // matching all host-scoped affinity terms counts in hostAffinity. Labels
 // are read through view (nil: from the node). A node whose summary in sv
-// (nil: none; i is ni's position in the list summed, or -1) proves that
-// no pod on it matches any counted term (q, the terms compiled)
-// contributes nothing and is not looked at. The result is built in
-// reuse's storage (sumOps.compute).
-func (t *requiredTerms) matchesOn(view *topologyView, sv *summaryView, q *requiredQueries, i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
+// (nil: none; i is ni's position in the list summed, or -1, and gens
+// that list's generations, if read) proves that no pod on it matches any
+// counted term (q, the terms compiled) contributes nothing and is not
+// looked at. The result is built in reuse's storage (sumOps.compute).
+func (t *requiredTerms) matchesOn(view *topologyView, sv *summaryView, q *requiredQueries, gens []int64, i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
 	r := incomingMatches{affinity: reuse.affinity.reset(), antiAffinity: reuse.antiAffinity.reset()}
-	if sum := sv.of(i, ni); sum != nil && !sv.mayMatchAll(q.affinity, sum) &&
+	if sum := sv.ofGen(i, ni, gens); sum != nil && !sv.mayMatchAll(q.affinity, sum) &&
 		!sv.mayMatchAny(q.antiAffinity, sum) && !sv.mayMatchAll(q.hostAffinity, sum) {
 		return r
 	}

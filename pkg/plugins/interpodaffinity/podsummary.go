@@ -111,7 +111,11 @@ func (v *summaryView) rowAt(r int) *nodeSummary { return &v.pages[r/summaryPage]
 // hand-built list), or its generation is not the summary's (its pods
 // changed since; 0 proves nothing). Then nothing can be skipped. i is
 // ni's position in the list the caller walks, or -1.
-func (v *summaryView) of(i int, ni fwk.NodeInfo) *nodeSummary {
+func (v *summaryView) of(i int, ni fwk.NodeInfo) *nodeSummary { return v.ofGen(i, ni, nil) }
+
+// ofGen is of with the generations of the list the caller walks, if read
+// already (nil: not), which spares reading them from the nodes.
+func (v *summaryView) ofGen(i int, ni fwk.NodeInfo, gens []int64) *nodeSummary {
 	if v == nil {
 		return nil
 	}
@@ -122,12 +126,19 @@ func (v *summaryView) of(i int, ni fwk.NodeInfo) *nodeSummary {
 		if x, ok := v.row[p]; ok {
 			r = int(x)
 		}
+		gens = nil
 	}
 	if r < 0 {
 		return nil
 	}
 	s := v.rowAt(r)
-	if g := ni.GetGeneration(); g == 0 || g != s.gen {
+	var g int64
+	if i >= 0 && i < len(gens) {
+		g = gens[i]
+	} else {
+		g = ni.GetGeneration()
+	}
+	if g == 0 || g != s.gen {
 		if g != 0 {
 			v.stale[r/64].Or(1 << (r % 64))
 		}

@@ -161,6 +161,13 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 			pruned := *full
 			pruned.useSummaries(v)
 			sq := newScoreQueries(v, pi)
+			var gens []int64
+			if g.p(50) {
+				// As the topology table hands them out.
+				for _, ni := range nodes {
+					gens = append(gens, ni.GetGeneration())
+				}
+			}
 			for i, ni := range nodes {
 				sum := v.of(i, ni)
 				if sum == nil {
@@ -174,8 +181,8 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 				}
 				count(skipped, computed, "existingAnti", sum.flags&antiOpen == 0 && !v.hasAny(sum.anti, pruned.podItems), len(ni.GetPodsWithRequiredAntiAffinity()) > 0)
 
-				wantM := full.terms.matchesOn(nil, nil, &full.queries, -1, ni, incomingMatches{})
-				gotM := pruned.terms.matchesOn(nil, v, &pruned.queries, i, ni, incomingMatches{})
+				wantM := full.terms.matchesOn(nil, nil, &full.queries, nil, -1, ni, incomingMatches{})
+				gotM := pruned.terms.matchesOn(nil, v, &pruned.queries, gens, i, ni, incomingMatches{})
 				if fmt.Sprint(wantM) != fmt.Sprint(gotM) {
 					t.Fatalf("%s: matchesOn = %v with summaries, %v without", where, gotM, wantM)
 				}
@@ -184,13 +191,13 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 					len(ni.GetPods()) > 0 && len(q.affinity)+len(q.antiAffinity)+len(q.hostAffinity) > 0)
 
 				for _, hasPreferred := range []bool{false, true} {
-					wantT := pl.tallyNode(nil, nil, -1, ni, pi, nil, hasPreferred, nil)
-					gotT := pl.tallyNode(nil, sq, i, ni, pi, nil, hasPreferred, nil)
+					wantT := pl.tallyNode(nil, nil, nil, -1, ni, pi, nil, hasPreferred, nil)
+					gotT := pl.tallyNode(nil, sq, gens, i, ni, pi, nil, hasPreferred, nil)
 					if fmt.Sprint(wantT) != fmt.Sprint(gotT) {
 						t.Fatalf("%s: tallyNode(hasPreferred=%v) = %v with summaries, %v without", where, hasPreferred, gotT, wantT)
 					}
 				}
-				count(skipped, computed, "score", sq.skips(i, ni), len(ni.GetPods()) > 0)
+				count(skipped, computed, "score", sq.skips(gens, i, ni), len(ni.GetPods()) > 0)
 			}
 		}
 	}

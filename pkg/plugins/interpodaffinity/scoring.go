@@ -98,9 +98,9 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	sumOver := func(gens []int64, view *topologyView) *scoreSum {
 		sq := pl.scoreQueries(ctx, cycleState, nodes, hasPreferred, pi)
 		ops := scoreOps(func(ni fwk.NodeInfo, reuse nodeTally) nodeTally {
-			return pl.tallyNode(view, sq, -1, ni, pi, nsLabels, hasPreferred, reuse)
+			return pl.tallyNode(view, sq, nil, -1, ni, pi, nsLabels, hasPreferred, reuse)
 		}).at(func(i int, ni fwk.NodeInfo, reuse nodeTally) nodeTally {
-			return pl.tallyNode(view, sq, i, ni, pi, nsLabels, hasPreferred, reuse)
+			return pl.tallyNode(view, sq, gens, i, ni, pi, nsLabels, hasPreferred, reuse)
 		})
 		return keyedSum(ctx, cycleState, pl.parallelizer, nodes, gens, &pl.caches.keys, list, &pl.caches.score,
 			func(inputs *termInputs) string {
@@ -187,16 +187,17 @@ type scoreQueries struct {
 	podItems                 []uint64
 }
 
-// skips reports whether node ni (at position i of the list summed, or -1)
-// provably adds nothing: none of its pods
+// skips reports whether node ni (at position i of the list summed, or -1;
+// gens are that list's generations, if read) provably adds nothing: none
+// of its pods
 // may match a preferred term of the incoming pod, and the incoming pod
 // satisfies no term of its pods that scores.
-func (q *scoreQueries) skips(i int, ni fwk.NodeInfo) bool {
+func (q *scoreQueries) skips(gens []int64, i int, ni fwk.NodeInfo) bool {
 	if q == nil {
 		return false
 	}
 	v := q.view
-	sum := v.of(i, ni)
+	sum := v.ofGen(i, ni, gens)
 	return sum != nil && sum.flags&scoreOpen == 0 && !v.mayMatchAny(q.preferred, sum) &&
 		!v.mayMatchAny(q.preferredAnti, sum) && !v.hasAny(sum.score, q.podItems)
 }
@@ -207,7 +208,8 @@ func (q *scoreQueries) skips(i int, ni fwk.NodeInfo) bool {
 // terms of their own), in the node's domains. Labels are read through
 // view (nil: from the node). The tally is built in reuse's storage
 // (sumOps.compute). A node that sq (nil: none) proves adds nothing is not
-// looked at; i is ni's position in the list summed, or -1.
+// looked at; i is ni's position in the list summed, or -1, and gens that
+// list's generations, if read.
 //
 // A node without labels is in no domain, and upstream skips its pods
 // outright. Here its pods are matched all the same and add nothing (every
@@ -216,8 +218,8 @@ func (q *scoreQueries) skips(i int, ni fwk.NodeInfo) bool {
 // labels are never read, while reading them costs a cache miss on the
 // Node object and one on the map per node, about a fifth of a cold
 // PreScore at 5000 nodes (ColdStartDeployments100 CPU profile).
-func (pl *InterPodAffinity) tallyNode(view *topologyView, sq *scoreQueries, i int, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool, reuse nodeTally) nodeTally {
-	if sq.skips(i, ni) {
+func (pl *InterPodAffinity) tallyNode(view *topologyView, sq *scoreQueries, gens []int64, i int, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool, reuse nodeTally) nodeTally {
+	if sq.skips(gens, i, ni) {
 		return reuse.reset()
 	}
 	existingPods := ni.GetPodsWithAffinity()

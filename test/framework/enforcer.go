@@ -46,19 +46,24 @@ func (e *Env) EnforcerBinary() (string, error) {
 	return bin, nil
 }
 
-// EnforcerOptions configures StartEnforcer.
+// EnforcerOptions configures LaunchEnforcer.
 type EnforcerOptions struct {
+	// Name labels the process's scratch directory.
+	Name string
 	// Binary is the placement-enforcer to run (EnforcerBinary).
 	Binary string
 	// Config is the EnforcerConfiguration's body: every field but
 	// apiVersion, kind, schedulerConfig and metricsBindAddress, which
-	// StartEnforcer sets.
+	// LaunchEnforcer sets.
 	Config string
 	// SchedulerConfig is the KubeSchedulerConfiguration the enforcer
-	// judges with.
+	// judges with; nil: the shipped one.
 	SchedulerConfig []byte
 	// Kubeconfig is the enforcer's identity; empty: the admin one.
 	Kubeconfig string
+	// MetricsBindAddress is where its endpoints listen; empty: a free port
+	// of 127.0.0.1.
+	MetricsBindAddress string
 }
 
 // Enforcer is one running placement-enforcer process.
@@ -67,43 +72,64 @@ type Enforcer struct {
 	addr string
 }
 
-// StartEnforcer runs placement-enforcer with opts, its endpoints on a free
-// port of 127.0.0.1, logs at -v=2 into a file. It stops the process when
-// the test ends and, if the test failed, logs the tail of its log.
-func (e *Env) StartEnforcer(t testing.TB, opts EnforcerOptions) *Enforcer {
-	t.Helper()
-	dir := t.TempDir()
+// LaunchEnforcer runs placement-enforcer with opts, logs at -v=2 into a
+// file. The process dies with the caller; the caller stops it. Tests use
+// StartEnforcer, which does.
+func (e *Env) LaunchEnforcer(opts EnforcerOptions) (*Enforcer, error) {
+	if opts.SchedulerConfig == nil {
+		opts.SchedulerConfig = manifests.SchedulerConfig()
+	}
+	if opts.Kubeconfig == "" {
+		opts.Kubeconfig = e.Kubeconfig
+	}
+	addr := opts.MetricsBindAddress
+	if addr == "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	dir, err := os.MkdirTemp(e.dir, "enforcer-"+sanitize(opts.Name)+"-")
+	if err != nil {
+		return nil, err
+	}
 	schedPath := filepath.Join(dir, "scheduler-config.yaml")
 	if err := os.WriteFile(schedPath, opts.SchedulerConfig, 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cfg := fmt.Sprintf("apiVersion: enforcer.placement-scheduler.io/v1alpha1\nkind: EnforcerConfiguration\nschedulerConfig: %s\nmetricsBindAddress: %s\n%s\n",
 		schedPath, addr, opts.Config)
 	cfgPath := filepath.Join(dir, "enforcer-config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := opts.Kubeconfig
-	if kubeconfig == "" {
-		kubeconfig = e.Kubeconfig
+		return nil, err
 	}
 	proc, err := startProcess(processSpec{
 		name:    "placement-enforcer",
-		argv:    []string{opts.Binary, "--config", cfgPath, "--kubeconfig", kubeconfig, "--v=2"},
+		argv:    []string{opts.Binary, "--config", cfgPath, "--kubeconfig", opts.Kubeconfig, "--v=2"},
 		logPath: filepath.Join(dir, "enforcer.log"),
 		// The informers' and the framework's start-up lines, which every
 		// pass repeats.
 		noise: []string{"reflector.go", "framework.go"},
 	})
 	if err != nil {
+		return nil, err
+	}
+	return &Enforcer{process: proc, addr: addr}, nil
+}
+
+// StartEnforcer is LaunchEnforcer for a test: it fails the test if the
+// process cannot start, stops it when the test ends and, if the test
+// failed, logs the tail of its log.
+func (e *Env) StartEnforcer(t testing.TB, opts EnforcerOptions) *Enforcer {
+	t.Helper()
+	if opts.Name == "" {
+		opts.Name = t.Name()
+	}
+	p, err := e.LaunchEnforcer(opts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Enforcer{process: proc, addr: addr}
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() {

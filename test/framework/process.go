@@ -85,19 +85,12 @@ func (p *process) stop(grace time.Duration) (killed bool) {
 	if p.Exited() {
 		return false
 	}
-	return terminate(p.cmd.Process, p.done, grace)
-}
-
-// terminate sends p SIGTERM and waits for done, sending SIGKILL after
-// grace; it reports whether it had to.
-func terminate(p *os.Process, done <-chan struct{}, grace time.Duration) (killed bool) {
-	_ = p.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-p.done:
 		return false
 	case <-time.After(grace):
-		_ = p.Kill()
-		<-done
+		p.Kill()
 		return true
 	}
 }
@@ -145,6 +138,9 @@ func (p *process) Log() string {
 	b, _ := os.ReadFile(p.logPath)
 	return string(b)
 }
+
+// LogPath is the file the process's output goes to.
+func (p *process) LogPath() string { return p.logPath }
 
 // LogTail returns the last n lines of the log (without the lines the
 // process's noise names).

@@ -130,12 +130,7 @@ func (e *Env) StartEnforcer(t testing.TB, opts EnforcerOptions) *Enforcer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			t.Logf("placement-enforcer log tail (%s):\n%s", p.logPath, p.LogTail(300))
-		}
-	})
+	p.stopAfter(t, p.Stop, 300)
 	return p
 }
 

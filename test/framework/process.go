@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -93,6 +94,17 @@ func (p *process) stop(grace time.Duration) (killed bool) {
 		p.Kill()
 		return true
 	}
+}
+
+// stopAfter has stop (the caller's Stop) run when t ends and, if t failed,
+// logs the last n lines of the process's log.
+func (p *process) stopAfter(t testing.TB, stop func(), n int) {
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("%s log tail (%s):\n%s", p.name, p.logPath, p.LogTail(n))
+		}
+	})
 }
 
 // Kill sends SIGKILL, so the process dies without releasing its lease, as

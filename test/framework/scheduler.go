@@ -107,12 +107,7 @@ func (e *Env) StartScheduler(t testing.TB, opts SchedulerOptions) *Scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		s.Stop()
-		if t.Failed() {
-			t.Logf("placement-scheduler log tail (%s):\n%s", s.logPath, s.LogTail(80))
-		}
-	})
+	s.stopAfter(t, s.Stop, 80)
 	return s
 }
 

@@ -95,8 +95,9 @@ func (e *Env) StartControlPlaneProcess(name string) error {
 	if !ok {
 		return fmt.Errorf("%s is not stopped", name)
 	}
-	// Its own process group, as envtest's was (Ctrl-C reaches only the
-	// caller, which stops it in order); its restarts' output in one log.
+	// Its own process group, as the full cluster's components have (a
+	// terminal's Ctrl-C reaches only the caller, which stops it in order);
+	// the output of all its restarts in one log.
 	c, err := startProcess(processSpec{
 		name:      "the restarted " + name,
 		argv:      s.argv,

@@ -61,11 +61,11 @@ type sumOps[V, A any] struct {
 	// holds no more: compute may build its result in reuse's storage, so
 	// that the plain scan allocates nothing per node.
 	compute func(ni fwk.NodeInfo, reuse V) V
+	newSum  func() A
 	// computeAt, if set, is compute told ni's position i in the list
 	// summed, which the plain scan knows: per-node data kept by position
 	// (podsummary.go) is then found without hashing.
 	computeAt func(i int, ni fwk.NodeInfo, reuse V) V
-	newSum    func() A
 	// apply adds v to the sum (sign 1) or takes it out again (sign -1).
 	apply func(sum A, v V, sign int64)
 	// merge adds src, a sum built by apply alone, into dst.

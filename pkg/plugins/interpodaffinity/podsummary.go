@@ -426,7 +426,10 @@ func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Para
 }
 
 // remap makes a view for a list the view does not stand for, keeping the
-// rows of the NodeInfos the old view had and summarizing the others. A
+// up-to-date rows of the NodeInfos the old view had and summarizing the
+// others, those found stale included: the new view's stale marks start
+// empty, so a row kept out of date would be computed in full at every use
+// until found again under an unchanged list. A
 // list with a NodeInfo of another implementation than the framework's, or
 // one listed twice, has no view.
 func (t *summaryTable) remap(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) bool {
@@ -451,11 +454,16 @@ func (t *summaryTable) remap(ctx context.Context, par fwk.Parallelizer, op strin
 		}
 		v.row[p] = int32(i)
 		if old != nil {
-			if r, ok := old.row[p]; ok {
+			// A row is kept unless it is out of date: found so by of (its
+			// mark would not survive the new list's marks) or by its
+			// node's generation, read here since the list is walked anyway.
+			if r, ok := old.row[p]; ok && old.stale[r/64].Load()&(1<<(r%64)) == 0 {
 				s := *old.rowAt(int(r))
-				*v.rowAt(i) = s
-				t.live += int(s.pods.words + s.anti.words + s.score.words)
-				continue
+				if g := ni.GetGeneration(); g == 0 || g == s.gen {
+					*v.rowAt(i) = s
+					t.live += int(s.pods.words + s.anti.words + s.score.words)
+					continue
+				}
 			}
 		}
 		missing = append(missing, i)

@@ -383,3 +383,53 @@ func BenchmarkInterleavedDeployments(b *testing.B) {
 		})
 	}
 }
+
+// TestSummaryRemapRedoesStaleRows: when the list changes, a row found out
+// of date under the old list (or whose node changed unseen) is summarized
+// again, not carried over with its old generation: the new view starts
+// without the old view's stale marks, so a carried row would never be
+// trusted again until found stale under an unchanged list.
+func TestSummaryRemapRedoesStaleRows(t *testing.T) {
+	schedmetrics.Register()
+	ctx := t.Context()
+	par := parallelize.NewParallelizer(2)
+	var nodes []fwk.NodeInfo
+	for i := range 10 {
+		name := fmt.Sprintf("n%d", i)
+		ni := framework.NewNodeInfo()
+		ni.SetNode(tu.MakeNode(name).Label(host, name).Obj())
+		ni.AddPod(placed("default", "p-"+name, name).Label("app", "web").Obj())
+		nodes = append(nodes, ni)
+	}
+	table := summaryTable{enabled: true, primed: true}
+	cs := framework.NewCycleState()
+	first := table.sync(ctx, cs, par, "test", nodes)
+	// Node 3 changes and a scan finds it; node 5 changes unseen.
+	nodes[3].(*framework.NodeInfo).AddPod(placed("default", "db3", "n3").Label("app", "db").Obj())
+	nodes[5].(*framework.NodeInfo).AddPod(placed("default", "db5", "n5").Label("app", "db").Obj())
+	if first.of(3, nodes[3]) != nil {
+		t.Fatal("a summary is trusted after its node's pods changed")
+	}
+	// A node joins: the list changes.
+	extra := framework.NewNodeInfo()
+	extra.SetNode(tu.MakeNode("n10").Label(host, "n10").Obj())
+	nodes = append(nodes, extra)
+	second := table.sync(ctx, cs, par, "test", nodes)
+	term, err := framework.NewPodInfo(incoming("default").RequiredPodAffinity(tu.AffinityTerm(host, sel("app", "db"))).Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := newTermQuery(second.seed, &term.GetRequiredAffinityTerms()[0])
+	for _, i := range []int{3, 5} {
+		s := second.of(i, nodes[i])
+		if s == nil {
+			t.Fatalf("node %d: the row changed before the list changed was carried over out of date", i)
+		}
+		if !second.mayMatch(&db, s) {
+			t.Errorf("node %d: the new summary misses the app=db pod", i)
+		}
+	}
+	if s := second.of(4, nodes[4]); s == nil || second.mayMatch(&db, s) {
+		t.Error("an unchanged node's row was lost or changed by the list change")
+	}
+}

@@ -2,7 +2,10 @@ package interpodaffinity
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -431,5 +434,214 @@ func TestSummaryRemapRedoesStaleRows(t *testing.T) {
 	}
 	if s := second.of(4, nodes[4]); s == nil || second.mayMatch(&db, s) {
 		t.Error("an unchanged node's row was lost or changed by the list change")
+	}
+}
+
+// rowImage is what a summary row says, its filters' words copied out, so
+// that rows can be compared across views, compactions and list changes.
+type rowImage struct {
+	gen               int64
+	flags             uint8
+	pods, anti, score []uint64
+}
+
+func imageOf(v *summaryView, s *nodeSummary) rowImage {
+	words := func(b bloomRef) []uint64 {
+		if b.words == 0 {
+			return nil
+		}
+		return slices.Clone(v.words[b.off : b.off+b.words])
+	}
+	return rowImage{gen: s.gen, flags: s.flags, pods: words(s.pods), anti: words(s.anti), score: words(s.score)}
+}
+
+// freshImage is ni's summary made from scratch with v's seed.
+func freshImage(v *summaryView, ni fwk.NodeInfo) rowImage {
+	var b summaryBuilder
+	w := &summaryView{seed: v.seed}
+	s := b.summarize(v.seed, ni, &w.words)
+	return imageOf(w, &s)
+}
+
+// imagesOf is every row of v.
+func imagesOf(v *summaryView) []rowImage {
+	var out []rowImage
+	for r := range v.nodes {
+		out = append(out, imageOf(v, v.rowAt(r)))
+	}
+	return out
+}
+
+// checkCurrent fails unless every row of v is what a summary made now of
+// its node would be.
+func checkCurrent(t *testing.T, step string, v *summaryView) {
+	t.Helper()
+	for r, ni := range v.nodes {
+		if got, want := imageOf(v, v.rowAt(r)), freshImage(v, ni); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: row %d (%s) = %+v, a fresh summary is %+v", step, r, ni.Node().Name, got, want)
+		}
+	}
+}
+
+// foreignNodeInfo is a NodeInfo of another implementation than the
+// framework's.
+type foreignNodeInfo struct{ *framework.NodeInfo }
+
+// TestSummaryTableCompactsAndRemaps drives a table through refreshes that
+// force compactions (rewriting every filter's offset) and through list
+// changes (rows kept, reordered, dropped, added), checking after each step
+// that every row equals a summary made from scratch, and that every view
+// handed out earlier still says exactly what it said then.
+func TestSummaryTableCompactsAndRemaps(t *testing.T) {
+	schedmetrics.Register()
+	ctx := t.Context()
+	par := parallelize.NewParallelizer(2)
+	r := rand.New(rand.NewPCG(3, 4))
+	g := summaryGen{r: r}
+	newNode := func(name string, pods int) *framework.NodeInfo {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(tu.MakeNode(name).Label(host, name).Obj())
+		for j := range pods {
+			ni.AddPod(g.pod(fmt.Sprintf("%s-p%d", name, j), name))
+		}
+		return ni
+	}
+	var nodes []fwk.NodeInfo
+	for i := range 300 {
+		// Enough pods that filters span several words.
+		nodes = append(nodes, newNode(fmt.Sprintf("n%d", i), 4+r.IntN(20)))
+	}
+	table := summaryTable{enabled: true, primed: true}
+	cs := framework.NewCycleState()
+	type lent struct {
+		v      *summaryView
+		images []rowImage
+	}
+	var views []lent
+	sync := func(step string) *summaryView {
+		t.Helper()
+		v := table.sync(ctx, cs, par, "test", nodes)
+		if v == nil {
+			t.Fatalf("%s: no view", step)
+		}
+		checkCurrent(t, step, v)
+		views = append(views, lent{v: v, images: imagesOf(v)})
+		for k, old := range views {
+			if !reflect.DeepEqual(imagesOf(old.v), old.images) {
+				t.Fatalf("%s: the view handed out at sync %d changed", step, k)
+			}
+		}
+		return v
+	}
+	v := sync("build")
+	compactions := 0
+	for round := range 12 {
+		// A third of the nodes gain a pod, and a scan finds them.
+		for i := round % 3; i < len(nodes); i += 3 {
+			ni := nodes[i].(*framework.NodeInfo)
+			ni.AddPod(g.pod(fmt.Sprintf("%s-r%d", ni.Node().Name, round), ni.Node().Name))
+			if v.of(i, ni) != nil {
+				t.Fatalf("round %d: node %d trusted after a change", round, i)
+			}
+		}
+		before := len(v.words)
+		v = sync(fmt.Sprintf("refresh %d", round))
+		if len(v.words) < before {
+			compactions++
+		}
+	}
+	if compactions == 0 {
+		t.Fatal("no refresh compacted the words: the test does not exercise compaction")
+	}
+	t.Logf("%d compactions in 12 refreshes", compactions)
+
+	// List changes: reversed (every row kept at another position), half
+	// dropped, new nodes added, and changed nodes among the kept ones
+	// (found stale or not).
+	slices.Reverse(nodes)
+	v = sync("reversed")
+	nodes = nodes[:len(nodes)/2]
+	nodes[0].(*framework.NodeInfo).AddPod(g.pod("late-0", nodes[0].Node().Name))
+	nodes[1].(*framework.NodeInfo).AddPod(g.pod("late-1", nodes[1].Node().Name))
+	if v.of(0, nodes[0]) != nil {
+		t.Fatal("node trusted after a change")
+	}
+	for i := range 40 {
+		nodes = append(nodes, newNode(fmt.Sprintf("m%d", i), r.IntN(6)))
+	}
+	v = sync("halved and grown")
+
+	// A list naming a NodeInfo twice, or one of another implementation,
+	// has no view; a good list afterwards gets one again.
+	twice := append(slices.Clone(nodes), nodes[3])
+	if table.sync(ctx, cs, par, "test", twice) != nil {
+		t.Error("a list naming a NodeInfo twice got a view")
+	}
+	foreign := append(slices.Clone(nodes), fwk.NodeInfo(foreignNodeInfo{newNode("f", 2)}))
+	if table.sync(ctx, cs, par, "test", foreign) != nil {
+		t.Error("a list with a foreign NodeInfo got a view")
+	}
+	v = sync("after the bad lists")
+	if v.of(-1, foreignNodeInfo{nodes[2].(*framework.NodeInfo)}) != nil {
+		t.Error("a foreign NodeInfo wrapping a listed one has a summary")
+	}
+}
+
+// TestSummaryFilterSizes: filters are sized by distinct items (pods of one
+// workload share labels), capped at maxBloomWords; a capped filter still
+// holds every item.
+func TestSummaryFilterSizes(t *testing.T) {
+	schedmetrics.Register()
+	seed := maphash.MakeSeed()
+	summarize := func(ni fwk.NodeInfo) (*summaryView, nodeSummary) {
+		var b summaryBuilder
+		v := &summaryView{seed: seed}
+		s := b.summarize(seed, ni, &v.words)
+		return v, s
+	}
+
+	// 20 pods of one workload: 40 items, 2 distinct (app=web, app).
+	same := framework.NewNodeInfo()
+	same.SetNode(tu.MakeNode("same").Obj())
+	for j := range 20 {
+		same.AddPod(placed("default", fmt.Sprint("w", j), "same").Label("app", "web").Obj())
+	}
+	v, s := summarize(same)
+	if s.pods.words != 1 {
+		t.Errorf("20 pods with one label: pods filter of %d words, want 1 (sized by distinct items)", s.pods.words)
+	}
+	if !v.has(s.pods, pairItem(seed, maphash.String(seed, "app"), "web")) || !v.has(s.pods, keyItem(maphash.String(seed, "app"))) {
+		t.Error("the deduplicated filter lost an item")
+	}
+
+	// A node with hundreds of distinct labels: the filter is capped, holds
+	// every one of them, and the node is never wrongly skipped.
+	many := framework.NewNodeInfo()
+	many.SetNode(tu.MakeNode("many").Obj())
+	for j := range 30 {
+		w := placed("default", fmt.Sprint("m", j), "many")
+		for k := range 20 {
+			w.Label(fmt.Sprintf("k%d-%d", j, k), fmt.Sprint("v", k))
+		}
+		many.AddPod(w.Obj())
+	}
+	v, s = summarize(many)
+	if s.pods.words != maxBloomWords {
+		t.Errorf("1200 distinct labels: pods filter of %d words, want the cap %d", s.pods.words, maxBloomWords)
+	}
+	for j := range 30 {
+		for k := range 20 {
+			hk := maphash.String(seed, fmt.Sprintf("k%d-%d", j, k))
+			if !v.has(s.pods, pairItem(seed, hk, fmt.Sprint("v", k))) || !v.has(s.pods, keyItem(hk)) {
+				t.Fatalf("the capped filter denies label k%d-%d", j, k)
+			}
+			term, err := framework.NewPodInfo(incoming("default").RequiredPodAffinity(tu.AffinityTerm(host, sel(fmt.Sprintf("k%d-%d", j, k), fmt.Sprint("v", k)))).Obj())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q := newTermQuery(seed, &term.GetRequiredAffinityTerms()[0]); !v.mayMatch(&q, &s) {
+				t.Fatalf("a term selecting label k%d-%d would skip the node holding it", j, k)
+			}
+		}
 	}
 }

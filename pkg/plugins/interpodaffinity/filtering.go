@@ -35,11 +35,6 @@ const (
 	ErrReasonExistingAntiAffinityRulesNotMatch = "node(s) didn't satisfy existing pods anti-affinity rules"
 )
 
-// hostScoped reports whether a term's domain is a single node (by its
-// kubernetes.io/hostname label), which the hostname fast path checks against
-// the candidate node's own pods instead of counting cluster-wide.
-func hostScoped(t fwk.AffinityTerm) bool { return t.TopologyKey == v1.LabelHostname }
-
 // requiredTerms are the incoming pod's required terms (namespace selectors
 // resolved), sorted by where Filter evaluates them.
 type requiredTerms struct {

@@ -58,8 +58,9 @@ const (
 	// scoreOpen: likewise for a term PreScore scores by.
 	scoreOpen
 	// hostAnti: a pod in the node's list of pods with required
-	// anti-affinity has a term scoped to kubernetes.io/hostname (what
-	// existingAntiOn notes with the hostname fast path, matching or not).
+	// anti-affinity has a hostScoped term (counts.go): the fast path's
+	// note of such a term, matching or not, which a node skipped must
+	// still give.
 	hostAnti
 )
 
@@ -70,8 +71,8 @@ type nodeSummary struct {
 	// pods holds the pairs and keys of the labels of every pod.
 	pods bloomRef
 	// anti holds one positive requirement of every required
-	// anti-affinity term of the node's pods (the terms existingAntiOn
-	// matches against the incoming pod).
+	// anti-affinity term of the node's pods (the terms that may select
+	// the incoming pod and reject it).
 	anti bloomRef
 	// score holds one positive requirement of every term of the node's
 	// pods that PreScore matches against the incoming pod: required
@@ -627,13 +628,14 @@ func (b *summaryBuilder) summarize(seed maphash.Seed, ni fwk.NodeInfo, words *[]
 	}
 	s.pods = b.bloom(words)
 
-	// Exactly the pods and terms existingAntiOn reads, for hostAnti,
-	// which a skipped node must report as the full computation would.
+	// Exactly the pods and terms a holder node's computation reads, for
+	// hostAnti, which a skipped node must report as the full computation
+	// would.
 	b.items = b.items[:0]
 	for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
 		terms := p.GetRequiredAntiAffinityTerms()
 		for i := range terms {
-			if terms[i].TopologyKey == v1.LabelHostname {
+			if hostScoped(terms[i]) {
 				s.flags |= hostAnti
 			}
 			b.term(seed, terms[i].Selector, &s.flags, antiOpen)
@@ -641,8 +643,8 @@ func (b *summaryBuilder) summarize(seed maphash.Seed, ni fwk.NodeInfo, words *[]
 	}
 	s.anti = b.bloom(words)
 
-	// Every pod's terms: tallyNode reads those of the pods with affinity
-	// (or of all pods, which have no others).
+	// Every pod's terms: the score computation reads those of the pods
+	// with affinity (or of all pods, which have no others).
 	b.items = b.items[:0]
 	for _, p := range pods {
 		terms := p.GetRequiredAffinityTerms()

@@ -206,7 +206,7 @@ func BenchmarkIndexBound(b *testing.B) {
 	schedmetrics.Register()
 	par := parallelize.NewParallelizer(2)
 	cs := framework.NewCycleState()
-	ops := scoreOps(func(ni fwk.NodeInfo, reuse nodeTally) nodeTally {
+	ops := scoreOps(func(_ int, ni fwk.NodeInfo, reuse nodeTally) nodeTally {
 		nt := topologyOf(nil, ni)
 		t := reuse.reset()
 		t.add(&nt, host, 1)

@@ -31,13 +31,11 @@ func SummarySkips(cs fwk.CycleState, nodes []fwk.NodeInfo) (skipped, computed in
 	if err != nil || s.summaries == nil {
 		return 0, 0
 	}
-	v, q := s.summaries, &s.queries
 	for _, ni := range nodes {
-		sum := v.of(-1, ni)
-		if sum == nil || len(ni.GetPods()) == 0 {
+		if s.summaries.summaries().of(-1, ni) == nil || len(ni.GetPods()) == 0 {
 			continue
 		}
-		if !v.mayMatchAll(q.affinity, sum) && !v.mayMatchAny(q.antiAffinity, sum) && !v.mayMatchAll(q.hostAffinity, sum) {
+		if s.summaries.skipsIncoming(nil, -1, ni) {
 			skipped++
 		} else {
 			computed++
@@ -45,7 +43,7 @@ func SummarySkips(cs fwk.CycleState, nodes []fwk.NodeInfo) (skipped, computed in
 		if len(ni.GetPodsWithRequiredAntiAffinity()) == 0 {
 			continue
 		}
-		if sum.flags&antiOpen == 0 && !v.hasAny(sum.anti, s.podItems) {
+		if skip, _ := s.summaries.skipsExistingAnti(-1, ni); skip {
 			skipped++
 		} else {
 			computed++

@@ -118,20 +118,11 @@ type preFilterState struct {
 	// them from the nodes). Shared by clones: never modified.
 	topology *topologyView
 
-	// summaries hold what the pods of the cycle's nodes could match (nil:
-	// none; every node is computed), podItems the incoming pod's labels
-	// as their items, and queries the required terms compiled for them:
-	// the scans skip the nodes that provably contribute nothing
-	// (podsummary.go). Shared by clones: never modified.
-	summaries *summaryView
-	podItems  []uint64
-	queries   requiredQueries
-}
-
-// requiredQueries are the incoming pod's required terms, as sorted in
-// requiredTerms, compiled for the summaries.
-type requiredQueries struct {
-	affinity, antiAffinity, hostAffinity []termQuery
+	// summaries are the incoming pod and its required terms compiled for
+	// the pod summaries of the cycle's nodes (nil: none; every node is
+	// computed): the scans skip the nodes that provably contribute
+	// nothing (podsummary.go). Shared by clones: never modified.
+	summaries *requiredQueries
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the
@@ -300,7 +291,8 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	}
 	if len(affinityTerms) > 0 || len(antiAffinityTerms) > 0 || !holders.none() {
 		// Some scan may run below; the summaries let it skip nodes.
-		s.useSummaries(pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes))
+		s.summaries = newRequiredQueries(pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes),
+			pod, s.terms.affinity, s.terms.antiAffinity, s.terms.hostAffinity)
 	}
 	pl.countExistingAntiAffinity(ctx, cycleState, s, holders)
 	pl.countIncomingTerms(ctx, cycleState, s, allNodes)
@@ -311,19 +303,6 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	}
 	cycleState.Write(preFilterStateKey, s)
 	return nil, nil
-}
-
-// useSummaries lets the scans skip nodes by v's summaries (nil: none).
-func (s *preFilterState) useSummaries(v *summaryView) {
-	if v == nil {
-		return
-	}
-	s.summaries, s.podItems = v, v.podItems(s.podInfo.GetPod())
-	s.queries = requiredQueries{
-		affinity:     termQueries(v.seed, s.terms.affinity),
-		antiAffinity: termQueries(v.seed, s.terms.antiAffinity),
-		hostAffinity: termQueries(v.seed, s.terms.hostAffinity),
-	}
 }
 
 // countExistingAntiAffinity fills s.existingAntiAffinity: the existing pods'
@@ -353,7 +332,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 			var sig signature
 			inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
 			return sig.String()
-		}, nil, existingAntiOps(s.existingAntiOn).at(s.existingAntiAt))
+		}, nil, existingAntiOps(s.existingAntiOn))
 	s.existingAntiAffinity = sum.counts
 	if sum.hostScopedNodes > 0 {
 		s.existingHostAnti = true
@@ -365,18 +344,13 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 // that selects the incoming pod counts once in the node's domain of the
 // term's key. With the fast path, a hostname-scoped term is not counted
 // but noted: Filter checks it on the candidate node itself. The result is
-// built in reuse's storage (sumOps.compute).
-func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo, reuse existingAnti) existingAnti {
-	return s.existingAntiAt(-1, ni, reuse)
-}
-
-// existingAntiAt is existingAntiOn for ni at position i of the list
-// summed (-1: unknown), where its summary may be found without hashing.
-func (s *preFilterState) existingAntiAt(i int, ni fwk.NodeInfo, reuse existingAnti) existingAnti {
-	if sum := s.summaries.of(i, ni); sum != nil && sum.flags&antiOpen == 0 && !s.summaries.hasAny(sum.anti, s.podItems) {
-		// No term on the node can select the incoming pod; whether one
-		// is hostname-scoped is noted all the same.
-		return existingAnti{tally: reuse.tally.reset(), hostScoped: s.hostnameFastPath && sum.flags&hostAnti != 0}
+// built in reuse's storage (sumOps.compute); i is ni's position in the
+// list summed, or -1, where its summary is found without hashing.
+func (s *preFilterState) existingAntiOn(i int, ni fwk.NodeInfo, reuse existingAnti) existingAnti {
+	if skip, hostAnti := s.summaries.skipsExistingAnti(i, ni); skip {
+		// No term on the node can select the incoming pod (its summary
+		// proves it); whether one is hostname-scoped is noted all the same.
+		return existingAnti{tally: reuse.tally.reset(), hostScoped: s.hostnameFastPath && hostAnti}
 	}
 	// No view yet: its keys include these counts' (filterKeys).
 	nt := topologyOf(nil, ni)
@@ -422,10 +396,8 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	// every cycle.
 	var sum *incomingSum
 	s.topology = pl.caches.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
-		ops := incomingOps(func(ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-			return t.matchesOn(view, s.summaries, &s.queries, nil, -1, ni, reuse)
-		}).at(func(i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-			return t.matchesOn(view, s.summaries, &s.queries, gens, i, ni, reuse)
+		ops := incomingOps(func(i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
+			return t.matchesOn(view, s.summaries, gens, i, ni, reuse)
 		})
 		sum = pl.caches.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
@@ -437,15 +409,15 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 // counts once in the node's domain of each; a pod matching a counted
 // anti-affinity term counts in the node's domain of that term; a pod
 // matching all host-scoped affinity terms counts in hostAffinity. Labels
-// are read through view (nil: from the node). A node whose summary in sv
-// (nil: none; i is ni's position in the list summed, or -1, and gens
-// that list's generations, if read) proves that no pod on it matches any
-// counted term (q, the terms compiled) contributes nothing and is not
-// looked at. The result is built in reuse's storage (sumOps.compute).
-func (t *requiredTerms) matchesOn(view *topologyView, sv *summaryView, q *requiredQueries, gens []int64, i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
+// are read through view (nil: from the node). A node whose summary (q:
+// t compiled for it, nil: none; i is ni's position in the list summed, or
+// -1, and gens that list's generations, if read) proves that no pod on it
+// matches any counted term contributes nothing and is not looked at. The
+// result is built in reuse's storage (sumOps.compute).
+func (t *requiredTerms) matchesOn(view *topologyView, q *requiredQueries, gens []int64, i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
 	r := incomingMatches{affinity: reuse.affinity.reset(), antiAffinity: reuse.antiAffinity.reset()}
-	if sum := sv.ofGen(i, ni, gens); sum != nil && !sv.mayMatchAll(q.affinity, sum) &&
-		!sv.mayMatchAny(q.antiAffinity, sum) && !sv.mayMatchAll(q.hostAffinity, sum) {
+	if q.skipsIncoming(gens, i, ni) {
+		// No pod on the node matches a counted term: its summary proves it.
 		return r
 	}
 	nt := topologyOf(view, ni)

@@ -374,6 +374,106 @@ func (v *summaryView) podItems(pod *v1.Pod) []uint64 {
 	return labelItems(v.seed, nil, pod.Labels)
 }
 
+// requiredQueries are what PreFilter's scans ask of a node's summary: the
+// incoming pod's required terms, sorted as they are counted, and its
+// labels, compiled for view. nil: no summaries, nothing is skipped.
+type requiredQueries struct {
+	view *summaryView
+	// podItems are the incoming pod's labels as items (podItems).
+	podItems                             []uint64
+	affinity, antiAffinity, hostAffinity []termQuery
+}
+
+// newRequiredQueries compiles the incoming pod and its required terms for
+// v (nil: none, and so are the queries).
+func newRequiredQueries(v *summaryView, pod *v1.Pod, affinity, antiAffinity, hostAffinity []fwk.AffinityTerm) *requiredQueries {
+	if v == nil {
+		return nil
+	}
+	return &requiredQueries{
+		view:         v,
+		podItems:     v.podItems(pod),
+		affinity:     termQueries(v.seed, affinity),
+		antiAffinity: termQueries(v.seed, antiAffinity),
+		hostAffinity: termQueries(v.seed, hostAffinity),
+	}
+}
+
+// summaries is the view q was compiled for (nil: none).
+func (q *requiredQueries) summaries() *summaryView {
+	if q == nil {
+		return nil
+	}
+	return q.view
+}
+
+// skipsIncoming reports whether node ni (at position i of the list
+// summed, or -1; gens are that list's generations, if read) provably
+// holds no pod that counts for the incoming pod's terms: none matching
+// all affinity terms, none matching an anti-affinity term, none matching
+// all host-scoped affinity terms.
+func (q *requiredQueries) skipsIncoming(gens []int64, i int, ni fwk.NodeInfo) bool {
+	if q == nil {
+		return false
+	}
+	v := q.view
+	sum := v.ofGen(i, ni, gens)
+	return sum != nil && !v.mayMatchAll(q.affinity, sum) && !v.mayMatchAny(q.antiAffinity, sum) && !v.mayMatchAll(q.hostAffinity, sum)
+}
+
+// skipsExistingAnti reports whether no required anti-affinity term of the
+// pods on node ni (at position i of the list summed, or -1) can select
+// the incoming pod (skip), and then whether one of those terms is
+// hostScoped (hostTerm), which the fast path notes matching or not.
+func (q *requiredQueries) skipsExistingAnti(i int, ni fwk.NodeInfo) (skip, hostTerm bool) {
+	if q == nil {
+		return false, false
+	}
+	v := q.view
+	sum := v.of(i, ni)
+	if sum == nil || sum.flags&antiOpen != 0 || v.hasAny(sum.anti, q.podItems) {
+		return false, false
+	}
+	return true, sum.flags&hostAnti != 0
+}
+
+// scoreQueries are what PreScore's scan asks of a node's summary: the
+// incoming pod's preferred terms and its labels, compiled for view. nil:
+// no summaries, nothing is skipped.
+type scoreQueries struct {
+	view                     *summaryView
+	preferred, preferredAnti []termQuery
+	podItems                 []uint64
+}
+
+// newScoreQueries compiles pi's preferred terms and labels for v (nil:
+// none, and so are the queries).
+func newScoreQueries(v *summaryView, pi fwk.PodInfo) *scoreQueries {
+	if v == nil {
+		return nil
+	}
+	return &scoreQueries{
+		view:          v,
+		preferred:     weightedQueries(v.seed, pi.GetPreferredAffinityTerms()),
+		preferredAnti: weightedQueries(v.seed, pi.GetPreferredAntiAffinityTerms()),
+		podItems:      v.podItems(pi.GetPod()),
+	}
+}
+
+// skips reports whether node ni (at position i of the list summed, or
+// -1; gens are that list's generations, if read) provably adds nothing to
+// the score: none of its pods may match a preferred term of the incoming
+// pod, and the incoming pod satisfies no scoring term of its pods.
+func (q *scoreQueries) skips(gens []int64, i int, ni fwk.NodeInfo) bool {
+	if q == nil {
+		return false
+	}
+	v := q.view
+	sum := v.ofGen(i, ni, gens)
+	return sum != nil && sum.flags&scoreOpen == 0 && !v.mayMatchAny(q.preferred, sum) &&
+		!v.mayMatchAny(q.preferredAnti, sum) && !v.hasAny(sum.score, q.podItems)
+}
+
 // summaryTable keeps the view across cycles. The zero value is disabled.
 type summaryTable struct {
 	enabled bool
@@ -694,11 +794,4 @@ func (b *summaryBuilder) bloom(words *[]uint64) bloomRef {
 		w[p2>>6] |= 1 << (p2 & 63)
 	}
 	return ref
-}
-
-// at sets ops.computeAt: the plain scan then tells compute the node's
-// position, where its summary is found without hashing.
-func (ops sumOps[V, A]) at(computeAt func(i int, ni fwk.NodeInfo, reuse V) V) sumOps[V, A] {
-	ops.computeAt = computeAt
-	return ops
 }

@@ -162,7 +162,7 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 			fastPath := g.p(50)
 			full := &preFilterState{podInfo: pi, terms: sortTerms(pi.GetRequiredAffinityTerms(), pi.GetRequiredAntiAffinityTerms(), fastPath), hostnameFastPath: fastPath}
 			pruned := *full
-			pruned.useSummaries(v)
+			pruned.summaries = newRequiredQueries(v, pi.GetPod(), full.terms.affinity, full.terms.antiAffinity, full.terms.hostAffinity)
 			sq := newScoreQueries(v, pi)
 			var gens []int64
 			if g.p(50) {
@@ -178,19 +178,22 @@ func TestSummariesSkipOnlyEmptyContributions(t *testing.T) {
 				}
 				where := fmt.Sprintf("round %d, node %s, incoming %v", round, ni.Node().Name, pi.GetPod().Spec.Affinity)
 
-				want, got := full.existingAntiOn(ni, existingAnti{}), pruned.existingAntiOn(ni, existingAnti{})
-				if fmt.Sprint(want) != fmt.Sprint(got) {
-					t.Fatalf("%s: existingAntiOn = %v with summaries, %v without", where, got, want)
+				for _, at := range []int{-1, i} {
+					want, got := full.existingAntiOn(-1, ni, existingAnti{}), pruned.existingAntiOn(at, ni, existingAnti{})
+					if fmt.Sprint(want) != fmt.Sprint(got) {
+						t.Fatalf("%s: existingAntiOn = %v with summaries, %v without", where, got, want)
+					}
 				}
-				count(skipped, computed, "existingAnti", sum.flags&antiOpen == 0 && !v.hasAny(sum.anti, pruned.podItems), len(ni.GetPodsWithRequiredAntiAffinity()) > 0)
+				skipAnti, _ := pruned.summaries.skipsExistingAnti(i, ni)
+				count(skipped, computed, "existingAnti", skipAnti, len(ni.GetPodsWithRequiredAntiAffinity()) > 0)
 
-				wantM := full.terms.matchesOn(nil, nil, &full.queries, nil, -1, ni, incomingMatches{})
-				gotM := pruned.terms.matchesOn(nil, v, &pruned.queries, gens, i, ni, incomingMatches{})
+				wantM := full.terms.matchesOn(nil, nil, nil, -1, ni, incomingMatches{})
+				gotM := pruned.terms.matchesOn(nil, pruned.summaries, gens, i, ni, incomingMatches{})
 				if fmt.Sprint(wantM) != fmt.Sprint(gotM) {
 					t.Fatalf("%s: matchesOn = %v with summaries, %v without", where, gotM, wantM)
 				}
-				q := &pruned.queries
-				count(skipped, computed, "incoming", !v.mayMatchAll(q.affinity, sum) && !v.mayMatchAny(q.antiAffinity, sum) && !v.mayMatchAll(q.hostAffinity, sum),
+				q := pruned.summaries
+				count(skipped, computed, "incoming", q.skipsIncoming(gens, i, ni),
 					len(ni.GetPods()) > 0 && len(q.affinity)+len(q.antiAffinity)+len(q.hostAffinity) > 0)
 
 				for _, hasPreferred := range []bool{false, true} {

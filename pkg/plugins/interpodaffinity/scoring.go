@@ -97,9 +97,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	// closure copies it instead of boxing a variable in every cycle).
 	sumOver := func(gens []int64, view *topologyView) *scoreSum {
 		sq := pl.scoreQueries(ctx, cycleState, nodes, hasPreferred, pi)
-		ops := scoreOps(func(ni fwk.NodeInfo, reuse nodeTally) nodeTally {
-			return pl.tallyNode(view, sq, nil, -1, ni, pi, nsLabels, hasPreferred, reuse)
-		}).at(func(i int, ni fwk.NodeInfo, reuse nodeTally) nodeTally {
+		ops := scoreOps(func(i int, ni fwk.NodeInfo, reuse nodeTally) nodeTally {
 			return pl.tallyNode(view, sq, gens, i, ni, pi, nsLabels, hasPreferred, reuse)
 		})
 		return keyedSum(ctx, cycleState, pl.parallelizer, nodes, gens, &pl.caches.keys, list, &pl.caches.score,
@@ -157,49 +155,12 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 func (pl *InterPodAffinity) scoreQueries(ctx context.Context, cs fwk.CycleState, nodes []fwk.NodeInfo, hasPreferred bool, pi fwk.PodInfo) *scoreQueries {
 	var v *summaryView
 	if s, err := preFilterStateOf(cs); err == nil {
-		v = s.summaries
+		v = s.summaries.summaries()
 	}
 	if v == nil && hasPreferred {
 		v = pl.caches.summaries.sync(ctx, cs, pl.parallelizer, Name, nodes)
 	}
 	return newScoreQueries(v, pi)
-}
-
-// newScoreQueries compiles pi's preferred terms and labels for v (nil:
-// none, and so are the queries).
-func newScoreQueries(v *summaryView, pi fwk.PodInfo) *scoreQueries {
-	if v == nil {
-		return nil
-	}
-	return &scoreQueries{
-		view:          v,
-		preferred:     weightedQueries(v.seed, pi.GetPreferredAffinityTerms()),
-		preferredAnti: weightedQueries(v.seed, pi.GetPreferredAntiAffinityTerms()),
-		podItems:      v.podItems(pi.GetPod()),
-	}
-}
-
-// scoreQueries tell, from a node's summary, whether it may add to the
-// score sum.
-type scoreQueries struct {
-	view                     *summaryView
-	preferred, preferredAnti []termQuery
-	podItems                 []uint64
-}
-
-// skips reports whether node ni (at position i of the list summed, or -1;
-// gens are that list's generations, if read) provably adds nothing: none
-// of its pods
-// may match a preferred term of the incoming pod, and the incoming pod
-// satisfies no term of its pods that scores.
-func (q *scoreQueries) skips(gens []int64, i int, ni fwk.NodeInfo) bool {
-	if q == nil {
-		return false
-	}
-	v := q.view
-	sum := v.ofGen(i, ni, gens)
-	return sum != nil && sum.flags&scoreOpen == 0 && !v.mayMatchAny(q.preferred, sum) &&
-		!v.mayMatchAny(q.preferredAnti, sum) && !v.hasAny(sum.score, q.podItems)
 }
 
 // tallyNode is what node ni contributes to the score sum: the weights of
@@ -220,6 +181,7 @@ func (q *scoreQueries) skips(gens []int64, i int, ni fwk.NodeInfo) bool {
 // PreScore at 5000 nodes (ColdStartDeployments100 CPU profile).
 func (pl *InterPodAffinity) tallyNode(view *topologyView, sq *scoreQueries, gens []int64, i int, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool, reuse nodeTally) nodeTally {
 	if sq.skips(gens, i, ni) {
+		// No pair on the node scores: its summary proves it.
 		return reuse.reset()
 	}
 	existingPods := ni.GetPodsWithAffinity()

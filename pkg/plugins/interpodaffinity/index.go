@@ -389,14 +389,20 @@ func (e *indexEntry[V, A]) locate(nodes []fwk.NodeInfo, gens []int64) (found []*
 func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, stale []int, ops sumOps[V, A]) ([]V, bool) {
 	fresh := make([]V, len(stale))
 	var none V
-	computeAt := func(j int) { fresh[j] = ops.compute(nodes[stale[j]], none) }
+	one := func(j int) {
+		if i := stale[j]; ops.computeAt != nil {
+			fresh[j] = ops.computeAt(i, nodes[i], none)
+		} else {
+			fresh[j] = ops.compute(nodes[i], none)
+		}
+	}
 	if len(stale) <= 4 {
 		for j := range stale {
-			computeAt(j)
+			one(j)
 		}
 		return fresh, true
 	}
-	par.Until(ctx, len(stale), computeAt, op)
+	par.Until(ctx, len(stale), one, op)
 	return fresh, ctx.Err() == nil
 }
 

@@ -61,12 +61,13 @@
 //     an item it holds; a term without one (an empty selector, NotIn or
 //     DoesNotExist only) never lets a node be skipped. A summary is used
 //     only for a NodeInfo with the generation it was made at (0: never);
-//     one found out of date is made again at the next cycle. Built from
-//     the second call on (one parallel pass over pod labels and terms,
-//     about the cost of one scan: go test
+//     one found out of date is made again at the next cycle. Built in
+//     the second cycle that asks (one parallel pass over pod labels and
+//     terms, about the cost of one scan: go test
 //     ./pkg/plugins/interpodaffinity -run '^$' -bench
-//     InterleavedDeployments), so that a plugin asked once pays no more
-//     than the scan. Memory: at most 32 words per filter, three filters
+//     InterleavedDeployments), never in the first, PreScore included, so
+//     that a plugin asked once pays no more than the scan.
+//     Memory: at most 32 words per filter, three filters
 //     and 40 bytes per node.
 //
 // They rely on these invariants:

@@ -479,9 +479,12 @@ type summaryTable struct {
 	enabled bool
 	mu      sync.Mutex
 	// primed: sync was called before; the view is built from the
-	// second call on, so that a plugin asked once (or a scheduler that
-	// just started) pays no more than the scan.
-	primed bool
+	// second cycle that asks on, so that a plugin asked once (or a
+	// scheduler that just started) pays no more than the scan. primedIn
+	// is the cycle of the first call, until a view is built: its later
+	// calls (PreScore after PreFilter) get none either.
+	primed   bool
+	primedIn fwk.CycleState
 	seed   maphash.Seed
 	view   *summaryView
 	// lent: view has been handed out and its rows must not change; the
@@ -501,9 +504,10 @@ type summaryTable struct {
 // is used (of), and rows found out of date then are summarized again here
 // at the next call. The list itself is compared pointer by pointer (the
 // slices only): a list that changed is mapped anew, keeping the rows of
-// the NodeInfos still listed. It returns nil on the first call, when
-// disabled, in a pod-group cycle (its members are assumed on the snapshot
-// without a generation of their own), and for an abandoned cycle.
+// the NodeInfos still listed. It returns nil in the first cycle that
+// calls, when disabled, in a pod-group cycle (its members are assumed on
+// the snapshot without a generation of their own), and for an abandoned
+// cycle.
 func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) *summaryView {
 	if !t.enabled || cs.IsPodGroupSchedulingCycle() {
 		return nil
@@ -511,8 +515,14 @@ func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Para
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.primed {
-		t.primed = true
+		t.primed, t.primedIn = true, cs
 		return nil
+	}
+	if t.primedIn != nil {
+		if cs == t.primedIn {
+			return nil
+		}
+		t.primedIn = nil
 	}
 	if t.view == nil || !slices.Equal(t.view.nodes, nodes) {
 		if !t.remap(ctx, par, op, nodes) {

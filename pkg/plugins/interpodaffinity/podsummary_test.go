@@ -248,6 +248,10 @@ func TestSummaryTableFollowsGenerations(t *testing.T) {
 	if table.sync(ctx, cs, par, "test", nodes) != nil {
 		t.Fatal("the first call built the summaries")
 	}
+	if table.sync(ctx, cs, par, "test", nodes) != nil {
+		t.Fatal("the first cycle's second call (PreScore after PreFilter) built the summaries")
+	}
+	cs = framework.NewCycleState()
 	first := table.sync(ctx, cs, par, "test", nodes)
 	term, err := framework.NewPodInfo(incoming("default").RequiredPodAffinity(tu.AffinityTerm(host, sel("app", "db"))).Obj())
 	if err != nil {

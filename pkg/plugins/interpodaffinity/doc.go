@@ -66,9 +66,15 @@
 //     terms, about the cost of one scan: go test
 //     ./pkg/plugins/interpodaffinity -run '^$' -bench
 //     InterleavedDeployments), never in the first, PreScore included, so
-//     that a plugin asked once pays no more than the scan.
-//     Memory: at most 32 words per filter, three filters
-//     and 40 bytes per node.
+//     that a plugin asked once pays no more than the scan. A filter
+//     says "maybe" of an absent item about 1 time in 40 to 150 (a node
+//     not skipped that could have been; the bound is in podsummary.go).
+//     Memory per listed node: a 40-byte row, at most 3 filters of at
+//     most 32 words (768 bytes; a few words for most nodes), an entry
+//     in the view's row map, 16 bytes for the view's copy of the list
+//     and a stale bit; besides, up to live+1024 words of filters no row
+//     uses until a compaction drops them (at most 2×live+1024 words in
+//     all), and the pages and words of views a cycle still holds.
 //
 // They rely on these invariants:
 //
@@ -78,8 +84,9 @@
 //     while the node's NodeInfo still has it. 0 (hand-built NodeInfos)
 //     proves nothing and is always recomputed.
 //   - A sum never changes once handed out: a cycle keeps reading the sum
-//     (and the topology view, and the summaries) it was given while later cycles patch a copy
-//     (lent, layered.fork); AddPod/RemovePod fork before their first write.
+//     (and the topology view, and the summaries) it was given while
+//     later cycles patch a copy (lent, layered.fork); AddPod/RemovePod
+//     fork before their first write.
 //   - A contribution depends only on the node (its labels and pods) and on
 //     what the signature encodes: every input of a compute function beyond
 //     the node is in the signature (signature.go).

@@ -16,6 +16,22 @@ package interpodaffinity
 // requirement of each. A filter can say "maybe" of an item it does not
 // hold, never "no" of one it holds: a node is skipped only when what it
 // would contribute is provably nothing.
+//
+// Invariants:
+//   - A row stands for one NodeInfo pointer at one generation: it is used
+//     only for that pointer (found at its position in the list or through
+//     the row map) while the NodeInfo still has the row's generation.
+//     Generations change with every pod or label change the snapshot
+//     sees; 0 (hand-built NodeInfos) proves nothing and is never trusted.
+//   - A view handed out never changes: the next sync copies a page before
+//     its first change (copy on write) and a list change makes a new view.
+//     The one exception is the stale marks, set atomically by readers for
+//     the next sync and never read by a lookup.
+//   - A view's words are only appended to: a view reads none past its own
+//     length, so appending for a later view does not disturb it; a
+//     compaction copies the live filters to new words and every page.
+//   - A row found out of date (or whose node's generation moved) is made
+//     again at the next sync, whether or not the list changed.
 
 import (
 	"context"
@@ -33,8 +49,17 @@ import (
 )
 
 const (
-	// bloomBitsPerItem sizes a filter: with two bits set per item, about
-	// one lookup in a hundred of an absent item says "maybe".
+	// bloomBitsPerItem sizes a filter: at least that many bits per
+	// distinct item (the words are rounded up to a power of two, so up to
+	// twice as many), two bits set per item. A lookup of an absent item
+	// then says "maybe" with probability (1-e^(-2/b))² for b bits per
+	// item: about 2.4% at 12, 0.7% at 24; more in a filter capped at
+	// maxBloomWords. A query that tests several items says "maybe" if
+	// any one does: the existing pods' anti-affinity filter is asked for
+	// every pair and key of the incoming pod's labels, so an incoming pod
+	// with 5 labels (10 items) finds about one node in five "maybe" at
+	// 12 bits. A "maybe" costs the node's full computation, never a
+	// wrong result.
 	bloomBitsPerItem = 12
 	// maxBloomWords bounds one filter (2048 bits): a node with more
 	// distinct labels than that holds saturates and is simply never
@@ -485,8 +510,8 @@ type summaryTable struct {
 	// calls (PreScore after PreFilter) get none either.
 	primed   bool
 	primedIn fwk.CycleState
-	seed   maphash.Seed
-	view   *summaryView
+	seed     maphash.Seed
+	view     *summaryView
 	// lent: view has been handed out and its rows must not change; the
 	// pages in ownPage may (they are the view's own copies). Its words
 	// are only ever appended to: a view reads none past its own length.

@@ -122,6 +122,61 @@ type preFilterState struct {
 	// topology holds the topology labels of the cycle's nodes (nil: read
 	// them from the nodes). Shared by clones: never modified.
 	topology *topologyView
+
+	// read is how Filter reads the above for each node (prepareFilter).
+	read filterReads
+}
+
+// filterReads is what Filter needs of a preFilterState resolved once per
+// cycle, so that per node it reads the counts with one hashed lookup and
+// the node's labels without searching the view's keys.
+type filterReads struct {
+	// ready: the counts are still the ones the lookups read. The first
+	// AddPod or RemovePod changes the counts and clears it.
+	ready bool
+	// The counts' lookups (lookup.go).
+	affinity, antiAffinity, existingAnti domainLookup[int64]
+	// The view's columns (topologyView.col) of the counted terms' keys, in
+	// the terms' order, and of the hostname label. They depend on the
+	// view and the terms alone, which clones share and never change.
+	affinityCols, antiAffinityCols []int
+	hostnameCol                    int
+}
+
+// prepareFilter fills s.read once s is complete, before it is written to
+// the cycle state. The terms, the view and the counts are then fixed until
+// an AddPod or RemovePod changes the counts.
+func (s *preFilterState) prepareFilter() {
+	r := &s.read
+	r.affinity = lookupOf(&s.affinity.domains)
+	r.antiAffinity = lookupOf(&s.antiAffinity.domains)
+	r.existingAnti = lookupOf(&s.existingAntiAffinity.domains)
+	r.affinityCols = termColumns(s.topology, s.terms.affinity)
+	r.antiAffinityCols = termColumns(s.topology, s.terms.antiAffinity)
+	r.hostnameCol = s.topology.col(v1.LabelHostname)
+	r.ready = true
+}
+
+// termColumns are the columns of terms' topology keys in view.
+func termColumns(view *topologyView, terms []fwk.AffinityTerm) []int {
+	if len(terms) == 0 {
+		return nil
+	}
+	cols := make([]int, len(terms))
+	for i := range terms {
+		cols[i] = view.col(terms[i].TopologyKey)
+	}
+	return cols
+}
+
+// count is c's count of domain p, read through l while the counts are
+// still the ones prepareFilter saw (s.read.ready). Filter's loops over
+// the terms inline it by hand: it is beyond the compiler's budget.
+func (s *preFilterState) count(c *topologyCounts, l *domainLookup[int64], p topologyPair) int64 {
+	if s.read.ready {
+		return l.get(p)
+	}
+	return c.get(p)
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the
@@ -150,6 +205,7 @@ func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta in
 		s.affinity = s.affinity.fork()
 		s.antiAffinity = s.antiAffinity.fork()
 		s.ownsCounts = true
+		s.read.ready = false
 	}
 	nl := nodeLabels(ni)
 	incoming := s.podInfo.GetPod()
@@ -295,6 +351,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	if !ownTerms && s.existingAntiAffinity.len() == 0 && !s.existingHostAnti {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	s.prepareFilter()
 	cycleState.Write(preFilterStateKey, s)
 	return nil, nil
 }
@@ -468,6 +525,12 @@ func (pl *InterPodAffinity) RemovePod(_ context.Context, cycleState fwk.CycleSta
 // words, which users see in Filter's Error status; a state of another type
 // keeps cyclestate.Read's own explanation.
 func preFilterStateOf(cycleState fwk.CycleState) (*preFilterState, error) {
+	// Filter's path, for every node: no generic assertion, no error test.
+	if data, err := cycleState.Read(preFilterStateKey); err == nil {
+		if s, ok := data.(*preFilterState); ok {
+			return s, nil
+		}
+	}
 	s, err := cyclestate.Read[*preFilterState](cycleState, preFilterStateKey)
 	if errors.Is(err, fwk.ErrNotFound) {
 		return nil, fmt.Errorf("error reading %q from cycleState: %w", preFilterStateKey, err)
@@ -506,8 +569,8 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 // hostname-scoped terms can be neither satisfied nor violated there:
 // labelled is false and no pod is looked at. Otherwise found reports whether
 // one of pods passes test.
-func scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test func(fwk.PodInfo) bool) (labelled, found bool) {
-	if _, labelled = nt.get(v1.LabelHostname); !labelled {
+func (s *preFilterState) scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test func(fwk.PodInfo) bool) (labelled, found bool) {
+	if _, labelled = nt.at(s.read.hostnameCol, v1.LabelHostname); !labelled {
 		return false, false
 	}
 	return true, slices.ContainsFunc(pods, test)
@@ -518,7 +581,7 @@ func scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test func(fwk.PodInfo) b
 // for a pod that could satisfy its own terms.
 func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if host := s.terms.hostAffinity; len(host) > 0 {
-		labelled, found := scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAll(host, p.GetPod()) })
+		labelled, found := s.scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAll(host, p.GetPod()) })
 		if !labelled {
 			return false
 		}
@@ -526,12 +589,18 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bo
 	}
 	everyDomainHasOne := true
 	for i := range s.terms.affinity {
-		key := s.terms.affinity[i].TopologyKey
-		v, ok := nt.get(key)
+		v, ok := nt.at(s.read.affinityCols[i], s.terms.affinity[i].TopologyKey)
 		if !ok {
 			return false
 		}
-		if s.affinity.get(topologyPair{key: key, value: v}) <= 0 {
+		p := topologyPair{key: s.terms.affinity[i].TopologyKey, value: v}
+		var n int64
+		if s.read.ready {
+			n = s.read.affinity.get(p)
+		} else {
+			n = s.affinity.get(p)
+		}
+		if n <= 0 {
 			everyDomainHasOne = false
 		}
 	}
@@ -556,14 +625,24 @@ func (s *preFilterState) mayBeFirstOfSeries() bool {
 func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if s.antiAffinity.len() > 0 {
 		for i := range s.terms.antiAffinity {
-			key := s.terms.antiAffinity[i].TopologyKey
-			if v, ok := nt.get(key); ok && s.antiAffinity.get(topologyPair{key: key, value: v}) > 0 {
+			v, ok := nt.at(s.read.antiAffinityCols[i], s.terms.antiAffinity[i].TopologyKey)
+			if !ok {
+				continue
+			}
+			p := topologyPair{key: s.terms.antiAffinity[i].TopologyKey, value: v}
+			var n int64
+			if s.read.ready {
+				n = s.read.antiAffinity.get(p)
+			} else {
+				n = s.antiAffinity.get(p)
+			}
+			if n > 0 {
 				return true
 			}
 		}
 	}
 	if host := s.terms.hostAntiAffinity; len(host) > 0 {
-		_, found := scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAny(host, p.GetPod()) })
+		_, found := s.scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAny(host, p.GetPod()) })
 		return found
 	}
 	return false
@@ -572,14 +651,18 @@ func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology)
 // violatesExistingAntiAffinity: some domain the node belongs to holds an
 // existing pod whose required anti-affinity selects the incoming pod.
 func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
-	if s.existingAntiAffinity.coversNode(nt) {
-		return true
+	for _, kc := range s.existingAntiAffinity.keys {
+		// Only the keys that have domains: usually one or two, while
+		// nodes carry a dozen labels.
+		if v, ok := nt.get(kc.key); ok && s.count(&s.existingAntiAffinity, &s.read.existingAnti, topologyPair{key: kc.key, value: v}) > 0 {
+			return true
+		}
 	}
 	if !s.existingHostAnti {
 		return false
 	}
 	incoming := s.podInfo.GetPod()
-	_, found := scanHostPods(nt, ni.GetPodsWithRequiredAntiAffinity(), func(p fwk.PodInfo) bool {
+	_, found := s.scanHostPods(nt, ni.GetPodsWithRequiredAntiAffinity(), func(p fwk.PodInfo) bool {
 		theirs := p.GetRequiredAntiAffinityTerms()
 		return slices.ContainsFunc(theirs, func(t fwk.AffinityTerm) bool {
 			return hostScoped(t) && t.Matches(incoming, s.nsLabels)

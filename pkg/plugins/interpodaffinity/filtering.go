@@ -141,6 +141,9 @@ type filterReads struct {
 	// view and the terms alone, which clones share and never change.
 	affinityCols, antiAffinityCols []int
 	hostnameCol                    int
+	// existingAntiCols are the columns of existingAntiAffinity.keys,
+	// which change with the counts: read while ready.
+	existingAntiCols []int
 }
 
 // prepareFilter fills s.read once s is complete, before it is written to
@@ -154,6 +157,13 @@ func (s *preFilterState) prepareFilter() {
 	r.affinityCols = termColumns(s.topology, s.terms.affinity)
 	r.antiAffinityCols = termColumns(s.topology, s.terms.antiAffinity)
 	r.hostnameCol = s.topology.col(v1.LabelHostname)
+	r.existingAntiCols = nil
+	if n := len(s.existingAntiAffinity.keys); n > 0 {
+		r.existingAntiCols = make([]int, n)
+		for i, kc := range s.existingAntiAffinity.keys {
+			r.existingAntiCols[i] = s.topology.col(kc.key)
+		}
+	}
 	r.ready = true
 }
 
@@ -169,15 +179,6 @@ func termColumns(view *topologyView, terms []fwk.AffinityTerm) []int {
 	return cols
 }
 
-// count is c's count of domain p, read through l while the counts are
-// still the ones prepareFilter saw (s.read.ready). Filter's loops over
-// the terms inline it by hand: it is beyond the compiler's budget.
-func (s *preFilterState) count(c *topologyCounts, l *domainLookup[int64], p topologyPair) int64 {
-	if s.read.ready {
-		return l.get(p)
-	}
-	return c.get(p)
-}
 
 // Clone shares everything that no one modifies: terms, the pod, the
 // namespace labels, and the counts as long as they are PreFilter's (the
@@ -651,12 +652,16 @@ func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology)
 // violatesExistingAntiAffinity: some domain the node belongs to holds an
 // existing pod whose required anti-affinity selects the incoming pod.
 func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
-	for _, kc := range s.existingAntiAffinity.keys {
-		// Only the keys that have domains: usually one or two, while
-		// nodes carry a dozen labels.
-		if v, ok := nt.get(kc.key); ok && s.count(&s.existingAntiAffinity, &s.read.existingAnti, topologyPair{key: kc.key, value: v}) > 0 {
-			return true
+	// Only the keys that have domains: usually one or two, while nodes
+	// carry a dozen labels.
+	if s.read.ready {
+		for i, kc := range s.existingAntiAffinity.keys {
+			if v, ok := nt.at(s.read.existingAntiCols[i], kc.key); ok && s.read.existingAnti.get(topologyPair{key: kc.key, value: v}) > 0 {
+				return true
+			}
 		}
+	} else if s.existingAntiAffinity.coversNode(nt) {
+		return true
 	}
 	if !s.existingHostAnti {
 		return false

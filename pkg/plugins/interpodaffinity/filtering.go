@@ -179,7 +179,6 @@ func termColumns(view *topologyView, terms []fwk.AffinityTerm) []int {
 	return cols
 }
 
-
 // Clone shares everything that no one modifies: terms, the pod, the
 // namespace labels, and the counts as long as they are PreFilter's (the
 // index's sums, which are immutable once handed out). Counts that

@@ -154,29 +154,21 @@ func (s *preFilterState) prepareFilter() {
 	r.affinity = lookupOf(&s.affinity.domains)
 	r.antiAffinity = lookupOf(&s.antiAffinity.domains)
 	r.existingAnti = lookupOf(&s.existingAntiAffinity.domains)
-	r.affinityCols = termColumns(s.topology, s.terms.affinity)
-	r.antiAffinityCols = termColumns(s.topology, s.terms.antiAffinity)
 	r.hostnameCol = s.topology.col(v1.LabelHostname)
-	r.existingAntiCols = nil
-	if n := len(s.existingAntiAffinity.keys); n > 0 {
-		r.existingAntiCols = make([]int, n)
-		for i, kc := range s.existingAntiAffinity.keys {
-			r.existingAntiCols[i] = s.topology.col(kc.key)
-		}
+	// One array for the three lists of columns.
+	na, nn := len(s.terms.affinity), len(s.terms.antiAffinity)
+	cols := make([]int, 0, na+nn+len(s.existingAntiAffinity.keys))
+	for i := range s.terms.affinity {
+		cols = append(cols, s.topology.col(s.terms.affinity[i].TopologyKey))
 	}
+	for i := range s.terms.antiAffinity {
+		cols = append(cols, s.topology.col(s.terms.antiAffinity[i].TopologyKey))
+	}
+	for _, kc := range s.existingAntiAffinity.keys {
+		cols = append(cols, s.topology.col(kc.key))
+	}
+	r.affinityCols, r.antiAffinityCols, r.existingAntiCols = cols[:na:na], cols[na:na+nn:na+nn], cols[na+nn:]
 	r.ready = true
-}
-
-// termColumns are the columns of terms' topology keys in view.
-func termColumns(view *topologyView, terms []fwk.AffinityTerm) []int {
-	if len(terms) == 0 {
-		return nil
-	}
-	cols := make([]int, len(terms))
-	for i := range terms {
-		cols[i] = view.col(terms[i].TopologyKey)
-	}
-	return cols
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the

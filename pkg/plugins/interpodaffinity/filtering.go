@@ -128,8 +128,9 @@ type preFilterState struct {
 }
 
 // filterReads is what Filter needs of a preFilterState resolved once per
-// cycle, so that per node it reads the counts with one hashed lookup and
-// the node's labels without searching the view's keys.
+// cycle, so that per node it reads the counts hashing a domain at most
+// once (lookup.go) and the node's labels without searching the view's
+// keys.
 type filterReads struct {
 	// ready: the counts are still the ones the lookups read. The first
 	// AddPod or RemovePod changes the counts and clears it.

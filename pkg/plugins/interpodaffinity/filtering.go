@@ -544,7 +544,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	nt := topologyOf(s.topology, nodeInfo)
+	nt := locatedTopology(s.topology, nodeInfo)
 	if !s.satisfiesAffinity(nodeInfo, &nt) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 	}

@@ -245,7 +245,7 @@ func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, 
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	nt := topologyOf(s.topology, nodeInfo)
+	nt := locatedTopology(s.topology, nodeInfo)
 	var score int64
 	for i, kc := range s.keys {
 		if v, ok := nt.at(s.cols[i], kc.key); ok {

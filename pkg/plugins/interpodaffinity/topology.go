@@ -61,6 +61,17 @@ func topologyOf(view *topologyView, ni fwk.NodeInfo) nodeTopology {
 	return nodeTopology{ni: ni, view: view}
 }
 
+// locatedTopology is topologyOf with the node's row looked up at once, for
+// Filter and Score, which read a label of nearly every node they are
+// given, through at.
+func locatedTopology(view *topologyView, ni fwk.NodeInfo) nodeTopology {
+	t := nodeTopology{ni: ni, view: view}
+	if view != nil {
+		t.located()
+	}
+	return t
+}
+
 // get returns the node's value for key, and whether it has the label.
 func (t *nodeTopology) get(key string) (string, bool) {
 	_, v, ok := t.pair(key)
@@ -84,10 +95,12 @@ func (t *nodeTopology) pair(key string) (string, string, bool) {
 
 // at is get for a key whose column in the view is col (topologyView.col),
 // which Filter and Score resolve once per cycle instead of searching the
-// keys for every node; col -1: the view does not copy key.
+// keys for every node; col -1: the view does not copy key. t comes from
+// locatedTopology (otherwise at reads the node's labels), which keeps at
+// small enough to be inlined.
 func (t *nodeTopology) at(col int, key string) (string, bool) {
-	if col >= 0 && t.located() {
-		v := t.view.cols[col][t.row]
+	if col >= 0 && t.inView {
+		v := &t.view.cols[col][t.row]
 		return v.value, v.ok
 	}
 	return t.fromNode(key)

@@ -124,7 +124,11 @@ type preFilterState struct {
 	topology *topologyView
 
 	// read is how Filter reads the above for each node (prepareFilter).
-	read filterReads
+	// Shared by clones: never modified once written.
+	read *filterReads
+	// readCounts: the counts are still the ones read's lookups read. The
+	// first AddPod or RemovePod changes the counts and clears it.
+	readCounts bool
 }
 
 // filterReads is what Filter needs of a preFilterState resolved once per
@@ -132,10 +136,7 @@ type preFilterState struct {
 // once (lookup.go) and the node's labels without searching the view's
 // keys.
 type filterReads struct {
-	// ready: the counts are still the ones the lookups read. The first
-	// AddPod or RemovePod changes the counts and clears it.
-	ready bool
-	// The counts' lookups (lookup.go).
+	// The counts' lookups (lookup.go), while readCounts.
 	affinity, antiAffinity, existingAnti domainLookup[int64]
 	// The view's columns (topologyView.col) of the counted terms' keys, in
 	// the terms' order, and of the hostname label. They depend on the
@@ -143,7 +144,7 @@ type filterReads struct {
 	affinityCols, antiAffinityCols []int
 	hostnameCol                    int
 	// existingAntiCols are the columns of existingAntiAffinity.keys,
-	// which change with the counts: read while ready.
+	// which change with the counts: read while readCounts.
 	existingAntiCols []int
 }
 
@@ -151,7 +152,7 @@ type filterReads struct {
 // the cycle state. The terms, the view and the counts are then fixed until
 // an AddPod or RemovePod changes the counts.
 func (s *preFilterState) prepareFilter() {
-	r := &s.read
+	r := &filterReads{}
 	r.affinity = lookupOf(&s.affinity.domains)
 	r.antiAffinity = lookupOf(&s.antiAffinity.domains)
 	r.existingAnti = lookupOf(&s.existingAntiAffinity.domains)
@@ -169,7 +170,7 @@ func (s *preFilterState) prepareFilter() {
 		cols = append(cols, s.topology.col(kc.key))
 	}
 	r.affinityCols, r.antiAffinityCols, r.existingAntiCols = cols[:na:na], cols[na:na+nn:na+nn], cols[na+nn:]
-	r.ready = true
+	s.read, s.readCounts = r, true
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the
@@ -198,7 +199,7 @@ func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta in
 		s.affinity = s.affinity.fork()
 		s.antiAffinity = s.antiAffinity.fork()
 		s.ownsCounts = true
-		s.read.ready = false
+		s.readCounts = false
 	}
 	nl := nodeLabels(ni)
 	incoming := s.podInfo.GetPod()
@@ -588,7 +589,7 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bo
 		}
 		p := topologyPair{key: s.terms.affinity[i].TopologyKey, value: v}
 		var n int64
-		if s.read.ready {
+		if s.readCounts {
 			n = s.read.affinity.get(p)
 		} else {
 			n = s.affinity.get(p)
@@ -624,7 +625,7 @@ func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology)
 			}
 			p := topologyPair{key: s.terms.antiAffinity[i].TopologyKey, value: v}
 			var n int64
-			if s.read.ready {
+			if s.readCounts {
 				n = s.read.antiAffinity.get(p)
 			} else {
 				n = s.antiAffinity.get(p)
@@ -646,7 +647,7 @@ func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology)
 func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	// Only the keys that have domains: usually one or two, while nodes
 	// carry a dozen labels.
-	if s.read.ready {
+	if s.readCounts {
 		for i, kc := range s.existingAntiAffinity.keys {
 			if v, ok := nt.at(s.read.existingAntiCols[i], kc.key); ok && s.read.existingAnti.get(topologyPair{key: kc.key, value: v}) > 0 {
 				return true

@@ -9,16 +9,19 @@ package interpodaffinity
 // and otherwise hashes once for most domains.
 
 // maxSmallLookup bounds the domains a lookup compares one by one: a
-// comparison costs about a tenth of hashing a domain, and for a value
-// read through the topology view (whose strings the sums share) it is a
-// pointer comparison.
-const maxSmallLookup = 8
+// comparison costs a fraction of hashing a domain (for a value read
+// through the topology view, whose strings the sums share, it is a
+// pointer comparison), and the lookup holds them in place, so that
+// PreFilter and PreScore allocate nothing for them.
+const maxSmallLookup = 4
 
 // domainLookup reads a layered map of domains that is no longer changed
 // (a sum handed out) and answers as layered.get does.
 type domainLookup[V comparable] struct {
-	// small holds every domain present, when they are few (isSmall).
-	small   []domainValue[V]
+	// small[:nSmall] holds every domain present, when they are few
+	// (isSmall).
+	small   [maxSmallLookup]domainValue[V]
+	nSmall  int
 	isSmall bool
 	// Otherwise base and delta are the map's layers, and changed has the
 	// bit domainBit of every domain in delta set: a domain whose bit is
@@ -33,17 +36,15 @@ type domainValue[V comparable] struct {
 }
 
 // lookupOf returns a lookup of m, which must not change while the lookup
-// is used. Building it visits m's domains when they are few, and
+// is used. Building it copies m's domains when they are few, and
 // otherwise m's delta: the domains changed since its base was folded
 // (layered.foldDue bounds them).
 func lookupOf[V comparable](m *layered[topologyPair, V]) domainLookup[V] {
 	if n := m.len(); n <= maxSmallLookup {
 		l := domainLookup[V]{isSmall: true}
-		if n > 0 {
-			l.small = make([]domainValue[V], 0, n)
-			for p, v := range m.all() {
-				l.small = append(l.small, domainValue[V]{pair: p, value: v})
-			}
+		for p, v := range m.all() {
+			l.small[l.nSmall] = domainValue[V]{pair: p, value: v}
+			l.nSmall++
 		}
 		return l
 	}
@@ -67,7 +68,7 @@ func lookupOf[V comparable](m *layered[topologyPair, V]) domainLookup[V] {
 // value, which Filter's counts and Score's weights read alike.
 func (l *domainLookup[V]) get(p topologyPair) V {
 	if l.isSmall {
-		for i := range l.small {
+		for i := range l.small[:l.nSmall] {
 			if d := &l.small[i]; d.pair.value == p.value && d.pair.key == p.key {
 				return d.value
 			}

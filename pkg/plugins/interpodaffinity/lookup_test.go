@@ -15,7 +15,7 @@ import (
 // with a delta, and values that differ in their last bytes only, in their
 // length only, or are shorter than three bytes.
 func TestLookupReadsAsLayered(t *testing.T) {
-	for _, domains := range []int{3, maxSmallLookup, maxSmallLookup + 1, 40, 400} {
+	for _, domains := range []int{2, maxSmallLookup, maxSmallLookup + 1, 40, 400} {
 		t.Run(fmt.Sprintf("domains=%d", domains), func(t *testing.T) {
 			var space []topologyPair
 			for i := range domains {

@@ -173,6 +173,21 @@ func (s *preFilterState) prepareFilter() {
 	s.read, s.readCounts = r, true
 }
 
+// domainCount is c's count of the node's domain of key, whose column in
+// the view is col; ok is false when the node lacks key. The count is read
+// through l while it is current (readCounts).
+func (s *preFilterState) domainCount(nt *nodeTopology, key string, col int, c *topologyCounts, l *domainLookup[int64]) (n int64, ok bool) {
+	v, ok := nt.at(col, key)
+	if !ok {
+		return 0, false
+	}
+	p := topologyPair{key: key, value: v}
+	if s.readCounts {
+		return l.get(p), true
+	}
+	return c.get(p), true
+}
+
 // Clone shares everything that no one modifies: terms, the pod, the
 // namespace labels, and the counts as long as they are PreFilter's (the
 // index's sums, which are immutable once handed out). Counts that
@@ -583,16 +598,9 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bo
 	}
 	everyDomainHasOne := true
 	for i := range s.terms.affinity {
-		v, ok := nt.at(s.read.affinityCols[i], s.terms.affinity[i].TopologyKey)
+		n, ok := s.domainCount(nt, s.terms.affinity[i].TopologyKey, s.read.affinityCols[i], &s.affinity, &s.read.affinity)
 		if !ok {
 			return false
-		}
-		p := topologyPair{key: s.terms.affinity[i].TopologyKey, value: v}
-		var n int64
-		if s.readCounts {
-			n = s.read.affinity.get(p)
-		} else {
-			n = s.affinity.get(p)
 		}
 		if n <= 0 {
 			everyDomainHasOne = false
@@ -619,18 +627,7 @@ func (s *preFilterState) mayBeFirstOfSeries() bool {
 func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if s.antiAffinity.len() > 0 {
 		for i := range s.terms.antiAffinity {
-			v, ok := nt.at(s.read.antiAffinityCols[i], s.terms.antiAffinity[i].TopologyKey)
-			if !ok {
-				continue
-			}
-			p := topologyPair{key: s.terms.antiAffinity[i].TopologyKey, value: v}
-			var n int64
-			if s.readCounts {
-				n = s.read.antiAffinity.get(p)
-			} else {
-				n = s.antiAffinity.get(p)
-			}
-			if n > 0 {
+			if n, ok := s.domainCount(nt, s.terms.antiAffinity[i].TopologyKey, s.read.antiAffinityCols[i], &s.antiAffinity, &s.read.antiAffinity); ok && n > 0 {
 				return true
 			}
 		}
@@ -649,7 +646,7 @@ func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nt *nodeT
 	// carry a dozen labels.
 	if s.readCounts {
 		for i, kc := range s.existingAntiAffinity.keys {
-			if v, ok := nt.at(s.read.existingAntiCols[i], kc.key); ok && s.read.existingAnti.get(topologyPair{key: kc.key, value: v}) > 0 {
+			if n, ok := s.domainCount(nt, kc.key, s.read.existingAntiCols[i], &s.existingAntiAffinity, &s.read.existingAnti); ok && n > 0 {
 				return true
 			}
 		}

@@ -51,6 +51,7 @@ func zoneOps(calls *atomic.Int64) sumOps[podsByZone, podsByZone] {
 			}
 		},
 		clone: maps.Clone[podsByZone],
+		empty: func(v podsByZone) bool { return len(v) == 0 },
 	}
 }
 
@@ -109,7 +110,13 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 					t.Errorf("%s: order[%d] = %+v, want node %d's slot at position %d", step, i, s, i, i)
 				} else if e.gens[i] != nodes[i].GetGeneration() {
 					t.Errorf("%s: gens[%d] = %d, want node %d's generation %d", step, i, e.gens[i], i, nodes[i].GetGeneration())
+				} else if v := ops.compute(nodes[i], nil); (s.v == nil) != (len(v) == 0) || (s.v != nil && !cmp.Equal(*s.v, v)) {
+					// A node adding nothing keeps no contribution.
+					t.Errorf("%s: slot of node %d holds %v, want %v", step, i, s.v, v)
 				}
+			}
+			if e.n != len(nodes) || e.n != len(e.order) {
+				t.Errorf("%s: %d slots for %d nodes", step, e.n, len(nodes))
 			}
 		}
 	}
@@ -182,6 +189,90 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	check("two nodes swapped back", 0)
 	nodes = nodes[:len(nodes)-1]
 	check("the last node gone, the rest in place", 0)
+}
+
+// TestNodeIndexEntriesShareScratch: the entries of one index, over lists
+// of their own that change between calls, share the scratch of a call
+// (and swap their order with it); each sum stays its list's scan.
+func TestNodeIndexEntriesShareScratch(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	var all []fwk.NodeInfo
+	for i := range 10 {
+		var pods []string
+		if i%3 != 0 {
+			pods = append(pods, fmt.Sprint("p", i))
+		}
+		all = append(all, zoneNode(fmt.Sprint("n", i), fmt.Sprint("z", i%4), pods...))
+	}
+	// a lists every node, b every other one; both change as a snapshot's
+	// lists do, one at a time, and are asked about alternately.
+	a := slices.Clone(all)
+	b := []fwk.NodeInfo{all[1], all[3], all[5], all[7], all[9]}
+	changes := []func(){
+		func() { b = slices.Insert(b, 1, all[2]) },
+		func() { all[5].(*framework.NodeInfo).AddPod(placed("default", "q5", "n5").Obj()) },
+		func() { a = slices.Delete(a, 3, 4) },
+		func() { b = b[1:] },
+		func() { a[0], a[7] = a[7], a[0] },
+		func() { b = append(b, zoneNode("n10", "z1", "q10")) },
+		func() { a = slices.Insert(a, 0, b[len(b)-1]) },
+		func() {},
+	}
+	for step, change := range changes {
+		change()
+		for _, l := range []struct {
+			sig   string
+			nodes []fwk.NodeInfo
+		}{{"a", a}, {"b", b}} {
+			got := maps.Clone(x.sum(ctx, framework.NewCycleState(), par, l.sig, l.nodes, nil, ops))
+			if want := computeSum(ctx, par, Name, l.nodes, ops); !cmp.Equal(want, got) {
+				t.Errorf("step %d, list %s: index sum %v, full scan %v", step, l.sig, got, want)
+			}
+		}
+	}
+	if len(x.entries) != 2 {
+		t.Errorf("%d entries, want both lists' kept", len(x.entries))
+	}
+}
+
+// TestNodeIndexRenumbersAfterNodeChurn: the node numbers shared by an
+// index's entries stay within numsSlack of the longest list while nodes
+// come and go under new names, and the sums stay the scan's.
+func TestNodeIndexRenumbersAfterNodeChurn(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	var calls atomic.Int64
+	ops := zoneOps(&calls)
+	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	var nodes []fwk.NodeInfo
+	for i := range 3 {
+		nodes = append(nodes, zoneNode(fmt.Sprint("n", i), "z1", "p"))
+	}
+	resets := 0
+	for i := 3; i < 3+2*numsSlack+10; i++ {
+		// The oldest node leaves, a new one joins at the end.
+		nodes = append(nodes[1:], zoneNode(fmt.Sprint("n", i), fmt.Sprint("z", i%3), "p"))
+		numbered := len(x.nums)
+		got := maps.Clone(x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops))
+		if want := computeSum(ctx, par, Name, nodes, ops); !cmp.Equal(want, got) {
+			t.Fatalf("after %d new nodes: index sum %v, full scan %v", i, got, want)
+		}
+		if len(x.nums) > len(nodes)+numsSlack+1 {
+			t.Fatalf("after %d new nodes: %d names numbered for lists of %d", i, len(x.nums), len(nodes))
+		}
+		if len(x.nums) < numbered {
+			resets++
+		}
+	}
+	if resets == 0 {
+		t.Errorf("the node numbers were never renumbered")
+	}
 }
 
 // TestNodeIndexSumsAreImmutableOnceHandedOut: a cycle keeps reading the sum

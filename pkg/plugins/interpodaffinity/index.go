@@ -40,19 +40,24 @@ const (
 // changes and keeps its generation is a pod-group cycle
 // (Snapshot.AssumePod/ForgetPod, gate GenericWorkload): see lookup, and
 // newIndexes, which keeps the index off while that gate is on.
+//
+// A slot is 32 bytes and holds one pointer: an index holds up to
+// slotsPerNode of them per node.
 type nodeSlot[V any] struct {
-	name string
-	gen  int64
+	gen int64
 	// seen is the entry's epoch of the last call that listed the node; it
 	// is only kept up to date when nodes left the list.
 	seen uint64
-	// pos is the slot's position in its entry's order, while the entry's
-	// posValid holds (see indexEntry.position).
-	pos int
 	// v is the node's contribution, nil when it adds nothing
 	// (sumOps.empty): most nodes, for most signatures, so that their
 	// slots hold no V.
 	v *V
+	// pos is the slot's position in its entry's order, while the entry's
+	// posValid holds (see indexEntry.position).
+	pos int32
+	// num is the node's number (nodeIndex.nums), which stands for its
+	// name.
+	num int32
 }
 
 // sumOps says how per-node values of type V add up into a sum of type A (a
@@ -281,23 +286,32 @@ func (x *nodeIndex[V, A]) reset() {
 
 // slotNamed is e's slot for the node named name, or nil.
 func (e *indexEntry[V, A]) slotNamed(nums map[string]int32, name string) *nodeSlot[V] {
-	if n, ok := nums[name]; ok && int(n) < len(e.byNum) {
+	if n, ok := nums[name]; ok {
+		return e.slotNumbered(n)
+	}
+	return nil
+}
+
+// slotNumbered is e's slot for node number n, or nil.
+func (e *indexEntry[V, A]) slotNumbered(n int32) *nodeSlot[V] {
+	if int(n) < len(e.byNum) {
 		return e.byNum[n]
 	}
 	return nil
 }
 
-// addSlot files s, a new slot, under its node's number, numbering the
-// node if it has none yet.
-func (e *indexEntry[V, A]) addSlot(x *nodeIndex[V, A], s *nodeSlot[V]) {
-	n, ok := x.nums[s.name]
+// addSlot files s, a new slot, under the number of the node named name,
+// numbering the node if it has none yet.
+func (e *indexEntry[V, A]) addSlot(x *nodeIndex[V, A], s *nodeSlot[V], name string) {
+	n, ok := x.nums[name]
 	if !ok {
 		if x.nums == nil {
 			x.nums = make(map[string]int32)
 		}
 		n = int32(len(x.nums))
-		x.nums[s.name] = n
+		x.nums[name] = n
 	}
+	s.num = n
 	if int(n) >= len(e.byNum) {
 		e.byNum = slices.Grow(e.byNum, int(n)+1-len(e.byNum))[:int(n)+1]
 	}
@@ -392,12 +406,13 @@ func (e *indexEntry[V, A]) locate(x *nodeIndex[V, A], nodes []fwk.NodeInfo, gens
 			clear(found)
 			return nil, nil, false, false
 		}
-		name := node.Name
 		var s *nodeSlot[V]
 		at := next
-		if next < len(e.order) && e.order[next].name == name {
+		if num, known := x.nums[node.Name]; !known {
+			// No entry of the index has a slot for it.
+		} else if next < len(e.order) && e.order[next].num == num {
 			s = e.order[next]
-		} else if s = e.slotNamed(x.nums, name); s != nil {
+		} else if s = e.slotNumbered(num); s != nil {
 			at = e.position(s)
 		}
 		if inPlace && (s == nil || at != i) {
@@ -479,8 +494,7 @@ func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, foun
 					slab = make([]nodeSlot[V], len(stale)-j)
 				}
 				s, slab = &slab[0], slab[1:]
-				s.name = name
-				e.addSlot(x, s)
+				e.addSlot(x, s, name)
 			}
 			found[i] = s
 		}
@@ -557,11 +571,11 @@ func (e *indexEntry[V, A]) reorder(x *nodeIndex[V, A], found []*nodeSlot[V], mov
 func (e *indexEntry[V, A]) position(s *nodeSlot[V]) int {
 	if !e.posValid {
 		for i, o := range e.order {
-			o.pos = i
+			o.pos = int32(i)
 		}
 		e.posValid = true
 	}
-	return s.pos
+	return int(s.pos)
 }
 
 // scanParts is how many parts the plain scan splits a node list into.

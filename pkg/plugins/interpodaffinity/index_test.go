@@ -106,7 +106,7 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 		// they claim to be up to date.
 		if e := x.entries["sig"]; e != nil {
 			for i, s := range e.order {
-				if s == nil || (e.posValid && s.pos != i) || i >= len(nodes) || s.name != nodes[i].Node().Name {
+				if num, ok := x.nums[nodes[min(i, len(nodes)-1)].Node().Name]; s == nil || (e.posValid && int(s.pos) != i) || i >= len(nodes) || !ok || s.num != num {
 					t.Errorf("%s: order[%d] = %+v, want node %d's slot at position %d", step, i, s, i, i)
 				} else if e.gens[i] != nodes[i].GetGeneration() {
 					t.Errorf("%s: gens[%d] = %d, want node %d's generation %d", step, i, e.gens[i], i, nodes[i].GetGeneration())

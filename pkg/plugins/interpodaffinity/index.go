@@ -24,7 +24,8 @@ const (
 	// hold at most slotsPerNode × N node slots, N the length of the list
 	// it was last asked about (an entry holds one slot per listed node),
 	// the least recently used entry making room. With lists of one
-	// length that is slotsPerNode entries.
+	// length that is slotsPerNode entries. A slot costs 56 bytes, plus
+	// its node's contribution if the node adds something (doc.go).
 	slotsPerNode = 16
 	// maxEntries bounds the entries whatever the lists' length (an empty
 	// list costs no slot, but an entry and its sum).
@@ -549,11 +550,12 @@ func markSeen[V any](found []*nodeSlot[V], epoch uint64) (twice bool) {
 }
 
 // reorder ends a call: if the list's nodes moved, the slots and
-// generations found are the order to look in next time, and the slots'
-// positions are left to position; otherwise only the stale positions have
-// new generations. The scratch may keep an earlier order's slots alive
-// until a call that does not find every node in place overwrites it: at
-// most one list's worth.
+// generations found are the order to look in next time (the entry's old
+// ones become the index's scratch), and the slots' positions are left to
+// position; otherwise only the stale positions have new generations. The
+// scratch may keep an earlier order's slots alive (of any entry of the
+// index, even a dropped one) until a call that does not find every node
+// in place overwrites it: at most one list's worth per index.
 func (e *indexEntry[V, A]) reorder(x *nodeIndex[V, A], found []*nodeSlot[V], moved bool, stale []int) {
 	if moved {
 		e.order, x.found = found, e.order

@@ -43,12 +43,12 @@
 //     contribution and its share of the sum: about 260 bytes in all when
 //     every node adds a domain of its own (hostname-scoped terms), so one
 //     index holds at most about 16 × 5000 × 260 B = 21 MB at 5000 nodes,
-//     whatever the number of signatures, and about 110 bytes a slot when
+//     whatever the number of signatures, and about 90 bytes a slot when
 //     one node in eight adds something (interleaved Deployments). Per
 //     index, not per entry: the node names' numbers (at most the longest
 //     list plus numsSlack) and one call's scratch. BenchmarkIndexBound,
 //     16 entries, 80,000 slots after 1000 signatures at 5000 nodes:
-//     20.7 MB (adds=all), 8.6 MB (adds=1of8); go test
+//     20.7 MB (adds=all), 6.9 MB (adds=1of8); go test
 //     ./pkg/plugins/interpodaffinity -run '^$' -bench IndexBound
 //     -benchtime 1x.
 //   - The layered maps (layered.go) behind the indexes' sums: a sum handed

@@ -511,7 +511,7 @@ func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, foun
 			*s.v = v
 		default:
 			if len(vals) == 0 {
-				vals = make([]V, len(stale)-j)
+				vals = make([]V, countAdding(fresh[j:], ops))
 			}
 			s.v, vals = &vals[0], vals[1:]
 			*s.v = v
@@ -534,6 +534,20 @@ func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, foun
 		}
 	}
 	return e.n == len(nodes)
+}
+
+// countAdding is how many of vs add something (sumOps.empty).
+func countAdding[V, A any](vs []V, ops sumOps[V, A]) int {
+	if ops.empty == nil {
+		return len(vs)
+	}
+	n := 0
+	for _, v := range vs {
+		if !ops.empty(v) {
+			n++
+		}
+	}
+	return n
 }
 
 // markSeen marks the slots found as seen in epoch, and reports whether one

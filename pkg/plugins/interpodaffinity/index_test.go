@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -238,6 +239,62 @@ func TestNodeIndexEntriesShareScratch(t *testing.T) {
 	if len(x.entries) != 2 {
 		t.Errorf("%d entries, want both lists' kept", len(x.entries))
 	}
+}
+
+// TestNodeIndexKeepsNoEmptyContribution: an entry whose nodes mostly add
+// nothing keeps no contribution for them; what it keeps per node is the
+// slot and its bookkeeping, whatever the size of a contribution.
+func TestNodeIndexKeepsNoEmptyContribution(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	// A contribution of 1 KiB: the pods on the node, padded.
+	type big struct {
+		pods int64
+		_    [127]int64
+	}
+	ops := sumOps[big, *int64]{
+		compute: func(ni fwk.NodeInfo, _ big) big { return big{pods: int64(len(ni.GetPods()))} },
+		newSum:  func() *int64 { return new(int64) },
+		apply:   func(sum *int64, v big, sign int64) { *sum += sign * v.pods },
+		merge:   func(dst, src *int64) { *dst += *src },
+		clone:   func(sum *int64) *int64 { c := *sum; return &c },
+		empty:   func(v big) bool { return v.pods == 0 },
+	}
+	var nodes []fwk.NodeInfo
+	for i := range 2000 {
+		var pods []string
+		if i%100 == 0 {
+			pods = append(pods, fmt.Sprint("p", i))
+		}
+		nodes = append(nodes, zoneNode(fmt.Sprint("n", i), "z1", pods...))
+	}
+	x := &nodeIndex[big, *int64]{enabled: true, admitFirst: true}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	sum := x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if *sum != 20 {
+		t.Fatalf("sum %d, want 20", *sum)
+	}
+	held := 0
+	for _, s := range x.entries["sig"].order {
+		if s.v != nil {
+			held++
+		}
+	}
+	if held != 20 {
+		t.Errorf("%d contributions kept, want the 20 nodes' that add something", held)
+	}
+	// Slot, order, generations, numbers, scratch and the name map: about
+	// 120 bytes a node; a contribution kept per node would be 1 KiB.
+	if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > 256*int64(len(nodes)) {
+		t.Errorf("the index keeps %d bytes for %d nodes, want at most 256 a node", kept, len(nodes))
+	}
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(nodes)
 }
 
 // TestNodeIndexRenumbersAfterNodeChurn: the node numbers shared by an

@@ -133,6 +133,9 @@ type nodeIndex[V, A any] struct {
 	// the last reset (longest), when every entry is dropped (reset).
 	nums    map[string]int32
 	longest int
+	// names are the numbered names by number: a node found where the
+	// last list had it is checked by name without hashing it.
+	names []string
 	// found and foundGens are scratch for the call holding mu: the slot
 	// and the generation of each listed node (found is only written once
 	// a node is not where the last list had it; see locate). They become
@@ -281,7 +284,7 @@ const numsSlack = 1024
 // reset drops every entry and the node numbers, which then start over
 // from the nodes listed from now on.
 func (x *nodeIndex[V, A]) reset() {
-	x.entries, x.slots, x.nums, x.longest = nil, 0, nil, 0
+	x.entries, x.slots, x.nums, x.names, x.longest = nil, 0, nil, nil, 0
 	clear(x.found)
 }
 
@@ -311,6 +314,7 @@ func (e *indexEntry[V, A]) addSlot(x *nodeIndex[V, A], s *nodeSlot[V], name stri
 		}
 		n = int32(len(x.nums))
 		x.nums[name] = n
+		x.names = append(x.names, name)
 	}
 	s.num = n
 	if int(n) >= len(e.byNum) {
@@ -409,11 +413,9 @@ func (e *indexEntry[V, A]) locate(x *nodeIndex[V, A], nodes []fwk.NodeInfo, gens
 		}
 		var s *nodeSlot[V]
 		at := next
-		if num, known := x.nums[node.Name]; !known {
-			// No entry of the index has a slot for it.
-		} else if next < len(e.order) && e.order[next].num == num {
+		if next < len(e.order) && x.names[e.order[next].num] == node.Name {
 			s = e.order[next]
-		} else if s = e.slotNumbered(num); s != nil {
+		} else if s = e.slotNamed(x.nums, node.Name); s != nil {
 			at = e.position(s)
 		}
 		if inPlace && (s == nil || at != i) {

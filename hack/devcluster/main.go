@@ -84,12 +84,12 @@ func run() error {
 	}
 	defer sched.Stop()
 	if *enforcerBin != "" {
-		enf, err := startEnforcer(*enforcerBin, env, *dir, cfg)
+		enf, err := startEnforcer(*enforcerBin, env, cfg)
 		if err != nil {
 			return err
 		}
-		defer enf.stop()
-		fmt.Printf("placement-enforcer runs beside it (log %s; http://127.0.0.1:10261/violations)\n", enf.log)
+		defer enf.Stop()
+		fmt.Printf("placement-enforcer runs beside it (log %s; http://%s/violations)\n", enf.LogPath(), enforcerAddr)
 	}
 	if err := publishConfig(ctx, env, cfg); err != nil {
 		return err

@@ -30,10 +30,7 @@ func (n *NodeWrapper) Obj() *v1.Node { return &n.Node }
 
 // Label sets one label.
 func (n *NodeWrapper) Label(k, v string) *NodeWrapper {
-	if n.ObjectMeta.Labels == nil {
-		n.ObjectMeta.Labels = map[string]string{}
-	}
-	n.ObjectMeta.Labels[k] = v
+	metav1.SetMetaDataLabel(&n.ObjectMeta, k, v)
 	return n
 }
 
@@ -98,10 +95,7 @@ func (p *PodWrapper) UID(uid string) *PodWrapper { p.ObjectMeta.UID = types.UID(
 
 // Label sets one label.
 func (p *PodWrapper) Label(k, v string) *PodWrapper {
-	if p.ObjectMeta.Labels == nil {
-		p.ObjectMeta.Labels = map[string]string{}
-	}
-	p.ObjectMeta.Labels[k] = v
+	metav1.SetMetaDataLabel(&p.ObjectMeta, k, v)
 	return p
 }
 

@@ -9,10 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,16 +72,6 @@ type ClusterOptions struct {
 	// KWOK plays the kubelet for nodes annotated KWOKNodeAnnotation: Ready
 	// conditions, node leases, bound pods Running, deleted pods gone.
 	KWOK bool
-}
-
-// component is one process of the full cluster besides etcd and
-// kube-apiserver (which envtest runs).
-type component struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
 }
 
 // configureAPIServer sets the apiserver flags a full cluster needs on top
@@ -219,27 +207,16 @@ func (e *Env) userKubeconfig(name string, user envtest.User) (string, error) {
 // launch starts an assets binary that Stop stops. Its output goes to
 // <dir>/<name>.log.
 func (e *Env) launch(name string, args ...string) error {
-	logPath := filepath.Join(e.dir, name+".log")
-	logFile, err := os.Create(logPath)
+	p, err := startProcess(processSpec{
+		name:     name,
+		argv:     append([]string{e.toolPath(name)}, args...),
+		logPath:  filepath.Join(e.dir, name+".log"),
+		ownGroup: true,
+	})
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(e.toolPath(name), args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Own process group, so a terminal's Ctrl-C reaches only the caller,
-	// which stops everything in order; SIGKILL if the caller dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return fmt.Errorf("starting %s: %w", cmd.Path, err)
-	}
-	c := &component{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		c.err = cmd.Wait()
-		_ = logFile.Close()
-		close(c.done)
-	}()
-	e.components = append(e.components, c)
+	e.components = append(e.components, p)
 	return nil
 }
 
@@ -248,11 +225,7 @@ func (e *Env) launch(name string, args ...string) error {
 func (e *Env) Exited() error {
 	var errs []error
 	for _, c := range e.components {
-		select {
-		case <-c.done:
-			errs = append(errs, fmt.Errorf("%s exited (%v); see %s", c.name, c.err, c.log))
-		default:
-		}
+		errs = append(errs, c.exitedError())
 	}
 	return errors.Join(errs...)
 }
@@ -262,7 +235,7 @@ func (e *Env) Exited() error {
 func (e *Env) ComponentLogs() map[string]string {
 	out := map[string]string{}
 	for _, c := range e.components {
-		out[c.name] = c.log
+		out[c.name] = c.logPath
 	}
 	return out
 }
@@ -273,7 +246,7 @@ func (e *Env) stopComponents() error {
 	var errs []error
 	for i := len(e.components) - 1; i >= 0; i-- {
 		c := e.components[i]
-		if terminate(c.cmd.Process, c.done, 15*time.Second) {
+		if c.stop(15 * time.Second) {
 			errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within 15s; killed", c.name))
 		}
 	}

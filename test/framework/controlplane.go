@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,10 +49,9 @@ func (e *Env) StopControlPlaneProcess(name string, grace time.Duration) error {
 		// Restarted once already: it is our own child now.
 		argv := append([]string{c.cmd.Path}, c.cmd.Args[1:]...)
 		if grace == 0 {
-			_ = c.cmd.Process.Kill()
-			<-c.done
+			c.Kill()
 		} else {
-			terminate(c.cmd.Process, c.done, grace)
+			c.stop(grace)
 		}
 		delete(e.restarted, name)
 		e.stopped[name] = stoppedProcess{argv: argv}
@@ -97,24 +95,19 @@ func (e *Env) StartControlPlaneProcess(name string) error {
 	if !ok {
 		return fmt.Errorf("%s is not stopped", name)
 	}
-	logPath := filepath.Join(e.dir, name+"-restart.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// Its own process group, as the full cluster's components have (a
+	// terminal's Ctrl-C reaches only the caller, which stops it in order);
+	// the output of all its restarts in one log.
+	c, err := startProcess(processSpec{
+		name:      "the restarted " + name,
+		argv:      s.argv,
+		logPath:   filepath.Join(e.dir, name+"-restart.log"),
+		appendLog: true,
+		ownGroup:  true,
+	})
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(s.argv[0], s.argv[1:]...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return fmt.Errorf("restarting %s: %w", name, err)
-	}
-	c := &component{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		c.err = cmd.Wait()
-		_ = logFile.Close()
-		close(c.done)
-	}()
 	delete(e.stopped, name)
 	e.restarted[name] = c
 	if name != APIServerProcess {
@@ -128,10 +121,8 @@ func (e *Env) WaitForAPIServer(ctx context.Context) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, e.Timeout, true, func(ctx context.Context) (bool, error) {
 		if c := e.restarted[APIServerProcess]; c != nil {
-			select {
-			case <-c.done:
-				return false, fmt.Errorf("the restarted kube-apiserver exited (%v); see %s", c.err, c.log)
-			default:
+			if err := c.exitedError(); err != nil {
+				return false, err
 			}
 		}
 		_, last = e.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
@@ -150,7 +141,7 @@ func (e *Env) stopRestarted(name string) error {
 		return nil
 	}
 	delete(e.restarted, name)
-	if terminate(c.cmd.Process, c.done, 30*time.Second) {
+	if c.stop(30 * time.Second) {
 		return fmt.Errorf("restarted %s did not stop on SIGTERM within 30s; killed", name)
 	}
 	return nil

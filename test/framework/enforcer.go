@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,116 +46,97 @@ func (e *Env) EnforcerBinary() (string, error) {
 	return bin, nil
 }
 
-// EnforcerOptions configures StartEnforcer.
+// EnforcerOptions configures LaunchEnforcer.
 type EnforcerOptions struct {
+	// Name labels the process's scratch directory.
+	Name string
 	// Binary is the placement-enforcer to run (EnforcerBinary).
 	Binary string
 	// Config is the EnforcerConfiguration's body: every field but
 	// apiVersion, kind, schedulerConfig and metricsBindAddress, which
-	// StartEnforcer sets.
+	// LaunchEnforcer sets.
 	Config string
 	// SchedulerConfig is the KubeSchedulerConfiguration the enforcer
-	// judges with.
+	// judges with; nil: the shipped one.
 	SchedulerConfig []byte
 	// Kubeconfig is the enforcer's identity; empty: the admin one.
 	Kubeconfig string
+	// MetricsBindAddress is where its endpoints listen; empty: a free port
+	// of 127.0.0.1.
+	MetricsBindAddress string
 }
 
 // Enforcer is one running placement-enforcer process.
 type Enforcer struct {
-	cmd     *exec.Cmd
-	logPath string
-	addr    string
-	done    chan struct{}
-	waitErr error
+	*process
+	addr string
 }
 
-// StartEnforcer runs placement-enforcer with opts, its endpoints on a free
-// port of 127.0.0.1, logs at -v=2 into a file. It stops the process when
-// the test ends and, if the test failed, logs the tail of its log.
-func (e *Env) StartEnforcer(t testing.TB, opts EnforcerOptions) *Enforcer {
-	t.Helper()
-	dir := t.TempDir()
+// LaunchEnforcer runs placement-enforcer with opts, logs at -v=2 into a
+// file. The process dies with the caller; the caller stops it. Tests use
+// StartEnforcer, which does.
+func (e *Env) LaunchEnforcer(opts EnforcerOptions) (*Enforcer, error) {
+	if opts.SchedulerConfig == nil {
+		opts.SchedulerConfig = manifests.SchedulerConfig()
+	}
+	if opts.Kubeconfig == "" {
+		opts.Kubeconfig = e.Kubeconfig
+	}
+	addr := opts.MetricsBindAddress
+	if addr == "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	dir, err := os.MkdirTemp(e.dir, "enforcer-"+sanitize(opts.Name)+"-")
+	if err != nil {
+		return nil, err
+	}
 	schedPath := filepath.Join(dir, "scheduler-config.yaml")
 	if err := os.WriteFile(schedPath, opts.SchedulerConfig, 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Enforcer{logPath: filepath.Join(dir, "enforcer.log"), addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
 	cfg := fmt.Sprintf("apiVersion: enforcer.placement-scheduler.io/v1alpha1\nkind: EnforcerConfiguration\nschedulerConfig: %s\nmetricsBindAddress: %s\n%s\n",
-		schedPath, p.addr, opts.Config)
+		schedPath, addr, opts.Config)
 	cfgPath := filepath.Join(dir, "enforcer-config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	kubeconfig := opts.Kubeconfig
-	if kubeconfig == "" {
-		kubeconfig = e.Kubeconfig
+	proc, err := startProcess(processSpec{
+		name:    "placement-enforcer",
+		argv:    []string{opts.Binary, "--config", cfgPath, "--kubeconfig", opts.Kubeconfig, "--v=2"},
+		logPath: filepath.Join(dir, "enforcer.log"),
+		// The informers' and the framework's start-up lines, which every
+		// pass repeats.
+		noise: []string{"reflector.go", "framework.go"},
+	})
+	if err != nil {
+		return nil, err
 	}
-	logFile, err := os.Create(p.logPath)
+	return &Enforcer{process: proc, addr: addr}, nil
+}
+
+// StartEnforcer is LaunchEnforcer for a test: it fails the test if the
+// process cannot start, stops it when the test ends and, if the test
+// failed, logs the tail of its log.
+func (e *Env) StartEnforcer(t testing.TB, opts EnforcerOptions) *Enforcer {
+	t.Helper()
+	if opts.Name == "" {
+		opts.Name = t.Name()
+	}
+	p, err := e.LaunchEnforcer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(opts.Binary, "--config", cfgPath, "--kubeconfig", kubeconfig, "--v=2")
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatalf("starting %s: %v", opts.Binary, err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			t.Logf("placement-enforcer log tail (%s):\n%s", p.logPath, tail(p.logPath, 300))
-		}
-	})
+	p.stopAfter(t, p.Stop, 300)
 	return p
 }
 
 // Stop sends SIGTERM (a leader releases its Lease) and waits, killing the
 // process after 10s.
-func (p *Enforcer) Stop() {
-	if p.Exited() {
-		return
-	}
-	terminate(p.cmd.Process, p.done, 10*time.Second)
-}
-
-// Kill sends SIGKILL, so the process dies holding its Lease, as on a node
-// failure, and waits for it.
-func (p *Enforcer) Kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// Exited reports whether the process has exited.
-func (p *Enforcer) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Err is the process's exit error once it has exited.
-func (p *Enforcer) Err() error {
-	if !p.Exited() {
-		return nil
-	}
-	return p.waitErr
-}
-
-// LogTail returns the last n lines of the process's log.
-func (p *Enforcer) LogTail(n int) string { return tail(p.logPath, n) }
+func (p *Enforcer) Stop() { p.stop(10 * time.Second) }
 
 // EnforcerReport is one line of GET /violations, as its JSON reads.
 type EnforcerReport struct {
@@ -249,23 +229,4 @@ func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaseRole.Name}},
 	)
 	return e.ServiceAccountKubeconfig(t, ns, sa), "system:serviceaccount:" + ns + ":" + sa
-}
-
-// tail returns the last n lines of the enforcer's log at path, without
-// the informer and framework start-up lines every pass repeats.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if !strings.Contains(l, "reflector.go") && !strings.Contains(l, "framework.go") {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -121,11 +121,11 @@ type Env struct {
 	shared    sharedScheduler
 	// Full cluster only (cluster.go).
 	serviceAccountKey string
-	components        []*component
+	components        []*process
 	// Control-plane processes stopped or restarted in place
 	// (controlplane.go), by binary name.
 	stopped   map[string]stoppedProcess
-	restarted map[string]*component
+	restarted map[string]*process
 }
 
 // Start brings up etcd and kube-apiserver and creates the namespace the
@@ -139,7 +139,7 @@ type Env struct {
 // on, because those controllers run.
 func Start(opts Options) (_ *Env, err error) {
 	e := &Env{Binary: opts.Binary, Timeout: opts.Timeout, dir: opts.Dir, assets: opts.AssetsDir,
-		stopped: map[string]stoppedProcess{}, restarted: map[string]*component{}}
+		stopped: map[string]stoppedProcess{}, restarted: map[string]*process{}}
 	if e.Timeout == 0 {
 		e.Timeout = DefaultTimeout
 	}

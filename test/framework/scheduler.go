@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -9,11 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,12 +22,9 @@ import (
 
 // Scheduler is one running placement-scheduler process.
 type Scheduler struct {
-	cmd     *exec.Cmd
-	logPath string
+	*process
 	port    int
 	timeout time.Duration
-	done    chan struct{}
-	waitErr error
 }
 
 // SchedulerOptions configures LaunchScheduler.
@@ -80,37 +74,24 @@ func (e *Env) LaunchScheduler(opts SchedulerOptions) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "scheduler.log")
-	logFile, err := os.Create(logPath)
+	proc, err := startProcess(processSpec{
+		name: "placement-scheduler",
+		argv: append([]string{e.Binary,
+			"--config", cfgPath,
+			"--secure-port", fmt.Sprint(port),
+			"--bind-address", "127.0.0.1",
+			"--cert-dir", dir,
+			"--authentication-kubeconfig", opts.Kubeconfig,
+			"--authorization-kubeconfig", opts.Kubeconfig,
+			"-v", "2",
+		}, opts.Args...),
+		logPath: filepath.Join(dir, "scheduler.log"),
+		tee:     opts.Output,
+	})
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{
-		"--config", cfgPath,
-		"--secure-port", fmt.Sprint(port),
-		"--bind-address", "127.0.0.1",
-		"--cert-dir", dir,
-		"--authentication-kubeconfig", opts.Kubeconfig,
-		"--authorization-kubeconfig", opts.Kubeconfig,
-		"-v", "2",
-	}, opts.Args...)
-	cmd := exec.Command(e.Binary, args...)
-	var out io.Writer = logFile
-	if opts.Output != nil {
-		out = io.MultiWriter(logFile, opts.Output)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", e.Binary, err)
-	}
-	s := &Scheduler{cmd: cmd, logPath: logPath, port: port, timeout: e.Timeout, done: make(chan struct{})}
-	go func() {
-		s.waitErr = cmd.Wait()
-		logFile.Close()
-		close(s.done)
-	}()
+	s := &Scheduler{process: proc, port: port, timeout: e.Timeout}
 	return s, nil
 }
 
@@ -126,12 +107,7 @@ func (e *Env) StartScheduler(t testing.TB, opts SchedulerOptions) *Scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		s.Stop()
-		if t.Failed() {
-			t.Logf("placement-scheduler log tail (%s):\n%s", s.logPath, s.LogTail(80))
-		}
-	})
+	s.stopAfter(t, s.Stop, 80)
 	return s
 }
 
@@ -182,65 +158,10 @@ func (e *Env) StopSharedScheduler() {
 
 // Stop sends SIGTERM (the scheduler then releases its lease) and waits,
 // killing the process after 20s.
-func (s *Scheduler) Stop() {
-	if s.Exited() {
-		return
-	}
-	terminate(s.cmd.Process, s.done, 20*time.Second)
-}
-
-// terminate sends p SIGTERM and waits for done, sending SIGKILL after
-// grace; it reports whether it had to.
-func terminate(p *os.Process, done <-chan struct{}, grace time.Duration) (killed bool) {
-	_ = p.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-		return false
-	case <-time.After(grace):
-		_ = p.Kill()
-		<-done
-		return true
-	}
-}
-
-// Kill sends SIGKILL, so the process dies without releasing its lease, as on
-// a node failure, and waits for it.
-func (s *Scheduler) Kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
-
-// Exited reports whether the process has exited.
-func (s *Scheduler) Exited() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Done is closed when the process exits.
-func (s *Scheduler) Done() <-chan struct{} { return s.done }
-
-// Err is the process's exit error once it has exited.
-func (s *Scheduler) Err() error {
-	if !s.Exited() {
-		return nil
-	}
-	return s.waitErr
-}
+func (s *Scheduler) Stop() { s.stop(20 * time.Second) }
 
 // Port is the secure port (127.0.0.1).
 func (s *Scheduler) Port() int { return s.port }
-
-// Log returns the process's output so far. Prefer API objects (the Lease,
-// pods, events) where one records what a test checks; the log is for what
-// only the process knows.
-func (s *Scheduler) Log() string {
-	b, _ := os.ReadFile(s.logPath)
-	return string(b)
-}
 
 // UnhandledErrors returns the lines of a component's log that
 // utilruntime.HandleError wrote ("Unhandled Error"): errors no caller
@@ -253,25 +174,6 @@ func UnhandledErrors(log string) []string {
 		}
 	}
 	return out
-}
-
-// LogTail returns the last n lines of the log.
-func (s *Scheduler) LogTail(n int) string {
-	f, err := os.Open(s.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Get does GET https://127.0.0.1:<port><path> on the secure port, with a

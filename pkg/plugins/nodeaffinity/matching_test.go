@@ -41,6 +41,7 @@ func TestMatchersAgreeWithComponentHelpers(t *testing.T) {
 		tu.FieldTerm(tu.Expr("metadata.uid", in, "")),
 		tu.FieldTerm(tu.Expr("metadata.uid", notIn, "x")),
 		tu.FieldTerm(tu.Expr("metadata.uid", in, "x")),
+		tu.FieldTerm(tu.Expr("metadata.uid", notIn, "")),
 		{MatchExpressions: []v1.NodeSelectorRequirement{tu.Expr("zone", in, "a")}, MatchFields: []v1.NodeSelectorRequirement{tu.Expr(name, in, "n1")}},
 		{MatchExpressions: []v1.NodeSelectorRequirement{tu.Expr("zone", in, "a")}, MatchFields: []v1.NodeSelectorRequirement{tu.Expr(name, in, "n1"), tu.Expr(name, notIn, "n2")}},
 	}

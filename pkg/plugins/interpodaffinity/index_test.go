@@ -192,16 +192,19 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	check("the last node gone, the rest in place", 0)
 }
 
+// zoneIndex is what the tests of one zone index share: a context, a
+// parallelizer, zoneOps and an index that admits every signature.
+func zoneIndex() (context.Context, fwk.Parallelizer, sumOps[podsByZone, podsByZone], *nodeIndex[podsByZone, podsByZone]) {
+	schedmetrics.Register()
+	var calls atomic.Int64
+	return context.Background(), parallelize.NewParallelizer(2), zoneOps(&calls), &nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+}
+
 // TestNodeIndexEntriesShareScratch: the entries of one index, over lists
 // of their own that change between calls, share the scratch of a call
 // (and swap their order with it); each sum stays its list's scan.
 func TestNodeIndexEntriesShareScratch(t *testing.T) {
-	schedmetrics.Register()
-	ctx := context.Background()
-	par := parallelize.NewParallelizer(2)
-	var calls atomic.Int64
-	ops := zoneOps(&calls)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	ctx, par, ops, x := zoneIndex()
 	var all []fwk.NodeInfo
 	for i := range 10 {
 		var pods []string
@@ -301,12 +304,7 @@ func TestNodeIndexKeepsNoEmptyContribution(t *testing.T) {
 // index's entries stay within numsSlack of the longest list while nodes
 // come and go under new names, and the sums stay the scan's.
 func TestNodeIndexRenumbersAfterNodeChurn(t *testing.T) {
-	schedmetrics.Register()
-	ctx := context.Background()
-	par := parallelize.NewParallelizer(2)
-	var calls atomic.Int64
-	ops := zoneOps(&calls)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	ctx, par, ops, x := zoneIndex()
 	var nodes []fwk.NodeInfo
 	for i := range 3 {
 		nodes = append(nodes, zoneNode(fmt.Sprint("n", i), "z1", "p"))

@@ -48,7 +48,7 @@
 //     index, not per entry: the node names' numbers (at most the longest
 //     list plus numsSlack) and one call's scratch. BenchmarkIndexBound,
 //     16 entries, 80,000 slots after 1000 signatures at 5000 nodes:
-//     20.7 MB (adds=all), 6.9 MB (adds=1of8); go test
+//     20.8 MB (adds=all), 7.0 MB (adds=1of8); go test
 //     ./pkg/plugins/interpodaffinity -run '^$' -bench IndexBound
 //     -benchtime 1x.
 //   - The layered maps (layered.go) behind the indexes' sums: a sum handed

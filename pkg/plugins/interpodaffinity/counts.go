@@ -151,6 +151,9 @@ type domainCount struct {
 // reset empties t and keeps its storage for the next node (sumOps.compute).
 func (t nodeTally) reset() nodeTally { return t[:0] }
 
+// empty: t adds nothing to a sum (sumOps.empty).
+func (t nodeTally) empty() bool { return len(t) == 0 }
+
 // add reads the node's value of key through nt, so that a key and value
 // read through a view are the view's own strings (topologyTable.sync).
 func (t *nodeTally) add(nt *nodeTopology, key string, delta int64) {
@@ -174,6 +177,9 @@ type existingAnti struct {
 	// required anti-affinity term, which Filter checks on the node itself.
 	hostScoped bool
 }
+
+// empty: v adds nothing to a sum (sumOps.empty).
+func (v existingAnti) empty() bool { return len(v.tally) == 0 && !v.hostScoped }
 
 // existingAntiSum is s.existingAntiAffinity over all holder nodes, and how
 // many of them hold hostname-scoped terms.
@@ -209,6 +215,11 @@ func (sum *existingAntiSum) seal() { sum.counts.seal() }
 type incomingMatches struct {
 	affinity, antiAffinity nodeTally
 	hostAffinity           int64
+}
+
+// empty: v adds nothing to a sum (sumOps.empty).
+func (v incomingMatches) empty() bool {
+	return len(v.affinity) == 0 && len(v.antiAffinity) == 0 && v.hostAffinity == 0
 }
 
 // incomingSum is incomingMatches over all nodes.

@@ -64,6 +64,7 @@ func existingAntiOps(compute func(fwk.NodeInfo, existingAnti) existingAnti) sumO
 		merge:   (*existingAntiSum).merge,
 		clone:   (*existingAntiSum).clone,
 		seal:    (*existingAntiSum).seal,
+		empty:   existingAnti.empty,
 	}
 }
 
@@ -76,6 +77,7 @@ func incomingOps(compute func(fwk.NodeInfo, incomingMatches) incomingMatches) su
 		merge:   (*incomingSum).merge,
 		clone:   (*incomingSum).clone,
 		seal:    (*incomingSum).seal,
+		empty:   incomingMatches.empty,
 	}
 }
 
@@ -88,6 +90,7 @@ func scoreOps(compute func(fwk.NodeInfo, nodeTally) nodeTally) sumOps[nodeTally,
 		merge:   (*scoreSum).merge,
 		clone:   (*scoreSum).clone,
 		seal:    (*scoreSum).seal,
+		empty:   nodeTally.empty,
 	}
 }
 

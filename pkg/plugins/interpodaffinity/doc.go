@@ -17,7 +17,7 @@
 // call and which refers to none of them: counts.go (the count types and how contributions
 // add up), ops.go (the caches a plugin keeps, the switch that turns them
 // off, named operation builders), index.go, signature.go, layered.go,
-// topology.go.
+// lookup.go (how Filter and Score read a sum handed out), topology.go.
 //
 // # Caches
 //

@@ -128,7 +128,12 @@ func BenchmarkPerfScheduling(b *testing.B) {
 						// files (.dat progress, profiles) unique per run;
 						// they would overwrite each other otherwise.
 						topic := c.Topic + "_" + name
+						stopProfiles, err := profileHeap(dataDir, topic)
+						if err != nil {
+							b.Fatal(err)
+						}
 						benchmark.RunBenchmarkPerfScheduling(b, c.Files[p], topic, registry, runOpts...)
+						stopProfiles()
 						// Inside the run, so that runs -test.bench filters
 						// out record nothing.
 						recordLoad(b, dataDir, c.Name+"/"+name)

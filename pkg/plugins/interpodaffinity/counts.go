@@ -154,6 +154,9 @@ type domainCount struct {
 // reset empties t and keeps its storage for the next node (sumOps.compute).
 func (t nodeTally) reset() nodeTally { return t[:0] }
 
+// empty: t adds nothing to a sum (sumOps.empty).
+func (t nodeTally) empty() bool { return len(t) == 0 }
+
 // add reads the node's value of key through nt, so that a key and value
 // read through a view are the view's own strings (topologyTable.sync).
 func (t *nodeTally) add(nt *nodeTopology, key string, delta int64) {
@@ -177,6 +180,9 @@ type existingAnti struct {
 	// anti-affinity term, which Filter checks on the node itself.
 	hostScoped bool
 }
+
+// empty: v adds nothing to a sum (sumOps.empty).
+func (v existingAnti) empty() bool { return len(v.tally) == 0 && !v.hostScoped }
 
 // hostScoped reports whether a term's domain is a single node (by its
 // kubernetes.io/hostname label), which the hostname fast path checks
@@ -219,6 +225,11 @@ func (sum *existingAntiSum) seal() { sum.counts.seal() }
 type incomingMatches struct {
 	affinity, antiAffinity nodeTally
 	hostAffinity           int64
+}
+
+// empty: v adds nothing to a sum (sumOps.empty).
+func (v incomingMatches) empty() bool {
+	return len(v.affinity) == 0 && len(v.antiAffinity) == 0 && v.hostAffinity == 0
 }
 
 // incomingSum is incomingMatches over all nodes.

@@ -17,7 +17,8 @@
 // call and which refers to none of them: counts.go (the count types and how contributions
 // add up), ops.go (the caches a plugin keeps, the switch that turns them
 // off, named operation builders), index.go, signature.go, layered.go,
-// topology.go, podsummary.go.
+// lookup.go (how Filter and Score read a sum handed out), topology.go,
+// podsummary.go.
 //
 // # Caches
 //
@@ -37,14 +38,20 @@
 //     only when it recurs among the last slotsPerNode signatures that had
 //     none; otherwise the cycle scans, as upstream does. Memory: at most
 //     slotsPerNode × N node slots per index (N the listed nodes) and
-//     maxEntries entries, least recently used dropped first; a slot with
-//     its share of the entry's sum is about 300 bytes when every node adds
-//     a domain of its own (hostname-scoped terms), so one index holds at
-//     most about 16 × 5000 × 300 B = 24 MB at 5000 nodes, whatever the
-//     number of signatures (BenchmarkIndexBound: 23.8 MB, 80,000 slots,
-//     16 entries after 1000 signatures at 5000 nodes; go test
+//     maxEntries entries, least recently used dropped first. A slot costs
+//     56 bytes (the slot, its place in the entry's order, generations and
+//     node numbers) plus, only when its node adds something, the node's
+//     contribution and its share of the sum: about 260 bytes in all when
+//     every node adds a domain of its own (hostname-scoped terms), so one
+//     index holds at most about 16 × 5000 × 260 B = 21 MB at 5000 nodes,
+//     whatever the number of signatures, and about 90 bytes a slot when
+//     one node in eight adds something (interleaved Deployments). Per
+//     index, not per entry: the node names' numbers (at most the longest
+//     list plus numsSlack) and one call's scratch. BenchmarkIndexBound,
+//     16 entries, 80,000 slots after 1000 signatures at 5000 nodes:
+//     20.8 MB (adds=all), 7.0 MB (adds=1of8); go test
 //     ./pkg/plugins/interpodaffinity -run '^$' -bench IndexBound
-//     -benchtime 1x).
+//     -benchtime 1x.
 //   - The layered maps (layered.go) behind the indexes' sums: a sum handed
 //     to a cycle is forked, not copied, for the next.
 //   - The topology table (topology.go): the topology labels of the cycle's

@@ -123,6 +123,70 @@ type preFilterState struct {
 	// computed): the scans skip the nodes that provably contribute
 	// nothing (podsummary.go). Shared by clones: never modified.
 	summaries *requiredQueries
+
+	// read is how Filter reads the above for each node (prepareFilter).
+	// Shared by clones: never modified once written.
+	read *filterReads
+	// readCounts: the counts are still the ones read's lookups read. The
+	// first AddPod or RemovePod changes the counts and clears it.
+	readCounts bool
+}
+
+// filterReads is what Filter needs of a preFilterState resolved once per
+// cycle, so that per node it reads the counts hashing a domain at most
+// once (lookup.go) and the node's labels without searching the view's
+// keys.
+type filterReads struct {
+	// The counts' lookups (lookup.go), while readCounts.
+	affinity, antiAffinity, existingAnti domainLookup[int64]
+	// The view's columns (topologyView.col) of the counted terms' keys, in
+	// the terms' order, and of the hostname label. They depend on the
+	// view and the terms alone, which clones share and never change.
+	affinityCols, antiAffinityCols []int
+	hostnameCol                    int
+	// existingAntiCols are the columns of existingAntiAffinity.keys,
+	// which change with the counts: read while readCounts.
+	existingAntiCols []int
+}
+
+// prepareFilter fills s.read once s is complete, before it is written to
+// the cycle state. The terms, the view and the counts are then fixed until
+// an AddPod or RemovePod changes the counts.
+func (s *preFilterState) prepareFilter() {
+	r := &filterReads{}
+	r.affinity = lookupOf(&s.affinity.domains)
+	r.antiAffinity = lookupOf(&s.antiAffinity.domains)
+	r.existingAnti = lookupOf(&s.existingAntiAffinity.domains)
+	r.hostnameCol = s.topology.col(v1.LabelHostname)
+	// One array for the three lists of columns.
+	na, nn := len(s.terms.affinity), len(s.terms.antiAffinity)
+	cols := make([]int, 0, na+nn+len(s.existingAntiAffinity.keys))
+	for i := range s.terms.affinity {
+		cols = append(cols, s.topology.col(s.terms.affinity[i].TopologyKey))
+	}
+	for i := range s.terms.antiAffinity {
+		cols = append(cols, s.topology.col(s.terms.antiAffinity[i].TopologyKey))
+	}
+	for _, kc := range s.existingAntiAffinity.keys {
+		cols = append(cols, s.topology.col(kc.key))
+	}
+	r.affinityCols, r.antiAffinityCols, r.existingAntiCols = cols[:na:na], cols[na:na+nn:na+nn], cols[na+nn:]
+	s.read, s.readCounts = r, true
+}
+
+// domainCount is c's count of the node's domain of key, whose column in
+// the view is col; ok is false when the node lacks key. The count is read
+// through l while it is current (readCounts).
+func (s *preFilterState) domainCount(nt *nodeTopology, key string, col int, c *topologyCounts, l *domainLookup[int64]) (n int64, ok bool) {
+	v, ok := nt.at(col, key)
+	if !ok {
+		return 0, false
+	}
+	p := topologyPair{key: key, value: v}
+	if s.readCounts {
+		return l.get(p), true
+	}
+	return c.get(p), true
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the
@@ -151,6 +215,7 @@ func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta in
 		s.affinity = s.affinity.fork()
 		s.antiAffinity = s.antiAffinity.fork()
 		s.ownsCounts = true
+		s.readCounts = false
 	}
 	nl := nodeLabels(ni)
 	incoming := s.podInfo.GetPod()
@@ -301,6 +366,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	if !ownTerms && s.existingAntiAffinity.len() == 0 && !s.existingHostAnti {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	s.prepareFilter()
 	cycleState.Write(preFilterStateKey, s)
 	return nil, nil
 }
@@ -489,6 +555,12 @@ func (pl *InterPodAffinity) RemovePod(_ context.Context, cycleState fwk.CycleSta
 // words, which users see in Filter's Error status; a state of another type
 // keeps cyclestate.Read's own explanation.
 func preFilterStateOf(cycleState fwk.CycleState) (*preFilterState, error) {
+	// Filter's path, for every node: no generic assertion, no error test.
+	if data, err := cycleState.Read(preFilterStateKey); err == nil {
+		if s, ok := data.(*preFilterState); ok {
+			return s, nil
+		}
+	}
 	s, err := cyclestate.Read[*preFilterState](cycleState, preFilterStateKey)
 	if errors.Is(err, fwk.ErrNotFound) {
 		return nil, fmt.Errorf("error reading %q from cycleState: %w", preFilterStateKey, err)
@@ -509,7 +581,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	nt := topologyOf(s.topology, nodeInfo)
+	nt := locatedTopology(s.topology, nodeInfo)
 	if !s.satisfiesAffinity(nodeInfo, &nt) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 	}
@@ -527,8 +599,8 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 // hostname-scoped terms can be neither satisfied nor violated there:
 // labelled is false and no pod is looked at. Otherwise found reports whether
 // one of pods passes test.
-func scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test func(fwk.PodInfo) bool) (labelled, found bool) {
-	if _, labelled = nt.get(v1.LabelHostname); !labelled {
+func (s *preFilterState) scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test func(fwk.PodInfo) bool) (labelled, found bool) {
+	if _, labelled = nt.at(s.read.hostnameCol, v1.LabelHostname); !labelled {
 		return false, false
 	}
 	return true, slices.ContainsFunc(pods, test)
@@ -539,7 +611,7 @@ func scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test func(fwk.PodInfo) b
 // for a pod that could satisfy its own terms.
 func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if host := s.terms.hostAffinity; len(host) > 0 {
-		labelled, found := scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAll(host, p.GetPod()) })
+		labelled, found := s.scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAll(host, p.GetPod()) })
 		if !labelled {
 			return false
 		}
@@ -547,12 +619,11 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bo
 	}
 	everyDomainHasOne := true
 	for i := range s.terms.affinity {
-		key := s.terms.affinity[i].TopologyKey
-		v, ok := nt.get(key)
+		n, ok := s.domainCount(nt, s.terms.affinity[i].TopologyKey, s.read.affinityCols[i], &s.affinity, &s.read.affinity)
 		if !ok {
 			return false
 		}
-		if s.affinity.get(topologyPair{key: key, value: v}) <= 0 {
+		if n <= 0 {
 			everyDomainHasOne = false
 		}
 	}
@@ -577,14 +648,13 @@ func (s *preFilterState) mayBeFirstOfSeries() bool {
 func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if s.antiAffinity.len() > 0 {
 		for i := range s.terms.antiAffinity {
-			key := s.terms.antiAffinity[i].TopologyKey
-			if v, ok := nt.get(key); ok && s.antiAffinity.get(topologyPair{key: key, value: v}) > 0 {
+			if n, ok := s.domainCount(nt, s.terms.antiAffinity[i].TopologyKey, s.read.antiAffinityCols[i], &s.antiAffinity, &s.read.antiAffinity); ok && n > 0 {
 				return true
 			}
 		}
 	}
 	if host := s.terms.hostAntiAffinity; len(host) > 0 {
-		_, found := scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAny(host, p.GetPod()) })
+		_, found := s.scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAny(host, p.GetPod()) })
 		return found
 	}
 	return false
@@ -593,14 +663,22 @@ func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology)
 // violatesExistingAntiAffinity: some domain the node belongs to holds an
 // existing pod whose required anti-affinity selects the incoming pod.
 func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
-	if s.existingAntiAffinity.coversNode(nt) {
+	// Only the keys that have domains: usually one or two, while nodes
+	// carry a dozen labels.
+	if s.readCounts {
+		for i, kc := range s.existingAntiAffinity.keys {
+			if n, ok := s.domainCount(nt, kc.key, s.read.existingAntiCols[i], &s.existingAntiAffinity, &s.read.existingAnti); ok && n > 0 {
+				return true
+			}
+		}
+	} else if s.existingAntiAffinity.coversNode(nt) {
 		return true
 	}
 	if !s.existingHostAnti {
 		return false
 	}
 	incoming := s.podInfo.GetPod()
-	_, found := scanHostPods(nt, ni.GetPodsWithRequiredAntiAffinity(), func(p fwk.PodInfo) bool {
+	_, found := s.scanHostPods(nt, ni.GetPodsWithRequiredAntiAffinity(), func(p fwk.PodInfo) bool {
 		theirs := p.GetRequiredAntiAffinityTerms()
 		return slices.ContainsFunc(theirs, func(t fwk.AffinityTerm) bool {
 			return hostScoped(t) && t.Matches(incoming, s.nsLabels)

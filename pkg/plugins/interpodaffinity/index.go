@@ -24,7 +24,8 @@ const (
 	// hold at most slotsPerNode × N node slots, N the length of the list
 	// it was last asked about (an entry holds one slot per listed node),
 	// the least recently used entry making room. With lists of one
-	// length that is slotsPerNode entries.
+	// length that is slotsPerNode entries. A slot costs 56 bytes, plus
+	// its node's contribution if the node adds something (doc.go).
 	slotsPerNode = 16
 	// maxEntries bounds the entries whatever the lists' length (an empty
 	// list costs no slot, but an entry and its sum).
@@ -40,16 +41,24 @@ const (
 // changes and keeps its generation is a pod-group cycle
 // (Snapshot.AssumePod/ForgetPod, gate GenericWorkload): see lookup, and
 // newIndexes, which keeps the index off while that gate is on.
+//
+// A slot is 32 bytes and holds one pointer: an index holds up to
+// slotsPerNode of them per node.
 type nodeSlot[V any] struct {
-	name string
-	gen  int64
+	gen int64
 	// seen is the entry's epoch of the last call that listed the node; it
 	// is only kept up to date when nodes left the list.
 	seen uint64
+	// v is the node's contribution, nil when it adds nothing
+	// (sumOps.empty): most nodes, for most signatures, so that their
+	// slots hold no V.
+	v *V
 	// pos is the slot's position in its entry's order, while the entry's
 	// posValid holds (see indexEntry.position).
-	pos int
-	v   V
+	pos int32
+	// num is the node's number (nodeIndex.nums), which stands for its
+	// name.
+	num int32
 }
 
 // sumOps says how per-node values of type V add up into a sum of type A (a
@@ -73,12 +82,18 @@ type sumOps[V, A any] struct {
 	clone func(A) A
 	// seal, if set, readies a sum to be handed out (layered.seal).
 	seal func(A)
+	// empty, if set, tells a contribution that adds nothing: apply with
+	// it changes no sum. The index keeps no copy of such a one.
+	empty func(V) bool
 }
 
 // indexEntry is the state of one signature: a slot per node of the list
 // last seen, and their sum.
 type indexEntry[V, A any] struct {
-	slots map[string]*nodeSlot[V]
+	// byNum is the entry's slots by node number (nodeIndex.nums), nil
+	// where it has none; n counts the slots.
+	byNum []*nodeSlot[V]
+	n     int
 	// order is the last list's slots by position. The snapshot's lists
 	// keep their order between cycles, so a node is usually found at the
 	// same position without hashing its name; but a node joining a list
@@ -94,13 +109,7 @@ type indexEntry[V, A any] struct {
 	// slot after the change; that is left until a node is found by name
 	// away from where it was looked for, which is rare.
 	posValid bool
-	// found and foundGens are scratch for one call: the slot and the
-	// generation of each listed node (found is only written once a node is
-	// not where the last list had it; see locate). They become order and
-	// gens when the list moved.
-	found     []*nodeSlot[V]
-	foundGens []int64
-	sum       A
+	sum      A
 	// lent: sum has been handed to a cycle and must never change again;
 	// the next update patches a copy.
 	lent    bool
@@ -121,6 +130,23 @@ type nodeIndex[V, A any] struct {
 	entries    map[string]*indexEntry[V, A]
 	// slots counts the slots of all entries.
 	slots int
+	// nums numbers the names of the nodes the entries have slots for, so
+	// that an entry finds a slot by name in its byNum: one map per index
+	// instead of one per entry. Names of nodes gone stay numbered until
+	// there are more than numsSlack beyond the longest list seen since
+	// the last reset (longest), when every entry is dropped (reset).
+	nums    map[string]int32
+	longest int
+	// names are the numbered names by number: a node found where the
+	// last list had it is checked by name without hashing it.
+	names []string
+	// found and foundGens are scratch for the call holding mu: the slot
+	// and the generation of each listed node (found is only written once
+	// a node is not where the last list had it; see locate). They become
+	// an entry's order and gens when its list moved, and the entry's old
+	// ones the scratch.
+	found     []*nodeSlot[V]
+	foundGens []int64
 	// clock counts the calls that consulted the index.
 	clock uint64
 	// ghosts are the hashes of the last signatures seen without an
@@ -165,22 +191,26 @@ func (x *nodeIndex[V, A]) lookup(ctx context.Context, cs fwk.CycleState, par fwk
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.clock++
+	if len(x.nums) > max(x.longest, len(nodes))+numsSlack {
+		x.reset()
+	}
+	x.longest = max(x.longest, len(nodes))
 	e := x.entries[sig]
 	if e == nil {
 		if !x.admit(sig) {
 			return none, false
 		}
 		x.makeRoom(len(nodes), len(nodes), true)
-		e = &indexEntry[V, A]{slots: make(map[string]*nodeSlot[V], len(nodes)), sum: ops.newSum()}
+		e = &indexEntry[V, A]{sum: ops.newSum()}
 		if x.entries == nil {
 			x.entries = make(map[string]*indexEntry[V, A])
 		}
 		x.entries[sig] = e
 	}
 	e.lastUse = x.clock
-	held := len(e.slots)
-	s, ok := e.update(ctx, par, x.op, nodes, gens, ops)
-	x.slots += len(e.slots) - held
+	held := e.n
+	s, ok := e.update(ctx, par, x, nodes, gens, ops)
+	x.slots += e.n - held
 	if !ok {
 		x.drop(sig)
 		return none, false
@@ -245,33 +275,81 @@ func (x *nodeIndex[V, A]) makeRoom(n, want int, adding bool) {
 // drop forgets sig's entry.
 func (x *nodeIndex[V, A]) drop(sig string) {
 	if e := x.entries[sig]; e != nil {
-		x.slots -= len(e.slots)
+		x.slots -= e.n
 		delete(x.entries, sig)
 	}
+}
+
+// numsSlack is how many names of nodes no longer listed nums may hold
+// beyond the longest list: node churn renumbers, at worst, once per that
+// many new node names.
+const numsSlack = 1024
+
+// reset drops every entry and the node numbers, which then start over
+// from the nodes listed from now on.
+func (x *nodeIndex[V, A]) reset() {
+	x.entries, x.slots, x.nums, x.names, x.longest = nil, 0, nil, nil, 0
+	clear(x.found)
+}
+
+// slotNamed is e's slot for the node named name, or nil.
+func (e *indexEntry[V, A]) slotNamed(nums map[string]int32, name string) *nodeSlot[V] {
+	if n, ok := nums[name]; ok {
+		return e.slotNumbered(n)
+	}
+	return nil
+}
+
+// slotNumbered is e's slot for node number n, or nil.
+func (e *indexEntry[V, A]) slotNumbered(n int32) *nodeSlot[V] {
+	if int(n) < len(e.byNum) {
+		return e.byNum[n]
+	}
+	return nil
+}
+
+// addSlot files s, a new slot, under the number of the node named name,
+// numbering the node if it has none yet.
+func (e *indexEntry[V, A]) addSlot(x *nodeIndex[V, A], s *nodeSlot[V], name string) {
+	n, ok := x.nums[name]
+	if !ok {
+		if x.nums == nil {
+			x.nums = make(map[string]int32)
+		}
+		n = int32(len(x.nums))
+		x.nums[name] = n
+		x.names = append(x.names, name)
+	}
+	s.num = n
+	if int(n) >= len(e.byNum) {
+		e.byNum = slices.Grow(e.byNum, int(n)+1-len(e.byNum))[:int(n)+1]
+	}
+	e.byNum[n] = s
+	e.n++
 }
 
 // update brings the entry up to date with nodes and returns its sum,
 // marked as lent. False: the slots cannot stand for the list (a node
 // without a name, a name listed twice, an abandoned cycle); the caller
 // drops the entry, whatever state it was left in.
-func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
+func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, x *nodeIndex[V, A], nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
 	var none A
 	e.epoch++
-	found, stale, moved, ok := e.locate(nodes, gens)
+	found, stale, moved, ok := e.locate(x, nodes, gens)
 	if !ok {
 		return none, false
 	}
-	if len(stale) == 0 && len(e.slots) == len(nodes) {
+	if len(stale) == 0 && e.n == len(nodes) {
 		// Every node is where it was, or was found by name.
-		e.reorder(found, moved, stale)
+		e.reorder(x, found, moved, stale)
 		e.lent = true
 		return e.sum, true
 	}
-	fresh, ok := recompute(ctx, par, op, nodes, stale, ops)
-	if !ok || !e.settle(nodes, found, stale, fresh, ops) {
+	fresh, ok := recompute(ctx, par, x.op, nodes, stale, ops)
+	if !ok || !e.settle(x, nodes, found, stale, fresh, ops) {
 		return none, false
 	}
-	e.reorder(found, moved, stale)
+	e.reorder(x, found, moved, stale)
 	if ops.seal != nil {
 		ops.seal(e.sum)
 	}
@@ -293,11 +371,11 @@ func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, op 
 // hand-built NodeInfos carry, proves nothing). Otherwise the name decides,
 // and only a node that joined, left or moved costs a map lookup, which also
 // finds where to go on.
-func (e *indexEntry[V, A]) locate(nodes []fwk.NodeInfo, gens []int64) (found []*nodeSlot[V], stale []int, moved, ok bool) {
-	found = slices.Grow(e.found[:0], len(nodes))[:len(nodes)]
-	e.found = found
-	foundGens := slices.Grow(e.foundGens[:0], len(nodes))[:len(nodes)]
-	e.foundGens = foundGens
+func (e *indexEntry[V, A]) locate(x *nodeIndex[V, A], nodes []fwk.NodeInfo, gens []int64) (found []*nodeSlot[V], stale []int, moved, ok bool) {
+	found = slices.Grow(x.found[:0], len(nodes))[:len(nodes)]
+	x.found = found
+	foundGens := slices.Grow(x.foundGens[:0], len(nodes))[:len(nodes)]
+	x.foundGens = foundGens
 	moved = len(e.order) != len(nodes)
 	// back: a node was found before the place looked in, so a node may be
 	// listed twice (no snapshot does that, but then the slots cannot
@@ -337,12 +415,11 @@ func (e *indexEntry[V, A]) locate(nodes []fwk.NodeInfo, gens []int64) (found []*
 			clear(found)
 			return nil, nil, false, false
 		}
-		name := node.Name
 		var s *nodeSlot[V]
 		at := next
-		if next < len(e.order) && e.order[next].name == name {
+		if next < len(e.order) && x.names[e.order[next].num] == node.Name {
 			s = e.order[next]
-		} else if s = e.slots[name]; s != nil {
+		} else if s = e.slotNamed(x.nums, node.Name); s != nil {
 			at = e.position(s)
 		}
 		if inPlace && (s == nil || at != i) {
@@ -376,7 +453,7 @@ func (e *indexEntry[V, A]) locate(nodes []fwk.NodeInfo, gens []int64) (found []*
 		}
 	}
 	if back && markSeen(found, e.epoch) {
-		clear(e.found)
+		clear(x.found)
 		return nil, nil, false, false
 	}
 	return found, stale, moved, true
@@ -409,48 +486,80 @@ func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, op string, n
 // settle patches the sum (a copy, if the sum was lent) with the fresh
 // contributions, makes slots for nodes that joined and drops the slots
 // of nodes that left. False: a name was listed twice.
-func (e *indexEntry[V, A]) settle(nodes []fwk.NodeInfo, found []*nodeSlot[V], stale []int, fresh []V, ops sumOps[V, A]) bool {
+func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, found []*nodeSlot[V], stale []int, fresh []V, ops sumOps[V, A]) bool {
 	if e.lent {
 		e.sum = ops.clone(e.sum)
 		e.lent = false
 	}
-	// New slots come from one allocation: a signature's first cycle
-	// creates one per node.
+	// New slots come from one allocation, and so do the contributions
+	// that slots without one get: a signature's first cycle creates a
+	// slot per node, and a contribution for the nodes that add something.
 	var slab []nodeSlot[V]
+	var vals []V
 	for j, i := range stale {
 		s := found[i]
 		if s == nil {
 			// Not in the index under its name, unless listed twice.
 			name := nodes[i].Node().Name
-			s = e.slots[name]
+			s = e.slotNamed(x.nums, name)
 			if s == nil {
 				if len(slab) == 0 {
 					slab = make([]nodeSlot[V], len(stale)-j)
 				}
 				s, slab = &slab[0], slab[1:]
-				s.name = name
-				e.slots[name] = s
-			} else {
-				ops.apply(e.sum, s.v, -1)
+				e.addSlot(x, s, name)
 			}
 			found[i] = s
-		} else {
-			ops.apply(e.sum, s.v, -1)
 		}
-		s.gen, s.v = e.foundGens[i], fresh[j]
-		ops.apply(e.sum, s.v, 1)
+		if s.v != nil {
+			ops.apply(e.sum, *s.v, -1)
+		}
+		s.gen = x.foundGens[i]
+		switch v := fresh[j]; {
+		case ops.empty != nil && ops.empty(v):
+			s.v = nil
+		case s.v != nil:
+			// Only this slot holds its contribution.
+			*s.v = v
+		default:
+			if len(vals) == 0 {
+				vals = make([]V, countAdding(fresh[j:], ops))
+			}
+			s.v, vals = &vals[0], vals[1:]
+			*s.v = v
+		}
+		if s.v != nil {
+			ops.apply(e.sum, *s.v, 1)
+		}
 	}
-	if len(e.slots) > len(nodes) {
+	if e.n > len(nodes) {
 		// Nodes that left the list take their contribution with them.
 		markSeen(found, e.epoch)
-		for name, s := range e.slots {
-			if s.seen != e.epoch {
-				ops.apply(e.sum, s.v, -1)
-				delete(e.slots, name)
+		for n, s := range e.byNum {
+			if s != nil && s.seen != e.epoch {
+				if s.v != nil {
+					ops.apply(e.sum, *s.v, -1)
+				}
+				e.byNum[n] = nil
+				e.n--
 			}
 		}
 	}
-	return len(e.slots) == len(nodes)
+	return e.n == len(nodes)
+}
+
+// countAdding is how many of vs add something (sumOps.empty).
+func countAdding[V, A any](vs []V, ops sumOps[V, A]) int {
+	if ops.empty == nil {
+		return len(vs)
+	}
+	n := 0
+	for _, v := range vs {
+		if !ops.empty(v) {
+			n++
+		}
+	}
+	return n
 }
 
 // markSeen marks the slots found as seen in epoch, and reports whether one
@@ -467,20 +576,21 @@ func markSeen[V any](found []*nodeSlot[V], epoch uint64) (twice bool) {
 }
 
 // reorder ends a call: if the list's nodes moved, the slots and
-// generations found are the order to look in next time, and the slots'
-// positions are left to position; otherwise only the stale positions have
-// new generations. The scratch may keep an earlier order's slots alive
-// until a call that does not find every node in place overwrites it: at
-// most one list's worth.
-func (e *indexEntry[V, A]) reorder(found []*nodeSlot[V], moved bool, stale []int) {
+// generations found are the order to look in next time (the entry's old
+// ones become the index's scratch), and the slots' positions are left to
+// position; otherwise only the stale positions have new generations. The
+// scratch may keep an earlier order's slots alive (of any entry of the
+// index, even a dropped one) until a call that does not find every node
+// in place overwrites it: at most one list's worth per index.
+func (e *indexEntry[V, A]) reorder(x *nodeIndex[V, A], found []*nodeSlot[V], moved bool, stale []int) {
 	if moved {
-		e.order, e.found = found, e.order
-		e.gens, e.foundGens = e.foundGens, e.gens
+		e.order, x.found = found, e.order
+		e.gens, x.foundGens = x.foundGens, e.gens
 		e.posValid = false
 		return
 	}
 	for _, i := range stale {
-		e.gens[i] = e.foundGens[i]
+		e.gens[i] = x.foundGens[i]
 	}
 }
 
@@ -489,11 +599,11 @@ func (e *indexEntry[V, A]) reorder(found []*nodeSlot[V], moved bool, stale []int
 func (e *indexEntry[V, A]) position(s *nodeSlot[V]) int {
 	if !e.posValid {
 		for i, o := range e.order {
-			o.pos = i
+			o.pos = int32(i)
 		}
 		e.posValid = true
 	}
-	return s.pos
+	return int(s.pos)
 }
 
 // scanParts is how many parts the plain scan splits a node list into.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -51,6 +52,7 @@ func zoneOps(calls *atomic.Int64) sumOps[podsByZone, podsByZone] {
 			}
 		},
 		clone: maps.Clone[podsByZone],
+		empty: func(v podsByZone) bool { return len(v) == 0 },
 	}
 }
 
@@ -105,11 +107,17 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 		// they claim to be up to date.
 		if e := x.entries["sig"]; e != nil {
 			for i, s := range e.order {
-				if s == nil || (e.posValid && s.pos != i) || i >= len(nodes) || s.name != nodes[i].Node().Name {
+				if num, ok := x.nums[nodes[min(i, len(nodes)-1)].Node().Name]; s == nil || (e.posValid && int(s.pos) != i) || i >= len(nodes) || !ok || s.num != num {
 					t.Errorf("%s: order[%d] = %+v, want node %d's slot at position %d", step, i, s, i, i)
 				} else if e.gens[i] != nodes[i].GetGeneration() {
 					t.Errorf("%s: gens[%d] = %d, want node %d's generation %d", step, i, e.gens[i], i, nodes[i].GetGeneration())
+				} else if v := ops.compute(nodes[i], nil); (s.v == nil) != (len(v) == 0) || (s.v != nil && !cmp.Equal(*s.v, v)) {
+					// A node adding nothing keeps no contribution.
+					t.Errorf("%s: slot of node %d holds %v, want %v", step, i, s.v, v)
 				}
+			}
+			if e.n != len(nodes) || e.n != len(e.order) {
+				t.Errorf("%s: %d slots for %d nodes", step, e.n, len(nodes))
 			}
 		}
 	}
@@ -182,6 +190,144 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	check("two nodes swapped back", 0)
 	nodes = nodes[:len(nodes)-1]
 	check("the last node gone, the rest in place", 0)
+}
+
+// zoneIndex is what the tests of one zone index share: a context, a
+// parallelizer, zoneOps and an index that admits every signature.
+func zoneIndex() (context.Context, fwk.Parallelizer, sumOps[podsByZone, podsByZone], *nodeIndex[podsByZone, podsByZone]) {
+	schedmetrics.Register()
+	var calls atomic.Int64
+	return context.Background(), parallelize.NewParallelizer(2), zoneOps(&calls), &nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+}
+
+// TestNodeIndexEntriesShareScratch: the entries of one index, over lists
+// of their own that change between calls, share the scratch of a call
+// (and swap their order with it); each sum stays its list's scan.
+func TestNodeIndexEntriesShareScratch(t *testing.T) {
+	ctx, par, ops, x := zoneIndex()
+	var all []fwk.NodeInfo
+	for i := range 10 {
+		var pods []string
+		if i%3 != 0 {
+			pods = append(pods, fmt.Sprint("p", i))
+		}
+		all = append(all, zoneNode(fmt.Sprint("n", i), fmt.Sprint("z", i%4), pods...))
+	}
+	// a lists every node, b every other one; both change as a snapshot's
+	// lists do, one at a time, and are asked about alternately.
+	a := slices.Clone(all)
+	b := []fwk.NodeInfo{all[1], all[3], all[5], all[7], all[9]}
+	changes := []func(){
+		func() { b = slices.Insert(b, 1, all[2]) },
+		func() { all[5].(*framework.NodeInfo).AddPod(placed("default", "q5", "n5").Obj()) },
+		func() { a = slices.Delete(a, 3, 4) },
+		func() { b = b[1:] },
+		func() { a[0], a[7] = a[7], a[0] },
+		func() { b = append(b, zoneNode("n10", "z1", "q10")) },
+		func() { a = slices.Insert(a, 0, b[len(b)-1]) },
+		func() {},
+	}
+	for step, change := range changes {
+		change()
+		for _, l := range []struct {
+			sig   string
+			nodes []fwk.NodeInfo
+		}{{"a", a}, {"b", b}} {
+			got := maps.Clone(x.sum(ctx, framework.NewCycleState(), par, l.sig, l.nodes, nil, ops))
+			if want := computeSum(ctx, par, Name, l.nodes, ops); !cmp.Equal(want, got) {
+				t.Errorf("step %d, list %s: index sum %v, full scan %v", step, l.sig, got, want)
+			}
+		}
+	}
+	if len(x.entries) != 2 {
+		t.Errorf("%d entries, want both lists' kept", len(x.entries))
+	}
+}
+
+// TestNodeIndexKeepsNoEmptyContribution: an entry whose nodes mostly add
+// nothing keeps no contribution for them; what it keeps per node is the
+// slot and its bookkeeping, whatever the size of a contribution.
+func TestNodeIndexKeepsNoEmptyContribution(t *testing.T) {
+	schedmetrics.Register()
+	ctx := context.Background()
+	par := parallelize.NewParallelizer(2)
+	// A contribution of 1 KiB: the pods on the node, padded.
+	type big struct {
+		pods int64
+		_    [127]int64
+	}
+	ops := sumOps[big, *int64]{
+		compute: func(ni fwk.NodeInfo, _ big) big { return big{pods: int64(len(ni.GetPods()))} },
+		newSum:  func() *int64 { return new(int64) },
+		apply:   func(sum *int64, v big, sign int64) { *sum += sign * v.pods },
+		merge:   func(dst, src *int64) { *dst += *src },
+		clone:   func(sum *int64) *int64 { c := *sum; return &c },
+		empty:   func(v big) bool { return v.pods == 0 },
+	}
+	var nodes []fwk.NodeInfo
+	for i := range 2000 {
+		var pods []string
+		if i%100 == 0 {
+			pods = append(pods, fmt.Sprint("p", i))
+		}
+		nodes = append(nodes, zoneNode(fmt.Sprint("n", i), "z1", pods...))
+	}
+	x := &nodeIndex[big, *int64]{enabled: true, admitFirst: true}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	sum := x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if *sum != 20 {
+		t.Fatalf("sum %d, want 20", *sum)
+	}
+	held := 0
+	for _, s := range x.entries["sig"].order {
+		if s.v != nil {
+			held++
+		}
+	}
+	if held != 20 {
+		t.Errorf("%d contributions kept, want the 20 nodes' that add something", held)
+	}
+	// Slot, order, generations, numbers, scratch and the name map: about
+	// 120 bytes a node; a contribution kept per node would be 1 KiB.
+	if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > 256*int64(len(nodes)) {
+		t.Errorf("the index keeps %d bytes for %d nodes, want at most 256 a node", kept, len(nodes))
+	}
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(nodes)
+}
+
+// TestNodeIndexRenumbersAfterNodeChurn: the node numbers shared by an
+// index's entries stay within numsSlack of the longest list while nodes
+// come and go under new names, and the sums stay the scan's.
+func TestNodeIndexRenumbersAfterNodeChurn(t *testing.T) {
+	ctx, par, ops, x := zoneIndex()
+	var nodes []fwk.NodeInfo
+	for i := range 3 {
+		nodes = append(nodes, zoneNode(fmt.Sprint("n", i), "z1", "p"))
+	}
+	resets := 0
+	for i := 3; i < 3+2*numsSlack+10; i++ {
+		// The oldest node leaves, a new one joins at the end.
+		nodes = append(nodes[1:], zoneNode(fmt.Sprint("n", i), fmt.Sprint("z", i%3), "p"))
+		numbered := len(x.nums)
+		got := maps.Clone(x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops))
+		if want := computeSum(ctx, par, Name, nodes, ops); !cmp.Equal(want, got) {
+			t.Fatalf("after %d new nodes: index sum %v, full scan %v", i, got, want)
+		}
+		if len(x.nums) > len(nodes)+numsSlack+1 {
+			t.Fatalf("after %d new nodes: %d names numbered for lists of %d", i, len(x.nums), len(nodes))
+		}
+		if len(x.nums) < numbered {
+			resets++
+		}
+	}
+	if resets == 0 {
+		t.Errorf("the node numbers were never renumbered")
+	}
 }
 
 // TestNodeIndexSumsAreImmutableOnceHandedOut: a cycle keeps reading the sum

@@ -78,6 +78,7 @@ func existingAntiOps(computeAt func(int, fwk.NodeInfo, existingAnti) existingAnt
 		merge:  (*existingAntiSum).merge,
 		clone:  (*existingAntiSum).clone,
 		seal:   (*existingAntiSum).seal,
+		empty:  existingAnti.empty,
 	}.at(computeAt)
 }
 
@@ -89,6 +90,7 @@ func incomingOps(computeAt func(int, fwk.NodeInfo, incomingMatches) incomingMatc
 		merge:  (*incomingSum).merge,
 		clone:  (*incomingSum).clone,
 		seal:   (*incomingSum).seal,
+		empty:  incomingMatches.empty,
 	}.at(computeAt)
 }
 
@@ -100,6 +102,7 @@ func scoreOps(computeAt func(int, fwk.NodeInfo, nodeTally) nodeTally) sumOps[nod
 		merge:  (*scoreSum).merge,
 		clone:  (*scoreSum).clone,
 		seal:   (*scoreSum).seal,
+		empty:  nodeTally.empty,
 	}.at(computeAt)
 }
 

@@ -28,6 +28,22 @@ type preScoreState struct {
 	// topology holds the topology labels of the cycle's nodes (nil: read
 	// them from the nodes).
 	topology *topologyView
+	// lookup reads domains with one hashed lookup for most (lookup.go),
+	// and cols are the view's columns of keys, in the keys' order: Score
+	// resolves neither per node.
+	lookup domainLookup[domainWeight]
+	cols   []int
+}
+
+// newPreScoreState returns the state for a sum that is no longer changed,
+// read through topology.
+func newPreScoreState(sum *scoreSum, topology *topologyView) *preScoreState {
+	s := &preScoreState{keys: sum.keys, domains: sum.domains, topology: topology, lookup: lookupOf(&sum.domains)}
+	s.cols = make([]int, len(s.keys))
+	for i, kc := range s.keys {
+		s.cols[i] = topology.col(kc.key)
+	}
+	return s
 }
 
 // Clone returns the receiver: the state is immutable.
@@ -142,7 +158,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 			topology = s.topology
 		}
 	}
-	cycleState.Write(preScoreStateKey, &preScoreState{keys: sum.keys, domains: sum.domains, topology: topology})
+	cycleState.Write(preScoreStateKey, newPreScoreState(sum, topology))
 	return nil
 }
 
@@ -233,6 +249,12 @@ func addWeighted(tally *nodeTally, nt *nodeTopology, terms []fwk.WeightedAffinit
 // state is reported in upstream's words (Score's and NormalizeScore's Error
 // status); a state of another type keeps cyclestate.Read's explanation.
 func preScoreStateOf(cycleState fwk.CycleState) (*preScoreState, error) {
+	// Score's path, for every node: no generic assertion, no error test.
+	if data, err := cycleState.Read(preScoreStateKey); err == nil {
+		if s, ok := data.(*preScoreState); ok {
+			return s, nil
+		}
+	}
 	s, err := cyclestate.Read[*preScoreState](cycleState, preScoreStateKey)
 	if errors.Is(err, fwk.ErrNotFound) {
 		return nil, fmt.Errorf("failed to read %q from cycleState: %w", preScoreStateKey, err)
@@ -247,12 +269,11 @@ func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, 
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	nt := topologyOf(s.topology, nodeInfo)
+	nt := locatedTopology(s.topology, nodeInfo)
 	var score int64
-	for _, kc := range s.keys {
-		if v, ok := nt.get(kc.key); ok {
-			w, _ := s.domains.get(topologyPair{key: kc.key, value: v})
-			score += w.weight
+	for i, kc := range s.keys {
+		if v, ok := nt.at(s.cols[i], kc.key); ok {
+			score += s.lookup.get(topologyPair{key: kc.key, value: v}).weight
 		}
 	}
 	return score, nil

@@ -257,7 +257,7 @@ func TestNormalizeScore(t *testing.T) {
 		cs := framework.NewCycleState()
 		sum := newScoreSum()
 		sum.apply(nodeTally{{pair: topologyPair{key: zone, value: "z1"}, count: 1}}, 1)
-		cs.Write(preScoreStateKey, &preScoreState{keys: sum.keys, domains: sum.domains})
+		cs.Write(preScoreStateKey, newPreScoreState(sum, nil))
 		list := make(fwk.NodeScoreList, len(tc.raw))
 		for i, s := range tc.raw {
 			list[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}

@@ -200,6 +200,9 @@ var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
 	clone: func(sum *termInputs) *termInputs {
 		return &termInputs{podKeys: maps.Clone(sum.podKeys), nsKeys: maps.Clone(sum.nsKeys), namespaces: maps.Clone(sum.namespaces), scoringNodes: sum.scoringNodes}
 	},
+	empty: func(in nodeTermInputs) bool {
+		return len(in.podKeys) == 0 && len(in.nsKeys) == 0 && len(in.namespaces) == 0 && !in.scoring
+	},
 }
 
 // encode writes to w what the terms can read of a pod in namespace ns

@@ -61,6 +61,17 @@ func topologyOf(view *topologyView, ni fwk.NodeInfo) nodeTopology {
 	return nodeTopology{ni: ni, view: view}
 }
 
+// locatedTopology is topologyOf with the node's row looked up at once, for
+// Filter and Score, which read a label of nearly every node they are
+// given, through at.
+func locatedTopology(view *topologyView, ni fwk.NodeInfo) nodeTopology {
+	t := nodeTopology{ni: ni, view: view}
+	if view != nil {
+		t.located()
+	}
+	return t
+}
+
 // get returns the node's value for key, and whether it has the label.
 func (t *nodeTopology) get(key string) (string, bool) {
 	_, v, ok := t.pair(key)
@@ -70,13 +81,7 @@ func (t *nodeTopology) get(key string) (string, bool) {
 // pair is get that also returns the key: the view's own string for it when
 // read through the view (the same for every node), key otherwise.
 func (t *nodeTopology) pair(key string) (string, string, bool) {
-	if !t.looked {
-		t.looked = true
-		if p, ok := t.ni.(*framework.NodeInfo); ok && t.view != nil {
-			t.row, t.inView = t.view.row[p]
-		}
-	}
-	if t.inView {
+	if t.view != nil && t.located() {
 		for i, k := range t.view.keys {
 			if k == key {
 				v := t.view.cols[i][t.row]
@@ -86,6 +91,45 @@ func (t *nodeTopology) pair(key string) (string, string, bool) {
 	}
 	v, ok := nodeLabels(t.ni)[key]
 	return key, v, ok
+}
+
+// at is get for a key whose column in the view is col (topologyView.col),
+// which Filter and Score resolve once per cycle instead of searching the
+// keys for every node; col -1: the view does not copy key. t comes from
+// locatedTopology (otherwise at reads the node's labels), which keeps at
+// small enough to be inlined.
+func (t *nodeTopology) at(col int, key string) (string, bool) {
+	if col >= 0 && t.inView {
+		v := &t.view.cols[col][t.row]
+		return v.value, v.ok
+	}
+	return t.fromNode(key)
+}
+
+// fromNode reads key from the node's own labels.
+func (t *nodeTopology) fromNode(key string) (string, bool) {
+	v, ok := nodeLabels(t.ni)[key]
+	return v, ok
+}
+
+// located looks the node's row up in the view on the first call and
+// reports whether it has one. t.view must not be nil.
+func (t *nodeTopology) located() bool {
+	if !t.looked {
+		t.looked = true
+		if p, ok := t.ni.(*framework.NodeInfo); ok {
+			t.row, t.inView = t.view.row[p]
+		}
+	}
+	return t.inView
+}
+
+// col is key's column in v, or -1 when v (nil: no view) does not copy key.
+func (v *topologyView) col(key string) int {
+	if v == nil {
+		return -1
+	}
+	return slices.Index(v.keys, key)
 }
 
 // topologyTable keeps the view across cycles. The zero value is disabled.

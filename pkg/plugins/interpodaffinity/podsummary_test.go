@@ -228,6 +228,27 @@ func count(skipped, computed map[string]int, kind string, skip, relevant bool) {
 	}
 }
 
+// absentValue returns a value v of label app, and the query for app=v,
+// that each of rows says no pod holds. A filter may say "maybe" of an
+// absent item, so the value is chosen under v's seed among many: the
+// assertions that follow are then exact, not right with high probability.
+func absentValue(t *testing.T, v *summaryView, rows ...*nodeSummary) (string, termQuery) {
+	t.Helper()
+	for k := range 100 {
+		value := fmt.Sprint("db-", k)
+		term, err := framework.NewPodInfo(incoming("default").RequiredPodAffinity(tu.AffinityTerm(host, sel("app", value))).Obj())
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := newTermQuery(v.seed, &term.GetRequiredAffinityTerms()[0])
+		if !slices.ContainsFunc(rows, func(s *nodeSummary) bool { return s == nil || v.mayMatch(&q, s) }) {
+			return value, q
+		}
+	}
+	t.Fatal("every one of 100 absent values may match: the filters deny nothing")
+	return "", termQuery{}
+}
+
 // TestSummaryTableFollowsGenerations: a node whose pods change gets a new
 // summary at the next sync, a view handed out keeps the old one, and a
 // NodeInfo not in the list (a clone) has none.
@@ -253,18 +274,11 @@ func TestSummaryTableFollowsGenerations(t *testing.T) {
 	}
 	cs = framework.NewCycleState()
 	first := table.sync(ctx, cs, par, "test", nodes)
-	term, err := framework.NewPodInfo(incoming("default").RequiredPodAffinity(tu.AffinityTerm(host, sel("app", "db"))).Obj())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := newTermQuery(first.seed, &term.GetRequiredAffinityTerms()[0])
-	if first.mayMatch(&db, first.of(7, nodes[7])) {
-		t.Fatal("a node without app=db pods may match app=db")
-	}
+	dbValue, db := absentValue(t, first, first.of(7, nodes[7]))
 	if again := table.sync(ctx, cs, par, "test", nodes); again != first {
 		t.Error("a sync with nothing changed made a new view")
 	}
-	nodes[7].(*framework.NodeInfo).AddPod(placed("default", "db", "n7").Label("app", "db").Obj())
+	nodes[7].(*framework.NodeInfo).AddPod(placed("default", "db", "n7").Label("app", dbValue).Obj())
 	if first.of(7, nodes[7]) != nil || first.of(-1, nodes[7]) != nil {
 		t.Fatal("a summary is trusted after its node's pods changed")
 	}
@@ -414,9 +428,14 @@ func TestSummaryRemapRedoesStaleRows(t *testing.T) {
 	table := summaryTable{enabled: true, primed: true}
 	cs := framework.NewCycleState()
 	first := table.sync(ctx, cs, par, "test", nodes)
+	var rows []*nodeSummary
+	for i := range nodes {
+		rows = append(rows, first.of(i, nodes[i]))
+	}
+	dbValue, db := absentValue(t, first, rows...)
 	// Node 3 changes and a scan finds it; node 5 changes unseen.
-	nodes[3].(*framework.NodeInfo).AddPod(placed("default", "db3", "n3").Label("app", "db").Obj())
-	nodes[5].(*framework.NodeInfo).AddPod(placed("default", "db5", "n5").Label("app", "db").Obj())
+	nodes[3].(*framework.NodeInfo).AddPod(placed("default", "db3", "n3").Label("app", dbValue).Obj())
+	nodes[5].(*framework.NodeInfo).AddPod(placed("default", "db5", "n5").Label("app", dbValue).Obj())
 	if first.of(3, nodes[3]) != nil {
 		t.Fatal("a summary is trusted after its node's pods changed")
 	}
@@ -425,11 +444,9 @@ func TestSummaryRemapRedoesStaleRows(t *testing.T) {
 	extra.SetNode(tu.MakeNode("n10").Label(host, "n10").Obj())
 	nodes = append(nodes, extra)
 	second := table.sync(ctx, cs, par, "test", nodes)
-	term, err := framework.NewPodInfo(incoming("default").RequiredPodAffinity(tu.AffinityTerm(host, sel("app", "db"))).Obj())
-	if err != nil {
-		t.Fatal(err)
+	if second.seed != first.seed {
+		t.Fatal("a list change drew a new seed")
 	}
-	db := newTermQuery(second.seed, &term.GetRequiredAffinityTerms()[0])
 	for _, i := range []int{3, 5} {
 		s := second.of(i, nodes[i])
 		if s == nil {

@@ -121,16 +121,21 @@ func (g summaryGen) pod(name, node string) *v1.Pod {
 	return w.Obj()
 }
 
+// node is a node named name holding pods random pods.
+func (g summaryGen) node(name string, pods int) *framework.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(tu.MakeNode(name).Label(host, name).Label(zone, g.pick([]string{"z1", "z2"})).Obj())
+	for j := range pods {
+		ni.AddPod(g.pod(fmt.Sprintf("%s-p%d", name, j), name))
+	}
+	return ni
+}
+
+// nodes are n nodes holding up to 3 random pods each.
 func (g summaryGen) nodes(n int) []fwk.NodeInfo {
 	var nodes []fwk.NodeInfo
 	for i := range n {
-		name := fmt.Sprintf("n%d", i)
-		ni := framework.NewNodeInfo()
-		ni.SetNode(tu.MakeNode(name).Label(host, name).Label(zone, g.pick([]string{"z1", "z2"})).Obj())
-		for j := range g.r.IntN(4) {
-			ni.AddPod(g.pod(fmt.Sprintf("%s-p%d", name, j), name))
-		}
-		nodes = append(nodes, ni)
+		nodes = append(nodes, g.node(fmt.Sprintf("n%d", i), g.r.IntN(4)))
 	}
 	return nodes
 }
@@ -522,18 +527,10 @@ func TestSummaryTableCompactsAndRemaps(t *testing.T) {
 	par := parallelize.NewParallelizer(2)
 	r := rand.New(rand.NewPCG(3, 4))
 	g := summaryGen{r: r}
-	newNode := func(name string, pods int) *framework.NodeInfo {
-		ni := framework.NewNodeInfo()
-		ni.SetNode(tu.MakeNode(name).Label(host, name).Obj())
-		for j := range pods {
-			ni.AddPod(g.pod(fmt.Sprintf("%s-p%d", name, j), name))
-		}
-		return ni
-	}
 	var nodes []fwk.NodeInfo
 	for i := range 300 {
 		// Enough pods that filters span several words.
-		nodes = append(nodes, newNode(fmt.Sprintf("n%d", i), 4+r.IntN(20)))
+		nodes = append(nodes, g.node(fmt.Sprintf("n%d", i), 4+r.IntN(20)))
 	}
 	table := summaryTable{enabled: true, primed: true}
 	cs := framework.NewCycleState()
@@ -591,7 +588,7 @@ func TestSummaryTableCompactsAndRemaps(t *testing.T) {
 		t.Fatal("node trusted after a change")
 	}
 	for i := range 40 {
-		nodes = append(nodes, newNode(fmt.Sprintf("m%d", i), r.IntN(6)))
+		nodes = append(nodes, g.node(fmt.Sprintf("m%d", i), r.IntN(6)))
 	}
 	v = sync("halved and grown")
 
@@ -601,7 +598,7 @@ func TestSummaryTableCompactsAndRemaps(t *testing.T) {
 	if table.sync(ctx, cs, par, "test", twice) != nil {
 		t.Error("a list naming a NodeInfo twice got a view")
 	}
-	foreign := append(slices.Clone(nodes), fwk.NodeInfo(foreignNodeInfo{newNode("f", 2)}))
+	foreign := append(slices.Clone(nodes), fwk.NodeInfo(foreignNodeInfo{g.node("f", 2)}))
 	if table.sync(ctx, cs, par, "test", foreign) != nil {
 		t.Error("a list with a foreign NodeInfo got a view")
 	}

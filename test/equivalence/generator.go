@@ -854,6 +854,10 @@ func (g *gen) labelSelector(keys []string, values map[string][]string) *metav1.L
 		case x < 35:
 			req.Operator = metav1.LabelSelectorOpIn
 			req.Values = []string{pick(g, values[k])}
+			if g.p(30) {
+				// Several values: a pod matches with any one of them.
+				req.Values = append(req.Values, pick(g, values[k]))
+			}
 		case x < 60:
 			req.Operator = metav1.LabelSelectorOpNotIn
 			req.Values = []string{pick(g, values[k]), pick(g, values[k])}

@@ -223,7 +223,7 @@ func benchIndexBound(b *testing.B, every int) {
 	schedmetrics.Register()
 	par := parallelize.NewParallelizer(2)
 	cs := framework.NewCycleState()
-	ops := scoreOps(func(ni fwk.NodeInfo, reuse nodeTally) nodeTally {
+	ops := scoreOps(func(_ int, ni fwk.NodeInfo, reuse nodeTally) nodeTally {
 		t := reuse.reset()
 		if _, adds := ni.Node().Labels["adds"]; !adds {
 			return t

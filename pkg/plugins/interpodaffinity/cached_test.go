@@ -41,7 +41,7 @@ func TestCachedMatchesScanned(t *testing.T) {
 	if testing.Short() {
 		n = 8
 	}
-	var cycles, entries int
+	var cycles, entries, skipped, computed int
 	for _, interleaved := range []bool{false, true} {
 		for i := range n {
 			seq := equivalence.GenerateSequence(1, i, equivalence.SequenceOptions{Steps: 150, Interleaved: interleaved})
@@ -56,12 +56,17 @@ func TestCachedMatchesScanned(t *testing.T) {
 			}
 			cycles += r.cycles
 			entries += interpodaffinity.IndexEntries(r.cached)
+			skipped += r.skipped
+			computed += r.computed
 		}
 	}
 	if cycles == 0 || entries == 0 {
 		t.Fatalf("%d cycles compared, %d index entries left: the histories never reached the caches", cycles, entries)
 	}
-	t.Logf("%d cycles compared; %d index entries held at the sequences' ends", cycles, entries)
+	if skipped == 0 || computed == 0 {
+		t.Fatalf("the pod summaries let PreFilter skip %d nodes and compute %d: the histories do not exercise them both ways", skipped, computed)
+	}
+	t.Logf("%d cycles compared; %d index entries held at the sequences' ends; PreFilter's summaries skip %d nodes, %d computed", cycles, entries, skipped, computed)
 }
 
 // replay drives one Sequence: its model of the cluster is authoritative,
@@ -77,6 +82,9 @@ type replay struct {
 	nodes           map[string]*v1.Node
 	bound, assumed  map[string]*v1.Pod
 	cycles          int
+	// skipped and computed count the nodes the pod summaries let
+	// PreFilter's scans skip, and the others (SummarySkips).
+	skipped, computed int
 }
 
 func newReplay(t *testing.T, seq *equivalence.Sequence) *replay {
@@ -292,6 +300,9 @@ func (r *replay) compare(c *equivalence.SeqCycle, pod *v1.Pod, group bool) ([]st
 	if got, want := fmt.Sprint(tu.StatusString(stC), resC), fmt.Sprint(tu.StatusString(stS), resS); got != want {
 		return nil, fmt.Errorf("PreFilter: cached %s, scanned %s", got, want)
 	}
+	skipped, computed := interpodaffinity.SummarySkips(csC, nodes)
+	r.skipped += skipped
+	r.computed += computed
 	var feasible []string
 	var feasibleInfos []fwk.NodeInfo
 	if !stS.IsSuccess() && !stS.IsSkip() {

@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // topologyPair names a topology domain: the nodes whose label key has value.
@@ -173,13 +176,20 @@ func (t *nodeTally) add(nt *nodeTopology, key string, delta int64) {
 // existingAnti is one holder node's part of s.existingAntiAffinity.
 type existingAnti struct {
 	tally nodeTally
-	// hostScoped (fast path): a pod on the node has a hostname-scoped
-	// required anti-affinity term, which Filter checks on the node itself.
+	// hostScoped (fast path): a pod on the node has a hostScoped required
+	// anti-affinity term, which Filter checks on the node itself.
 	hostScoped bool
 }
 
 // empty: v adds nothing to a sum (sumOps.empty).
 func (v existingAnti) empty() bool { return len(v.tally) == 0 && !v.hostScoped }
+
+// hostScoped reports whether a term's domain is a single node (by its
+// kubernetes.io/hostname label), which the hostname fast path checks
+// against the candidate node's own pods instead of counting cluster-wide.
+// The one rule for the decisions and for the pod summaries, which must
+// note exactly the terms the decisions do (existingAnti.hostScoped).
+func hostScoped(t fwk.AffinityTerm) bool { return t.TopologyKey == v1.LabelHostname }
 
 // existingAntiSum is s.existingAntiAffinity over all holder nodes, and how
 // many of them hold hostname-scoped terms.

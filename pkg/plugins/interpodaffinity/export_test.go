@@ -20,3 +20,34 @@ func IndexEntries(p fwk.Plugin) int {
 	c := p.(*InterPodAffinity).caches
 	return len(c.existingAnti.entries) + len(c.incoming.entries) + len(c.score.entries) + len(c.keys.entries)
 }
+
+// SummarySkips counts, among the nodes with pods, those that the pod
+// summaries of the state PreFilter wrote to cs let a scan skip (for the
+// incoming pod's required terms, or for the existing pods' required
+// anti-affinity), and those that must be computed; zeros when PreFilter
+// wrote no state or had no summaries.
+func SummarySkips(cs fwk.CycleState, nodes []fwk.NodeInfo) (skipped, computed int) {
+	s, err := preFilterStateOf(cs)
+	if err != nil || s.summaries == nil {
+		return 0, 0
+	}
+	for _, ni := range nodes {
+		if s.summaries.summaries().of(-1, ni) == nil || len(ni.GetPods()) == 0 {
+			continue
+		}
+		if s.summaries.skipsIncoming(nil, -1, ni) {
+			skipped++
+		} else {
+			computed++
+		}
+		if len(ni.GetPodsWithRequiredAntiAffinity()) == 0 {
+			continue
+		}
+		if skip, _ := s.summaries.skipsExistingAnti(-1, ni); skip {
+			skipped++
+		} else {
+			computed++
+		}
+	}
+	return skipped, computed
+}

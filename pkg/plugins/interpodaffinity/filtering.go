@@ -35,11 +35,6 @@ const (
 	ErrReasonExistingAntiAffinityRulesNotMatch = "node(s) didn't satisfy existing pods anti-affinity rules"
 )
 
-// hostScoped reports whether a term's domain is a single node (by its
-// kubernetes.io/hostname label), which the hostname fast path checks against
-// the candidate node's own pods instead of counting cluster-wide.
-func hostScoped(t fwk.AffinityTerm) bool { return t.TopologyKey == v1.LabelHostname }
-
 // requiredTerms are the incoming pod's required terms (namespace selectors
 // resolved), sorted by where Filter evaluates them.
 type requiredTerms struct {
@@ -122,6 +117,12 @@ type preFilterState struct {
 	// topology holds the topology labels of the cycle's nodes (nil: read
 	// them from the nodes). Shared by clones: never modified.
 	topology *topologyView
+
+	// summaries are the incoming pod and its required terms compiled for
+	// the pod summaries of the cycle's nodes (nil: none; every node is
+	// computed): the scans skip the nodes that provably contribute
+	// nothing (podsummary.go). Shared by clones: never modified.
+	summaries *requiredQueries
 
 	// read is how Filter reads the above for each node (prepareFilter).
 	// Shared by clones: never modified once written.
@@ -353,6 +354,11 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 			return nil, st
 		}
 	}
+	if len(affinityTerms) > 0 || len(antiAffinityTerms) > 0 || !holders.none() {
+		// Some scan may run below; the summaries let it skip nodes.
+		s.summaries = newRequiredQueries(pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes),
+			pod, s.terms.affinity, s.terms.antiAffinity, s.terms.hostAffinity)
+	}
 	pl.countExistingAntiAffinity(ctx, cycleState, s, holders)
 	pl.countIncomingTerms(ctx, cycleState, s, allNodes)
 
@@ -404,8 +410,14 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 // that selects the incoming pod counts once in the node's domain of the
 // term's key. With the fast path, a hostname-scoped term is not counted
 // but noted: Filter checks it on the candidate node itself. The result is
-// built in reuse's storage (sumOps.compute).
-func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo, reuse existingAnti) existingAnti {
+// built in reuse's storage (sumOps.compute); i is ni's position in the
+// list summed, or -1, where its summary is found without hashing.
+func (s *preFilterState) existingAntiOn(i int, ni fwk.NodeInfo, reuse existingAnti) existingAnti {
+	if skip, hostAnti := s.summaries.skipsExistingAnti(i, ni); skip {
+		// No term on the node can select the incoming pod (its summary
+		// proves it); whether one is hostname-scoped is noted all the same.
+		return existingAnti{tally: reuse.tally.reset(), hostScoped: s.hostnameFastPath && hostAnti}
+	}
 	// No view yet: its keys include these counts' (filterKeys).
 	nt := topologyOf(nil, ni)
 	incoming := s.podInfo.GetPod()
@@ -450,7 +462,9 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 	// every cycle.
 	var sum *incomingSum
 	s.topology = pl.caches.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
-		ops := incomingOps(func(ni fwk.NodeInfo, reuse incomingMatches) incomingMatches { return t.matchesOn(view, ni, reuse) })
+		ops := incomingOps(func(i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
+			return t.matchesOn(view, s.summaries, gens, i, ni, reuse)
+		})
 		sum = pl.caches.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
 	})
 	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
@@ -461,11 +475,18 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 // counts once in the node's domain of each; a pod matching a counted
 // anti-affinity term counts in the node's domain of that term; a pod
 // matching all host-scoped affinity terms counts in hostAffinity. Labels
-// are read through view (nil: from the node). The result is built in
-// reuse's storage (sumOps.compute).
-func (t *requiredTerms) matchesOn(view *topologyView, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-	nt := topologyOf(view, ni)
+// are read through view (nil: from the node). A node whose summary (q:
+// t compiled for it, nil: none; i is ni's position in the list summed, or
+// -1, and gens that list's generations, if read) proves that no pod on it
+// matches any counted term contributes nothing and is not looked at. The
+// result is built in reuse's storage (sumOps.compute).
+func (t *requiredTerms) matchesOn(view *topologyView, q *requiredQueries, gens []int64, i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
 	r := incomingMatches{affinity: reuse.affinity.reset(), antiAffinity: reuse.antiAffinity.reset()}
+	if q.skipsIncoming(gens, i, ni) {
+		// No pod on the node matches a counted term: its summary proves it.
+		return r
+	}
+	nt := topologyOf(view, ni)
 	for _, existing := range ni.GetPods() {
 		pod := existing.GetPod()
 		if matchesAll(t.affinity, pod) {

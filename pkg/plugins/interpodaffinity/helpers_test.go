@@ -76,6 +76,7 @@ func (c *caches) admitEverything() {
 	c.score.admitFirst = true
 	c.keys.admitFirst = true
 	c.topology.primed = true
+	c.summaries.primed = true
 }
 
 func (e *testEnv) allNodes(t testing.TB) []fwk.NodeInfo {

@@ -71,6 +71,10 @@ type sumOps[V, A any] struct {
 	// that the plain scan allocates nothing per node.
 	compute func(ni fwk.NodeInfo, reuse V) V
 	newSum  func() A
+	// computeAt, if set, is compute told ni's position i in the list
+	// summed, which the plain scan knows: per-node data kept by position
+	// (podsummary.go) is then found without hashing.
+	computeAt func(i int, ni fwk.NodeInfo, reuse V) V
 	// apply adds v to the sum (sign 1) or takes it out again (sign -1).
 	apply func(sum A, v V, sign int64)
 	// merge adds src, a sum built by apply alone, into dst.
@@ -462,14 +466,20 @@ func (e *indexEntry[V, A]) locate(x *nodeIndex[V, A], nodes []fwk.NodeInfo, gens
 func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, stale []int, ops sumOps[V, A]) ([]V, bool) {
 	fresh := make([]V, len(stale))
 	var none V
-	computeAt := func(j int) { fresh[j] = ops.compute(nodes[stale[j]], none) }
+	one := func(j int) {
+		if i := stale[j]; ops.computeAt != nil {
+			fresh[j] = ops.computeAt(i, nodes[i], none)
+		} else {
+			fresh[j] = ops.compute(nodes[i], none)
+		}
+	}
 	if len(stale) <= 4 {
 		for j := range stale {
-			computeAt(j)
+			one(j)
 		}
 		return fresh, true
 	}
-	par.Until(ctx, len(stale), computeAt, op)
+	par.Until(ctx, len(stale), one, op)
 	return fresh, ctx.Err() == nil
 }
 
@@ -617,8 +627,12 @@ func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, op string, 
 	par.Until(ctx, parts, func(p int) {
 		sum := ops.newSum()
 		var v V
-		for _, ni := range nodes[p*len(nodes)/parts : (p+1)*len(nodes)/parts] {
-			v = ops.compute(ni, v)
+		for i := p * len(nodes) / parts; i < (p+1)*len(nodes)/parts; i++ {
+			if ops.computeAt != nil {
+				v = ops.computeAt(i, nodes[i], v)
+			} else {
+				v = ops.compute(nodes[i], v)
+			}
 			ops.apply(sum, v, 1)
 		}
 		sums[p], done[p] = sum, true

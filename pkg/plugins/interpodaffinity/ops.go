@@ -26,6 +26,9 @@ type caches struct {
 	keys nodeIndex[nodeTermInputs, *termInputs]
 	// topology holds the topology labels Filter and Score read (topology.go).
 	topology topologyTable
+	// summaries hold what each node's pods could match, so that the
+	// scans skip nodes that cannot contribute (podsummary.go).
+	summaries summaryTable
 }
 
 // options are the plugin's settings that are not configuration: nothing
@@ -52,46 +55,55 @@ func newCaches(op string, fts feature.Features, opts options) *caches {
 	x.score.enabled = on
 	x.keys.enabled = on
 	x.topology.enabled = on
+	x.summaries.enabled = on
 	return x
 }
 
+// at sets ops' compute to computeAt, told ni's position i in the list
+// summed (-1: unknown): the plain scan and recompute know it, and per-node
+// data kept by position (podsummary.go) is then found without hashing.
+func (ops sumOps[V, A]) at(computeAt func(i int, ni fwk.NodeInfo, reuse V) V) sumOps[V, A] {
+	ops.computeAt = computeAt
+	ops.compute = func(ni fwk.NodeInfo, reuse V) V { return computeAt(-1, ni, reuse) }
+	return ops
+}
+
+// The builders below take compute told the node's position (sumOps.at).
+
 // existingAntiOps sums holder nodes' existingAnti contributions.
-func existingAntiOps(compute func(fwk.NodeInfo, existingAnti) existingAnti) sumOps[existingAnti, *existingAntiSum] {
+func existingAntiOps(computeAt func(int, fwk.NodeInfo, existingAnti) existingAnti) sumOps[existingAnti, *existingAntiSum] {
 	return sumOps[existingAnti, *existingAntiSum]{
-		compute: compute,
-		newSum:  newExistingAntiSum,
-		apply:   (*existingAntiSum).apply,
-		merge:   (*existingAntiSum).merge,
-		clone:   (*existingAntiSum).clone,
-		seal:    (*existingAntiSum).seal,
-		empty:   existingAnti.empty,
-	}
+		newSum: newExistingAntiSum,
+		apply:  (*existingAntiSum).apply,
+		merge:  (*existingAntiSum).merge,
+		clone:  (*existingAntiSum).clone,
+		seal:   (*existingAntiSum).seal,
+		empty:  existingAnti.empty,
+	}.at(computeAt)
 }
 
 // incomingOps sums every node's matches of the incoming pod's required terms.
-func incomingOps(compute func(fwk.NodeInfo, incomingMatches) incomingMatches) sumOps[incomingMatches, *incomingSum] {
+func incomingOps(computeAt func(int, fwk.NodeInfo, incomingMatches) incomingMatches) sumOps[incomingMatches, *incomingSum] {
 	return sumOps[incomingMatches, *incomingSum]{
-		compute: compute,
-		newSum:  newIncomingSum,
-		apply:   (*incomingSum).apply,
-		merge:   (*incomingSum).merge,
-		clone:   (*incomingSum).clone,
-		seal:    (*incomingSum).seal,
-		empty:   incomingMatches.empty,
-	}
+		newSum: newIncomingSum,
+		apply:  (*incomingSum).apply,
+		merge:  (*incomingSum).merge,
+		clone:  (*incomingSum).clone,
+		seal:   (*incomingSum).seal,
+		empty:  incomingMatches.empty,
+	}.at(computeAt)
 }
 
 // scoreOps sums nodes' weight tallies.
-func scoreOps(compute func(fwk.NodeInfo, nodeTally) nodeTally) sumOps[nodeTally, *scoreSum] {
+func scoreOps(computeAt func(int, fwk.NodeInfo, nodeTally) nodeTally) sumOps[nodeTally, *scoreSum] {
 	return sumOps[nodeTally, *scoreSum]{
-		compute: compute,
-		newSum:  newScoreSum,
-		apply:   (*scoreSum).apply,
-		merge:   (*scoreSum).merge,
-		clone:   (*scoreSum).clone,
-		seal:    (*scoreSum).seal,
-		empty:   nodeTally.empty,
-	}
+		newSum: newScoreSum,
+		apply:  (*scoreSum).apply,
+		merge:  (*scoreSum).merge,
+		clone:  (*scoreSum).clone,
+		seal:   (*scoreSum).seal,
+		empty:  nodeTally.empty,
+	}.at(computeAt)
 }
 
 // keyedSum is a sum of x's kind over nodes whose signature depends on

@@ -112,8 +112,9 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	// are read through it; view is a parameter, never assigned, so the
 	// closure copies it instead of boxing a variable in every cycle).
 	sumOver := func(gens []int64, view *topologyView) *scoreSum {
-		ops := scoreOps(func(ni fwk.NodeInfo, reuse nodeTally) nodeTally {
-			return pl.tallyNode(view, ni, pi, nsLabels, hasPreferred, reuse)
+		sq := pl.scoreQueries(ctx, cycleState, nodes, hasPreferred, pi)
+		ops := scoreOps(func(i int, ni fwk.NodeInfo, reuse nodeTally) nodeTally {
+			return pl.tallyNode(view, sq, gens, i, ni, pi, nsLabels, hasPreferred, reuse)
 		})
 		return keyedSum(ctx, cycleState, pl.parallelizer, nodes, gens, &pl.caches.keys, list, &pl.caches.score,
 			func(inputs *termInputs) string {
@@ -161,12 +162,31 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	return nil
 }
 
+// scoreQueries are the incoming pod's preferred terms and labels, compiled
+// for the summaries of this cycle's nodes (podsummary.go), or nil when
+// there are none. With preferred terms, nodes are all nodes, which the
+// summaries are synced with; otherwise the summaries are
+// PreFilter's, if it made any: the list of nodes with affinity pods alone
+// would cost a pass over all nodes to sync.
+func (pl *InterPodAffinity) scoreQueries(ctx context.Context, cs fwk.CycleState, nodes []fwk.NodeInfo, hasPreferred bool, pi fwk.PodInfo) *scoreQueries {
+	var v *summaryView
+	if s, err := preFilterStateOf(cs); err == nil {
+		v = s.summaries.summaries()
+	}
+	if v == nil && hasPreferred {
+		v = pl.caches.summaries.sync(ctx, cs, pl.parallelizer, Name, nodes)
+	}
+	return newScoreQueries(v, pi)
+}
+
 // tallyNode is what node ni contributes to the score sum: the weights of
 // every (incoming, existing) pair over the node's pods (all of them when
 // the incoming pod has preferred terms, otherwise those with affinity
 // terms of their own), in the node's domains. Labels are read through
 // view (nil: from the node). The tally is built in reuse's storage
-// (sumOps.compute).
+// (sumOps.compute). A node that sq (nil: none) proves adds nothing is not
+// looked at; i is ni's position in the list summed, or -1, and gens that
+// list's generations, if read.
 //
 // A node without labels is in no domain, and upstream skips its pods
 // outright. Here its pods are matched all the same and add nothing (every
@@ -175,7 +195,11 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 // labels are never read, while reading them costs a cache miss on the
 // Node object and one on the map per node, about a fifth of a cold
 // PreScore at 5000 nodes (ColdStartDeployments100 CPU profile).
-func (pl *InterPodAffinity) tallyNode(view *topologyView, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool, reuse nodeTally) nodeTally {
+func (pl *InterPodAffinity) tallyNode(view *topologyView, sq *scoreQueries, gens []int64, i int, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool, reuse nodeTally) nodeTally {
+	if sq.skips(gens, i, ni) {
+		// No pair on the node scores: its summary proves it.
+		return reuse.reset()
+	}
 	existingPods := ni.GetPodsWithAffinity()
 	if hasPreferred {
 		existingPods = ni.GetPods()

@@ -499,16 +499,19 @@ func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, foun
 	for j, i := range stale {
 		s := found[i]
 		if s == nil {
-			// Not in the index under its name, unless listed twice.
+			// locate found no slot under this name, so a slot there
+			// now was made by this call: the name is listed twice.
+			// Counting the slots would not tell when another node left
+			// the list too.
 			name := nodes[i].Node().Name
-			s = e.slotNamed(x.nums, name)
-			if s == nil {
-				if len(slab) == 0 {
-					slab = make([]nodeSlot[V], len(stale)-j)
-				}
-				s, slab = &slab[0], slab[1:]
-				e.addSlot(x, s, name)
+			if e.slotNamed(x.nums, name) != nil {
+				return false
 			}
+			if len(slab) == 0 {
+				slab = make([]nodeSlot[V], len(stale)-j)
+			}
+			s, slab = &slab[0], slab[1:]
+			e.addSlot(x, s, name)
 			found[i] = s
 		}
 		if s.v != nil {

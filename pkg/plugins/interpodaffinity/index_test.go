@@ -183,6 +183,17 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 	check("each node once again", 4)
 	check("and nothing changed since", 0)
 
+	// A node joining listed twice while another leaves: as many slots as
+	// listed nodes, yet they cannot stand for the list (the index drops
+	// the entry after recomputing the newcomer twice, and the list is
+	// scanned).
+	left := nodes[3]
+	twice := fwk.NodeInfo(zoneNode("n22", "z1", "s"))
+	nodes = append(nodes[:3], twice, twice)
+	check("a node joined listed twice while another left", 2+5)
+	nodes = append(nodes[:3], left)
+	check("each node once again after the entry was dropped", 4)
+
 	// The last node leaving while every other stays where it was, right
 	// after a move (the pass's scratch still holds the order before it):
 	// the new order is the old one cut short.

@@ -315,14 +315,25 @@ func (j *Judge) firstPodMayDecide(pod *v1.Pod, terms []fwk.AffinityTerm, node *v
 	return false
 }
 
-// judgeNode runs NodeAffinity's PreFilter and Filter for pod on ni: the pod's
-// nodeSelector, its required node affinity and the profile's addedAffinity.
-func judgeNode(ctx context.Context, pl fwk.FilterPlugin, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo) ([]Verdict, error) {
-	state := framework.NewCycleState()
+// asPreFilter is pl as the PreFilter plugin the judges run first: both
+// judged plugins have one, and a Filter without its PreFilter's state would
+// judge nothing.
+func asPreFilter(pl fwk.FilterPlugin) (fwk.PreFilterPlugin, error) {
 	pre, ok := pl.(fwk.PreFilterPlugin)
 	if !ok {
 		return nil, fmt.Errorf("%s is not a PreFilter plugin", pl.Name())
 	}
+	return pre, nil
+}
+
+// judgeNode runs NodeAffinity's PreFilter and Filter for pod on ni: the pod's
+// nodeSelector, its required node affinity and the profile's addedAffinity.
+func judgeNode(ctx context.Context, pl fwk.FilterPlugin, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo) ([]Verdict, error) {
+	pre, err := asPreFilter(pl)
+	if err != nil {
+		return nil, err
+	}
+	state := framework.NewCycleState()
 	res, st := pre.PreFilter(ctx, state, pod, all)
 	switch {
 	case st.IsSkip():
@@ -352,11 +363,11 @@ func judgeNode(ctx context.Context, pl fwk.FilterPlugin, pod *v1.Pod, ni fwk.Nod
 // that kind is the pod's own violation and the other pods' verdict is not
 // ours to act on.
 func judgePods(ctx context.Context, pl fwk.FilterPlugin, r Rule, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo, removed []removal) ([]Verdict, error) {
-	state := framework.NewCycleState()
-	pre, ok := pl.(fwk.PreFilterPlugin)
-	if !ok {
-		return nil, fmt.Errorf("%s is not a PreFilter plugin", pl.Name())
+	pre, err := asPreFilter(pl)
+	if err != nil {
+		return nil, err
 	}
+	state := framework.NewCycleState()
 	_, st := pre.PreFilter(ctx, state, pod, all)
 	switch {
 	case st.IsSkip():

@@ -775,23 +775,10 @@ func shrinkSequence(t testing.TB, seq *Sequence, key string, cfg seqConfig) (*Se
 		c = cur.Steps[i].Cycle
 	}
 	// Objects' details: labels, terms, taints, tolerations.
-	out := &cur
-	for progress := true; progress && attempts < budget; {
-		progress = false
-		for _, mut := range sequenceReductions(out) {
-			if attempts >= budget {
-				break
-			}
-			cand := CloneSequence(out)
-			if !mut(cand) {
-				continue
-			}
-			if _, ok := still(cand); ok {
-				out, progress = cand, true
-				break
-			}
-		}
-	}
+	out := reduceGreedily(&cur, &attempts, budget, sequenceReductions, CloneSequence, func(c *Sequence) bool {
+		_, ok := still(c)
+		return ok
+	})
 	return out, attempts
 }
 

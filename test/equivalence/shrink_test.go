@@ -20,27 +20,37 @@ func shrink(e *env, sc *Scenario, key string, cmp comparator) (*Scenario, int) {
 		}
 		return false
 	}
-	cur := CloneScenario(sc)
 	attempts := 0
-	for progress := true; progress && attempts < budget; {
+	cur := reduceGreedily(CloneScenario(sc), &attempts, budget, reductions, CloneScenario, func(c *Scenario) bool {
+		attempts++
+		return still(c)
+	})
+	return cur, attempts
+}
+
+// reduceGreedily applies to cur the first of reductions(cur) that still
+// reproduces, on a clone, and starts over from the result, until no
+// reduction does or *attempts reaches budget. still counts its own
+// attempts (a replay costs one whatever its outcome); a reduction that
+// changes nothing (returns false) is not tried.
+func reduceGreedily[T any, R ~func(T) bool](cur T, attempts *int, budget int, reductions func(T) []R, clone func(T) T, still func(T) bool) T {
+	for progress := true; progress && *attempts < budget; {
 		progress = false
 		for _, mut := range reductions(cur) {
-			if attempts >= budget {
+			if *attempts >= budget {
 				break
 			}
-			cand := CloneScenario(cur)
+			cand := clone(cur)
 			if !mut(cand) {
 				continue
 			}
-			attempts++
 			if still(cand) {
-				cur = cand
-				progress = true
+				cur, progress = cand, true
 				break
 			}
 		}
 	}
-	return cur, attempts
+	return cur
 }
 
 // reduction mutates a copy of the scenario; false means "not applicable".

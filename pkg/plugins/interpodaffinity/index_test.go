@@ -69,12 +69,7 @@ func zoneNode(name, z string, pods ...string) *framework.NodeInfo {
 // does and checks after every step that the index's sum equals a full scan
 // and that only the nodes that changed were recomputed.
 func TestNodeIndexFollowsTheNodes(t *testing.T) {
-	schedmetrics.Register() // Parallelizer.Until reports a metric
-	ctx := context.Background()
-	par := parallelize.NewParallelizer(2)
-	var computed atomic.Int64
-	ops := zoneOps(&computed)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	ctx, par, computed, ops, x := zoneIndex()
 
 	var nodes []fwk.NodeInfo
 	for i := range 12 {
@@ -205,17 +200,17 @@ func TestNodeIndexFollowsTheNodes(t *testing.T) {
 
 // zoneIndex is what the tests of one zone index share: a context, a
 // parallelizer, zoneOps and an index that admits every signature.
-func zoneIndex() (context.Context, fwk.Parallelizer, sumOps[podsByZone, podsByZone], *nodeIndex[podsByZone, podsByZone]) {
-	schedmetrics.Register()
-	var calls atomic.Int64
-	return context.Background(), parallelize.NewParallelizer(2), zoneOps(&calls), &nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+func zoneIndex() (context.Context, fwk.Parallelizer, *atomic.Int64, sumOps[podsByZone, podsByZone], *nodeIndex[podsByZone, podsByZone]) {
+	schedmetrics.Register() // Parallelizer.Until reports a metric
+	calls := new(atomic.Int64)
+	return context.Background(), parallelize.NewParallelizer(2), calls, zoneOps(calls), &nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
 }
 
 // TestNodeIndexEntriesShareScratch: the entries of one index, over lists
 // of their own that change between calls, share the scratch of a call
 // (and swap their order with it); each sum stays its list's scan.
 func TestNodeIndexEntriesShareScratch(t *testing.T) {
-	ctx, par, ops, x := zoneIndex()
+	ctx, par, _, ops, x := zoneIndex()
 	var all []fwk.NodeInfo
 	for i := range 10 {
 		var pods []string
@@ -315,7 +310,7 @@ func TestNodeIndexKeepsNoEmptyContribution(t *testing.T) {
 // index's entries stay within numsSlack of the longest list while nodes
 // come and go under new names, and the sums stay the scan's.
 func TestNodeIndexRenumbersAfterNodeChurn(t *testing.T) {
-	ctx, par, ops, x := zoneIndex()
+	ctx, par, _, ops, x := zoneIndex()
 	var nodes []fwk.NodeInfo
 	for i := range 3 {
 		nodes = append(nodes, zoneNode(fmt.Sprint("n", i), "z1", "p"))
@@ -345,12 +340,7 @@ func TestNodeIndexRenumbersAfterNodeChurn(t *testing.T) {
 // it was given (Filter runs long after PreFilter, clones share it) while a
 // later cycle patches its own copy.
 func TestNodeIndexSumsAreImmutableOnceHandedOut(t *testing.T) {
-	schedmetrics.Register()
-	ctx := context.Background()
-	par := parallelize.NewParallelizer(2)
-	var calls atomic.Int64
-	ops := zoneOps(&calls)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	ctx, par, _, ops, x := zoneIndex()
 	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z2", "p2")}
 
 	first := x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops)
@@ -370,12 +360,7 @@ func TestNodeIndexSumsAreImmutableOnceHandedOut(t *testing.T) {
 // the least recently used signature is dropped when the slot budget
 // (slotsPerNode per listed node) is spent.
 func TestNodeIndexSignatures(t *testing.T) {
-	schedmetrics.Register()
-	ctx := context.Background()
-	par := parallelize.NewParallelizer(2)
-	var calls atomic.Int64
-	ops := zoneOps(&calls)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	ctx, par, calls, ops, x := zoneIndex()
 	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z2", "p2")}
 
 	for i := range slotsPerNode + 1 {
@@ -408,12 +393,8 @@ func TestNodeIndexSignatures(t *testing.T) {
 // coming back only after more calls than the budget holds entries for is
 // scanned again. Every answer is the scan's.
 func TestNodeIndexAdmission(t *testing.T) {
-	schedmetrics.Register()
-	ctx := context.Background()
-	par := parallelize.NewParallelizer(2)
-	var calls atomic.Int64
-	ops := zoneOps(&calls)
-	x := &nodeIndex[podsByZone, podsByZone]{enabled: true}
+	ctx, par, calls, ops, x := zoneIndex()
+	x.admitFirst = false
 	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z2", "p2"), zoneNode("c", "z1", "p3")}
 	want := podsByZone{"z1": 2, "z2": 1}
 	sum := func(sig string) {
@@ -461,12 +442,8 @@ func TestNodeIndexAdmission(t *testing.T) {
 // TestNodeIndexDisabled: with the index off nothing is kept and every call
 // is a full scan.
 func TestNodeIndexDisabled(t *testing.T) {
-	schedmetrics.Register()
-	ctx := context.Background()
-	par := parallelize.NewParallelizer(2)
-	var calls atomic.Int64
-	ops := zoneOps(&calls)
-	var x nodeIndex[podsByZone, podsByZone]
+	ctx, par, calls, ops, x := zoneIndex()
+	x.enabled, x.admitFirst = false, false // the zero value: disabled
 	nodes := []fwk.NodeInfo{zoneNode("a", "z1", "p1"), zoneNode("b", "z1")}
 	x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops)
 	x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops)
@@ -579,12 +556,7 @@ func TestPreFilterStateCopyOnWrite(t *testing.T) {
 // the snapshot and keeps the node's generation, so the index must neither
 // answer it nor learn from it.
 func TestNodeIndexSitsOutPodGroupCycles(t *testing.T) {
-	schedmetrics.Register()
-	ctx := context.Background()
-	par := parallelize.NewParallelizer(2)
-	var calls atomic.Int64
-	ops := zoneOps(&calls)
-	x := nodeIndex[podsByZone, podsByZone]{enabled: true, admitFirst: true}
+	ctx, par, calls, ops, x := zoneIndex()
 	ni := zoneNode("a", "z1", "p1")
 	nodes := []fwk.NodeInfo{ni}
 	x.sum(ctx, framework.NewCycleState(), par, "sig", nodes, nil, ops)

@@ -88,12 +88,18 @@ func decodeLossless[T any](data []byte) (*T, error) {
 }
 
 // CloneScenario deep-copies sc through the lossless encoding.
-func CloneScenario(sc *Scenario) *Scenario {
-	raw, err := EncodeScenario(sc)
+func CloneScenario(sc *Scenario) *Scenario { return cloneLossless(sc) }
+
+// cloneLossless deep-copies v through the lossless encoding, which keeps
+// every distinction a plugin can see (nil vs empty included). Scenarios
+// and sequences are the harness's own values, so a failure is a bug in
+// the encoding: it panics.
+func cloneLossless[T any](v *T) *T {
+	raw, err := encodeLossless(v)
 	if err != nil {
 		panic(err)
 	}
-	out, err := DecodeScenario(raw)
+	out, err := decodeLossless[T](raw)
 	if err != nil {
 		panic(err)
 	}
@@ -244,14 +250,4 @@ func EncodeSequence(seq *Sequence) ([]byte, error) { return encodeLossless(seq) 
 func DecodeSequence(data []byte) (*Sequence, error) { return decodeLossless[Sequence](data) }
 
 // CloneSequence deep-copies seq through the lossless encoding.
-func CloneSequence(seq *Sequence) *Sequence {
-	raw, err := EncodeSequence(seq)
-	if err != nil {
-		panic(err)
-	}
-	out, err := DecodeSequence(raw)
-	if err != nil {
-		panic(err)
-	}
-	return out
-}
+func CloneSequence(seq *Sequence) *Sequence { return cloneLossless(seq) }

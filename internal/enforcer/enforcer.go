@@ -124,7 +124,15 @@ type inflight struct {
 	// are Ready again, so a replacement its controller has not created
 	// yet still counts as in flight.
 	ready int
-	at    time.Time
+	// pod is the evicted pod and target the node its replacement was
+	// promised; bound is how many of the owner's pods were bound (the
+	// evicted one included). Until the owner has as many bound again, the
+	// replacement is counted nowhere by the scheduler, so every pass holds
+	// target's room for it (holdInflight).
+	pod    *v1.Pod
+	target string
+	bound  int
+	at     time.Time
 }
 
 // inflightTimeout forgets an eviction whose owner never recovers its Ready
@@ -534,7 +542,7 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	t.last = &last
 	if base.State == StateEvicting {
 		p.inflight[pod.UID] = inflight{node: pod.Spec.NodeName, namespace: pod.Namespace, owner: owner.UID,
-			ready: p.readyOf(owner.UID), at: p.now}
+			ready: p.readyOf(owner.UID), pod: pod, target: target, bound: p.boundOf(owner.UID), at: p.now}
 	}
 	p.report(pod, base, t)
 }
@@ -602,6 +610,7 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 				return "", err
 			}
 			p.mutating = true
+			p.holdInflight()
 		}
 		pl, err = explain.NewPlacerOn(p.placeCtx, p.s.snapshot, p.s.placerInputs(), prof)
 		if err != nil {
@@ -620,6 +629,23 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 		return "", err
 	}
 	return pl.Place(ctx, pod)
+}
+
+// holdInflight holds, for the pass's placements, the room promised to the
+// replacements of earlier passes' evictions that are not bound yet: the
+// evicted pod may be gone and its replacement Pending or not created, and
+// neither takes room in the snapshot, yet the room is spoken for. Without
+// it, a pass would promise the last free slots again and evict pods whose
+// replacements then stay Pending.
+func (p *pass) holdInflight() {
+	for _, f := range p.inflight {
+		if f.target == "" || p.s.nodes[f.target] == nil || p.boundOf(f.owner) >= f.bound {
+			continue
+		}
+		if err := explain.Hold(p.s.snapshot, f.pod, f.target); err != nil {
+			p.logger.Error(err, "Holding room for a replacement", "pod", klog.KObj(f.pod), "node", f.target)
+		}
+	}
 }
 
 // unplace undoes the placement of pod on target for a pod that stays: its
@@ -699,10 +725,24 @@ func (p *pass) settleInflight() {
 				busy = true
 			}
 		}
-		if !busy && p.readyOf(f.owner) >= f.ready || p.now.Sub(f.at) > inflightTimeout {
+		if !busy && p.readyOf(f.owner) >= f.ready && p.boundOf(f.owner) >= f.bound || p.now.Sub(f.at) > inflightTimeout {
 			delete(p.inflight, uid)
 		}
 	}
+}
+
+// boundOf counts the owner's pods that are bound to a node, not
+// terminating and not finished: the ones the scheduler counts for good.
+func (p *pass) boundOf(owner types.UID) int {
+	n := 0
+	for uid := range p.s.owners[owner] {
+		pod := p.s.pods[uid]
+		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil &&
+			pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
+			n++
+		}
+	}
+	return n
 }
 
 // readyOf counts the owner's pods that are Ready and not terminating.

@@ -657,3 +657,52 @@ func TestPodAffinityTargetGone(t *testing.T) {
 		})
 	}
 }
+
+// A reservation lasts until the replacement it was made for is bound, not
+// just for the pass that evicted: while the evicted pod terminates, after
+// it is gone, and while its replacement is Pending, the room it was
+// promised is not promised again.
+func TestReservationHeldUntilReplacementBound(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
+	r.c.Nodes = []*v1.Node{node("a", nil), small}
+	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a")}
+	r.pass()
+	if len(r.evictions) != 1 {
+		t.Fatalf("room for one, evicted %v", r.evicted())
+	}
+	gone, stays := r.evictions[0].Name, "p2"
+	owner := "rs1"
+	if gone == "p2" {
+		stays, owner = "p1", "rs2"
+	}
+	check := func(when string) {
+		t.Helper()
+		if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 1 {
+			t.Fatalf("%s: %s %+v, evictions %v; want no-fit and one eviction", when, stays, got, r.evicted())
+		}
+	}
+	r.terminate()
+	check("evicted pod terminating")
+	var keep []*v1.Pod
+	for _, p := range r.c.Pods {
+		if p.Name != gone {
+			keep = append(keep, p)
+		}
+	}
+	r.c.Pods = keep
+	check("evicted pod gone, no replacement yet")
+	repl := pod(gone+"-r", owner, "").NodeSelector(ssd).Obj()
+	repl.Status.Conditions = nil
+	r.c.Pods = append(keep, repl)
+	check("replacement Pending")
+	repl.Spec.NodeName = "b"
+	check("replacement bound, not Ready")
+	repl.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	check("replacement Ready")
+	// The slot frees: the other pod may go now.
+	r.c.Nodes[1] = tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 2).Ready().Obj()
+	if got := r.pass()[stays]; got.State != StateEvicting || got.Target != "b" {
+		t.Fatalf("once b has room again: %+v", got)
+	}
+}

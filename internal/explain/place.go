@@ -94,13 +94,8 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 		}
 		return "", err
 	}
-	repl.Spec.NodeName = node
-	pi, err := framework.NewPodInfo(repl)
-	if err != nil {
+	if err := Hold(snap, pod, node); err != nil {
 		return "", err
-	}
-	if err := snap.AddPod(pi, node); err != nil {
-		return "", fmt.Errorf("reserving %s for %s/%s: %w", node, pod.Namespace, pod.Name, err)
 	}
 	return node, nil
 }
@@ -126,6 +121,24 @@ func (p *Placer) Unplace(ctx context.Context, pod *v1.Pod, node string) error {
 	}
 	if err := snap.AddPod(pi, pod.Spec.NodeName); err != nil {
 		return fmt.Errorf("putting %s/%s back on %s: %w", pod.Namespace, pod.Name, pod.Spec.NodeName, err)
+	}
+	return nil
+}
+
+// Hold puts back, in a snapshot's open mutation session, the reservation
+// an earlier batch's Place made for a replacement of pod on node: until the
+// replacement is bound, the scheduler has not counted it anywhere, so a
+// batch that did not hold it would promise its room a second time. Ending
+// the session takes it back, as it does Place's.
+func Hold(snapshot *cache.Snapshot, pod *v1.Pod, node string) error {
+	repl := replacement(pod)
+	repl.Spec.NodeName = node
+	pi, err := framework.NewPodInfo(repl)
+	if err != nil {
+		return err
+	}
+	if err := snapshot.AddPod(pi, node); err != nil {
+		return fmt.Errorf("reserving %s for a replacement of %s/%s: %w", node, pod.Namespace, pod.Name, err)
 	}
 	return nil
 }

@@ -125,13 +125,13 @@ type inflight struct {
 	// yet still counts as in flight.
 	ready int
 	// pod is the evicted pod and target the node its replacement was
-	// promised; bound is how many of the owner's pods were bound (the
-	// evicted one included). Until the owner has as many bound again, the
-	// replacement is counted nowhere by the scheduler, so every pass holds
+	// promised; before holds the owner's pods at the eviction (pod
+	// included). Until a pod of the owner not among them is bound, the
+	// replacement takes no room the scheduler counts, so every pass holds
 	// target's room for it (holdInflight).
 	pod    *v1.Pod
 	target string
-	bound  int
+	before sets.Set[types.UID]
 	at     time.Time
 }
 
@@ -542,7 +542,7 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	t.last = &last
 	if base.State == StateEvicting {
 		p.inflight[pod.UID] = inflight{node: pod.Spec.NodeName, namespace: pod.Namespace, owner: owner.UID,
-			ready: p.readyOf(owner.UID), pod: pod, target: target, bound: p.boundOf(owner.UID), at: p.now}
+			ready: p.readyOf(owner.UID), pod: pod, target: target, before: p.s.owners[owner.UID].Clone(), at: p.now}
 	}
 	p.report(pod, base, t)
 }
@@ -639,7 +639,7 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 // replacements then stay Pending.
 func (p *pass) holdInflight() {
 	for _, f := range p.inflight {
-		if f.target == "" || p.s.nodes[f.target] == nil || p.boundOf(f.owner) >= f.bound {
+		if f.target == "" || p.s.nodes[f.target] == nil || p.replaced(f) {
 			continue
 		}
 		if err := explain.Hold(p.s.snapshot, f.pod, f.target); err != nil {
@@ -725,24 +725,29 @@ func (p *pass) settleInflight() {
 				busy = true
 			}
 		}
-		if !busy && p.readyOf(f.owner) >= f.ready && p.boundOf(f.owner) >= f.bound || p.now.Sub(f.at) > inflightTimeout {
+		if !busy && p.readyOf(f.owner) >= f.ready && p.replaced(f) || p.now.Sub(f.at) > inflightTimeout {
 			delete(p.inflight, uid)
 		}
 	}
 }
 
-// boundOf counts the owner's pods that are bound to a node, not
-// terminating and not finished: the ones the scheduler counts for good.
-func (p *pass) boundOf(owner types.UID) int {
-	n := 0
-	for uid := range p.s.owners[owner] {
+// replaced: a pod of f's owner that was not there at the eviction is bound
+// to a node, not terminating and not finished, so the scheduler counts the
+// replacement itself. (A pod the owner adds for another reason, a scale-up,
+// ends the hold as early; a scale-down that never replaces keeps it until
+// inflightTimeout: cautious, never a second promise.)
+func (p *pass) replaced(f inflight) bool {
+	for uid := range p.s.owners[f.owner] {
+		if f.before.Has(uid) {
+			continue
+		}
 		pod := p.s.pods[uid]
 		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil &&
 			pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
-			n++
+			return true
 		}
 	}
-	return n
+	return false
 }
 
 // readyOf counts the owner's pods that are Ready and not terminating.

@@ -659,9 +659,9 @@ func TestPodAffinityTargetGone(t *testing.T) {
 }
 
 // A reservation lasts until the replacement it was made for is bound, not
-// just for the pass that evicted: while the evicted pod terminates, after
-// it is gone, and while its replacement is Pending, the room it was
-// promised is not promised again.
+// just for the pass that evicted: before the eviction shows, while the
+// evicted pod terminates, after it is gone, and while its replacement is
+// Pending, the room it was promised is not promised again.
 func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
@@ -682,6 +682,7 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 			t.Fatalf("%s: %s %+v, evictions %v; want no-fit and one eviction", when, stays, got, r.evicted())
 		}
 	}
+	check("eviction not seen yet")
 	r.terminate()
 	check("evicted pod terminating")
 	var keep []*v1.Pod

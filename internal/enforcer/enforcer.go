@@ -731,8 +731,8 @@ func (p *pass) settleInflight() {
 	}
 }
 
-// replaced: a pod of f's owner that was not there at the eviction is bound
-// to a node, not terminating and not finished, so the scheduler counts the
+// replaced: a pod of f's owner that was not there at the eviction is in
+// the scheduler's cache (inCache), so the scheduler counts the
 // replacement itself. (A pod the owner adds for another reason, a scale-up,
 // ends the hold as early; a scale-down that never replaces keeps it until
 // inflightTimeout: cautious, never a second promise.)
@@ -741,9 +741,7 @@ func (p *pass) replaced(f inflight) bool {
 		if f.before.Has(uid) {
 			continue
 		}
-		pod := p.s.pods[uid]
-		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil &&
-			pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
+		if inCache(p.s.pods[uid]) {
 			return true
 		}
 	}

@@ -94,7 +94,7 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 		}
 		return "", err
 	}
-	if err := Hold(snap, pod, node); err != nil {
+	if err := reserve(snap, repl, node); err != nil {
 		return "", err
 	}
 	return node, nil
@@ -131,14 +131,18 @@ func (p *Placer) Unplace(ctx context.Context, pod *v1.Pod, node string) error {
 // batch that did not hold it would promise its room a second time. Ending
 // the session takes it back, as it does Place's.
 func Hold(snapshot *cache.Snapshot, pod *v1.Pod, node string) error {
-	repl := replacement(pod)
+	return reserve(snapshot, replacement(pod), node)
+}
+
+// reserve adds repl, a replacement, to snapshot on node.
+func reserve(snapshot *cache.Snapshot, repl *v1.Pod, node string) error {
 	repl.Spec.NodeName = node
 	pi, err := framework.NewPodInfo(repl)
 	if err != nil {
 		return err
 	}
 	if err := snapshot.AddPod(pi, node); err != nil {
-		return fmt.Errorf("reserving %s for a replacement of %s/%s: %w", node, pod.Namespace, pod.Name, err)
+		return fmt.Errorf("reserving %s for a replacement of %s/%s: %w", node, repl.Namespace, repl.Name, err)
 	}
 	return nil
 }

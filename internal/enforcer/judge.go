@@ -83,10 +83,10 @@ func NewJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, facto
 
 // newJudge builds the plugins of every profile in cfg over s's snapshot.
 func newJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, s *clusterState) (*Judge, error) {
-	j := &Judge{state: s, snapshot: s.snapshot, profiles: map[string]*judgeProfile{}, namespaces: factory.Core().V1().Namespaces().Lister()}
+	j := &Judge{state: s, snapshot: s.snapshot.Scheduler(), profiles: map[string]*judgeProfile{}, namespaces: factory.Core().V1().Namespaces().Lister()}
 	metrics.Register() // the framework's instrumentation needs it (idempotent)
 	for i := range cfg.Profiles {
-		jp, err := newJudgeProfile(ctx, &cfg.Profiles[i], factory, j.snapshot)
+		jp, err := newJudgeProfile(ctx, &cfg.Profiles[i], factory, s.snapshot.Lister())
 		if err != nil {
 			return nil, fmt.Errorf("profile %q: %w", cfg.Profiles[i].SchedulerName, err)
 		}
@@ -105,7 +105,7 @@ func newJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, facto
 // InterPodAffinity (plus the queue-sort and bind plugins a framework
 // requires), configured with the profile's own args, and keeps the two
 // plugin instances so each can be asked on its own.
-func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, factory informers.SharedInformerFactory, snapshot *cache.Snapshot) (*judgeProfile, error) {
+func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, factory informers.SharedInformerFactory, snapshot fwk.SharedLister) (*judgeProfile, error) {
 	reg := intree.NewInTreeRegistry()
 	if err := reg.Merge(plugins.Registry()); err != nil {
 		return nil, fmt.Errorf("merging pkg/plugins.Registry(): %w", err)

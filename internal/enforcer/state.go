@@ -3,6 +3,7 @@ package enforcer
 import (
 	"context"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"maps"
 	"sync"
 
@@ -35,7 +36,7 @@ import (
 // terminating pods. Every method is called with the Enforcer's lock held.
 type clusterState struct {
 	cache    schedcache.Cache
-	snapshot *schedcache.Snapshot
+	snapshot *k8sline.Snapshot
 
 	nodes      map[string]*v1.Node
 	pods       map[types.UID]*v1.Pod // every pod seen, bound or not
@@ -80,7 +81,7 @@ func newClusterState(ctx context.Context) *clusterState {
 	metrics.Register() // the cache's housekeeping reports the scheduler's cache metrics (idempotent)
 	return &clusterState{
 		cache:       schedcache.New(ctx, nil, false, false),
-		snapshot:    schedcache.NewEmptySnapshot(),
+		snapshot:    k8sline.NewEmptySnapshot(),
 		nodes:       map[string]*v1.Node{},
 		pods:        map[types.UID]*v1.Pod{},
 		namespaces:  map[string]*v1.Namespace{},
@@ -101,7 +102,7 @@ func newClusterState(ctx context.Context) *clusterState {
 // sync brings the snapshot up to date with the cache: only the nodes that
 // changed since the last sync are copied.
 func (s *clusterState) sync(logger klog.Logger) error {
-	return s.cache.UpdateSnapshot(logger, s.snapshot)
+	return s.cache.UpdateSnapshot(logger, s.snapshot.Scheduler())
 }
 
 // placerInputs is what a placer's framework reads beside the snapshot:

@@ -245,7 +245,7 @@ func TestIncrementalMatchesFullRejudge(t *testing.T) {
 			full.c = w.cluster()
 			full.pass()
 			where := fmt.Sprintf("sequence %d step %d", seq, i)
-			compareSnapshots(t, where, s.snapshot, w.cluster())
+			compareSnapshots(t, where, s.snapshot.Scheduler(), w.cluster())
 			if got, want := verdictsOf(inc.e), verdictsOf(full.e); !equalVerdicts(got, want) {
 				t.Fatalf("%s: incremental verdicts differ from a full re-judge\n got: %v\nwant: %v", where, got, want)
 			}
@@ -393,7 +393,7 @@ func TestStatusChurnJudgesNothing(t *testing.T) {
 	if err := s.sync(logger); err != nil {
 		t.Fatal(err)
 	}
-	compareSnapshots(t, "after churn", s.snapshot, &Cluster{Nodes: []*v1.Node{beat}, Pods: []*v1.Pod{churned}})
+	compareSnapshots(t, "after churn", s.snapshot.Scheduler(), &Cluster{Nodes: []*v1.Node{beat}, Pods: []*v1.Pod{churned}})
 	if s.pods[p.UID] != churned || s.nodes[n.Name] != beat {
 		t.Error("the state does not hold the latest versions")
 	}

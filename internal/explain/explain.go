@@ -169,7 +169,7 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 
 // explainWith runs the cycle on a framework built by newFramework.
 func explainWith(ctx context.Context, fw *profileFramework, pod *v1.Pod, c *Cluster, profile *config.KubeSchedulerProfile) (*Result, error) {
-	nodes, err := fw.snapshot.NodeInfos().List()
+	nodes, err := fw.snapshot.Lister().NodeInfos().List()
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func TestAgreesWithTheFramework(t *testing.T) {
 			if _, st, _ := fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
 				t.Fatalf("PreFilter: %v", st)
 			}
-			nodes, _ := fw.snapshot.NodeInfos().List()
+			nodes, _ := fw.snapshot.Lister().NodeInfos().List()
 			want := sets.New[string]()
 			var feasible = nodes[:0:0]
 			for _, ni := range nodes {
@@ -165,7 +165,7 @@ func TestPostFilterIsADryRun(t *testing.T) {
 // pods and requested resources.
 func nodeState(t *testing.T, fw *profileFramework) map[string]string {
 	t.Helper()
-	nodes, err := fw.snapshot.NodeInfos().List()
+	nodes, err := fw.snapshot.Lister().NodeInfos().List()
 	if err != nil {
 		t.Fatal(err)
 	}

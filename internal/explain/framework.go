@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
@@ -44,7 +44,7 @@ type Cluster struct {
 // instances it was built with, so each plugin can be called on its own.
 type profileFramework struct {
 	framework.Framework
-	snapshot *cache.Snapshot
+	snapshot *k8sline.Snapshot
 	plugins  map[string]fwk.Plugin
 	// client is the fake clientset the plugins were given: the only one
 	// they can write to, so a test can check that nothing was written.
@@ -72,7 +72,7 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config
 // newFrameworkOn is newFramework over snapshot when it is not nil: the
 // bound pods and the nodes come from it, and c's pods only feed the
 // clientset and the nominator.
-func newFrameworkOn(ctx context.Context, c *Cluster, self *v1.Pod, profile *config.KubeSchedulerProfile, snapshot *cache.Snapshot) (*profileFramework, error) {
+func newFrameworkOn(ctx context.Context, c *Cluster, self *v1.Pod, profile *config.KubeSchedulerProfile, snapshot *k8sline.Snapshot) (*profileFramework, error) {
 	reg, err := registry()
 	if err != nil {
 		return nil, err
@@ -133,20 +133,21 @@ func newFrameworkOn(ctx context.Context, c *Cluster, self *v1.Pod, profile *conf
 	// registered (idempotent; kube-scheduler does it at start-up).
 	metrics.Register()
 	if snapshot == nil {
-		snapshot = cache.NewSnapshot(pods, c.Nodes)
+		snapshot = k8sline.NewSnapshot(pods, c.Nodes)
 	}
-	fw, err := frameworkruntime.NewFramework(ctx, reg, profile,
+	opts := append(snapshot.FrameworkOptions(),
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(inf),
-		frameworkruntime.WithSnapshotSharedLister(snapshot),
-		// The preemption dry run lists nodes and victims through it, as
-		// in the scheduler; explain never starts a mutation session.
-		frameworkruntime.WithMutableSnapshotLister(snapshot),
 		frameworkruntime.WithPodNominator(nom),
 		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, inf)),
 		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(inf.Storage().V1().CSINodes().Lister())),
 		frameworkruntime.WithMetricsRecorder(metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done())),
 	)
+	// The snapshot is the lister; on lines whose framework has a mutable
+	// snapshot lister (the preemption dry run lists nodes and victims through
+	// it, as in the scheduler) it is that too. explain never starts a
+	// mutation session.
+	fw, err := frameworkruntime.NewFramework(ctx, reg, profile, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %w", profile.SchedulerName, err)
 	}

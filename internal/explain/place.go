@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -10,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
@@ -60,7 +60,7 @@ func NewPlacer(ctx context.Context, c *Cluster, profile *config.KubeSchedulerPro
 // session before, and ends it after the batch, which takes back every
 // reservation; Placers of several profiles can share one session, and
 // then one another's reservations.
-func NewPlacerOn(ctx context.Context, snapshot *cache.Snapshot, c *Cluster, profile *config.KubeSchedulerProfile) (*Placer, error) {
+func NewPlacerOn(ctx context.Context, snapshot *k8sline.Snapshot, c *Cluster, profile *config.KubeSchedulerProfile) (*Placer, error) {
 	fw, err := newFrameworkOn(ctx, c, &v1.Pod{}, profile, snapshot)
 	if err != nil {
 		return nil, err
@@ -130,12 +130,12 @@ func (p *Placer) Unplace(ctx context.Context, pod *v1.Pod, node string) error {
 // replacement is bound, the scheduler has not counted it anywhere, so a
 // batch that did not hold it would promise its room a second time. Ending
 // the session takes it back, as it does Place's.
-func Hold(snapshot *cache.Snapshot, pod *v1.Pod, node string) error {
+func Hold(snapshot *k8sline.Snapshot, pod *v1.Pod, node string) error {
 	return reserve(snapshot, replacement(pod), node)
 }
 
 // reserve adds repl, a replacement, to snapshot on node.
-func reserve(snapshot *cache.Snapshot, repl *v1.Pod, node string) error {
+func reserve(snapshot *k8sline.Snapshot, repl *v1.Pod, node string) error {
 	repl.Spec.NodeName = node
 	pi, err := framework.NewPodInfo(repl)
 	if err != nil {
@@ -149,7 +149,7 @@ func reserve(snapshot *cache.Snapshot, repl *v1.Pod, node string) error {
 
 // best filters repl on every node but exclude and scores the feasible ones.
 func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string, error) {
-	nodes, err := p.fw.snapshot.NodeInfos().List()
+	nodes, err := p.fw.snapshot.Lister().NodeInfos().List()
 	if err != nil {
 		return "", err
 	}

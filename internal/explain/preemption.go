@@ -116,7 +116,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 		res.Message = "preemption: " + msg
 		return res, nil
 	}
-	lister := fw.snapshot.NodeInfos()
+	lister := fw.snapshot.Lister().NodeInfos()
 	all, err := lister.List()
 	if err != nil {
 		return nil, err

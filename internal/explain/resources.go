@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"sort"
 	"strings"
 
@@ -55,12 +56,7 @@ const maxHolders = 5
 // profile's args ignore are left out just as the plugin leaves them out.
 func resourceFits(pod *v1.Pod, ni fwk.NodeInfo, reasons []string, dra fwk.SharedDRAManager) []ResourceFit {
 	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
-	opts := noderesources.ResourceRequestsOptions{
-		EnablePodLevelResources:                            fts.EnablePodLevelResources,
-		EnableDRAExtendedResource:                          fts.EnableDRAExtendedResource,
-		EnableDRANodeAllocatableResources:                  fts.EnableDRANodeAllocatableResources,
-		EnableInPlacePodVerticalScalingSchedulerPreemption: fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
-	}
+	opts := k8sline.ResourceRequestsOptions(fts)
 	if !fts.EnableDRAExtendedResource {
 		dra = nil
 	}

@@ -76,8 +76,6 @@ func Interfaces(p fwk.Plugin) []string {
 	add(ok, "Filter")
 	_, ok = p.(fwk.PostFilterPlugin)
 	add(ok, "PostFilter")
-	_, ok = p.(fwk.PodGroupPostFilterPlugin)
-	add(ok, "PodGroupPostFilter")
 	_, ok = p.(fwk.PreScorePlugin)
 	add(ok, "PreScore")
 	_, ok = p.(fwk.ScorePlugin)
@@ -94,10 +92,7 @@ func Interfaces(p fwk.Plugin) []string {
 	add(ok, "PostBind")
 	_, ok = p.(fwk.SignPlugin)
 	add(ok, "Sign")
-	_, ok = p.(fwk.PlacementGeneratePlugin)
-	add(ok, "PlacementGenerate")
-	_, ok = p.(fwk.PlacementScorePlugin)
-	add(ok, "PlacementScore")
+	minorInterfaces(p, add)
 	_, ok = p.(explanation.FilterExplainer)
 	add(ok, "FilterExplainer")
 	return out
@@ -255,17 +250,7 @@ func (c *containedFilter) EventsToRegister(ctx context.Context) (evs []fwk.Clust
 				return hint(logger, pod, oldObj, newObj)
 			}
 		}
-		if pre := evs[i].PreQueueingHintFn; pre != nil {
-			prePoint := "Pre" + point
-			evs[i].PreQueueingHintFn = func(logger klog.Logger, oldObj, newObj any) (res fwk.PreQueueingHintResult, err error) {
-				defer func() {
-					if r := recover(); r != nil {
-						res, err = fwk.PreQueueingHintResult{AllPods: true}, recovered(logger, c.name, prePoint, nil, r).AsError()
-					}
-				}()
-				return pre(logger, oldObj, newObj)
-			}
-		}
+		containPreQueueingHint(&evs[i], c.name, point)
 	}
 	return evs, err
 }

@@ -15,16 +15,11 @@ import (
 // The hints read the rejected pod's terms as written (namespace selectors
 // not expanded, no namespace labels), which is what upstream does: they can
 // requeue a pod for nothing, never miss one that became schedulable through
-// a change they can see.
+// a change they can see. Which pod events are registered, and how they are
+// told apart, differs between minors (podEvents, minor_*.go).
 func (pl *InterPodAffinity) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
-	placedPodChanges := fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Add | fwk.UpdatePodLabel | fwk.Delete}
-	ownLabelChanges := fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodLabel}
 	nodeChanges := fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}
-	return []fwk.ClusterEventWithHint{
-		{Event: placedPodChanges, QueueingHintFn: pl.isSchedulableAfterAssignedPodChange},
-		{Event: ownLabelChanges, QueueingHintFn: pl.isSchedulableAfterTargetPodLabelUpdate},
-		{Event: nodeChanges, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-	}, nil
+	return append(podEvents(pl), fwk.ClusterEventWithHint{Event: nodeChanges, QueueingHintFn: pl.isSchedulableAfterNodeChange}), nil
 }
 
 // unplaced reports whether p is known and neither bound nor nominated. Such a
@@ -54,70 +49,12 @@ func requiredTermsOf(pod *v1.Pod) (podTerms, error) {
 	return pt, nil
 }
 
-// isSchedulableAfterAssignedPodChange decides whether a placed pod that was
-// added (before nil), relabelled, or deleted (after nil) can lift a
-// rejection of pod. Moves between nodes arrive as a delete plus an add, so a
-// pod present on both sides stayed where it was.
-//
-// A change helps when
-//   - the changed pod now matches all of pod's affinity terms and did not
-//     before (one pod must satisfy all terms, so the pod is judged whole);
-//   - the changed pod matched one of pod's anti-affinity terms before and
-//     matches none after (a deleted pod matches nothing after);
-//   - it was deleted and its own anti-affinity selected pod.
-func (pl *InterPodAffinity) isSchedulableAfterAssignedPodChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
-	before, after, err := util.As[*v1.Pod](oldObj, newObj)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	if unplaced(before) || unplaced(after) {
-		logger.V(5).Info("Placed-pod event ignored: the pod is not on a node", "pod", klog.KObj(pod), "changedPod", klog.KObj(podOf(before, after)))
-		return fwk.QueueSkip, nil
-	}
-	terms, err := requiredTermsOf(pod)
-	if err != nil {
-		return fwk.Queue, err
-	}
-
-	if after != nil && matchesAll(terms.affinity, after) && (before == nil || !matchesAll(terms.affinity, before)) {
-		logger.V(5).Info("Requeueing: a placed pod now satisfies the pod's affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(after))
-		return fwk.Queue, nil
-	}
-	if before != nil && matchesAny(terms.antiAffinity, before) && (after == nil || !matchesAny(terms.antiAffinity, after)) {
-		logger.V(5).Info("Requeueing: a placed pod no longer trips the pod's anti-affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(before))
-		return fwk.Queue, nil
-	}
-	if after == nil {
-		// Symmetry: the deleted pod's anti-affinity may have kept pod out.
-		// Parsed only now, so that an unparsable deleted pod does not turn
-		// a requeue decided above into an error.
-		theirs, err := fwk.GetAffinityTerms(before, fwk.GetPodAntiAffinityTerms(before.Spec.Affinity))
-		if err != nil {
-			return fwk.Queue, err
-		}
-		if matchesAny(theirs, pod) {
-			logger.V(5).Info("Requeueing: a deleted pod's anti-affinity selected the pod", "pod", klog.KObj(pod), "changedPod", klog.KObj(before))
-			return fwk.Queue, nil
-		}
-	}
-	logger.V(5).Info("Placed-pod event ignored: it changes no inter-pod rule of the pod", "pod", klog.KObj(pod), "changedPod", klog.KObj(podOf(before, after)))
-	return fwk.QueueSkip, nil
-}
-
 // podOf returns whichever side of an event is present, for logging.
 func podOf(before, after *v1.Pod) *v1.Pod {
 	if after != nil {
 		return after
 	}
 	return before
-}
-
-// isSchedulableAfterTargetPodLabelUpdate always requeues: with new labels
-// pod may escape an existing pod's anti-affinity, and finding out which one
-// would mean scanning the cluster.
-func (pl *InterPodAffinity) isSchedulableAfterTargetPodLabelUpdate(logger klog.Logger, pod *v1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
-	logger.V(5).Info("Requeueing: the pod's own labels changed", "pod", klog.KObj(pod))
-	return fwk.Queue, nil
 }
 
 // isSchedulableAfterNodeChange decides whether an added node (before nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -292,7 +293,7 @@ func (pl *InterPodAffinity) listAntiAffinityHolders() (antiAffinityHolders, *fwk
 	var err error
 	infos := pl.sharedLister.NodeInfos()
 	if pl.hostnameFastPath {
-		if h.nonHost, err = infos.HavePodsWithRequiredNonHostScopedAntiAffinityList(); err != nil {
+		if h.nonHost, err = k8sline.NodesWithNonHostScopedAntiAffinity(infos); err != nil {
 			return h, fwk.AsStatus(fmt.Errorf("failed to list NodeInfos with pods with required anti-affinity terms where topologyKey != kubernetes.io/hostname: %w", err))
 		}
 	}

@@ -12,6 +12,7 @@ package interpodaffinity
 
 import (
 	"context"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -182,7 +183,7 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 // is valid again afterwards.
 func (x *nodeIndex[V, A]) lookup(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
 	var none A
-	if !x.enabled || cs.IsPodGroupSchedulingCycle() {
+	if !x.enabled || k8sline.PodGroupCycle(cs) {
 		return none, false
 	}
 	if len(gens) != len(nodes) {

@@ -8,6 +8,7 @@ package interpodaffinity
 
 import (
 	"context"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -47,7 +48,7 @@ type options struct {
 // the snapshot while restoring the node's previous generation, so a
 // generation no longer identifies what is on a node.
 func newCaches(op string, fts feature.Features, opts options) *caches {
-	on := !fts.EnableGenericWorkload && !opts.noCaches
+	on := !k8sline.GenericWorkload(fts) && !opts.noCaches
 	x := &caches{}
 	x.existingAnti.op, x.incoming.op, x.score.op, x.keys.op = op, op, op, op
 	x.existingAnti.enabled = on

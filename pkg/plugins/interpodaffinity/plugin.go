@@ -3,6 +3,7 @@ package interpodaffinity
 import (
 	"context"
 	"errors"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"maps"
 
 	v1 "k8s.io/api/core/v1"
@@ -77,8 +78,8 @@ func newPlugin(_ context.Context, obj runtime.Object, h fwk.Handle, fts feature.
 		// Asking the factory for the lister registers the Namespace
 		// informer, so it is started and synced with the others.
 		nsLister:           h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
-		hostnameFastPath:   fts.EnableInterPodAffinityHostnameFastPath,
-		skipDeferredResize: fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+		hostnameFastPath:   k8sline.HostnameFastPath(fts),
+		skipDeferredResize: k8sline.SkipsDeferredResize(fts),
 		caches:             newCaches(Name, fts, opts),
 	}, nil
 }
@@ -93,16 +94,17 @@ func (pl *InterPodAffinity) resizeDeferred(pod *v1.Pod) bool {
 	return pl.skipDeferredResize && resource.IsPodResizeDeferred(pod)
 }
 
-// resolveNamespaces rewrites one of the incoming pod's terms so that it can
-// be matched against thousands of existing pods with no namespace lookups:
-// the namespaces its namespaceSelector selects right now join the term's
-// namespace list, and the selector becomes Nothing. The lister is asked once
-// per term and cycle instead of once per existing pod.
+// foldNamespaceSelector rewrites one of the incoming pod's terms so that it
+// can be matched against thousands of existing pods with no namespace
+// lookups: the namespaces its namespaceSelector selects right now join the
+// term's namespace list, and the selector becomes after (what after is
+// differs between minors: resolveNamespaces in minor_*.go). The lister is
+// asked once per term and cycle instead of once per existing pod.
 //
 // Two selectors are left alone. {} (Empty) must keep selecting every
 // namespace, including ones the lister has not seen; Nothing (from a nil
 // selector) selects none, so listing with it would add nothing.
-func (pl *InterPodAffinity) resolveNamespaces(t *fwk.AffinityTerm) error {
+func (pl *InterPodAffinity) foldNamespaceSelector(t *fwk.AffinityTerm, after labels.Selector) error {
 	sel := t.NamespaceSelector
 	if sel.Empty() {
 		return nil
@@ -114,7 +116,7 @@ func (pl *InterPodAffinity) resolveNamespaces(t *fwk.AffinityTerm) error {
 	if err != nil {
 		return err
 	}
-	t.NamespaceSelector = labels.Nothing()
+	t.NamespaceSelector = after
 	for _, ns := range selected {
 		t.Namespaces.Insert(ns.Name)
 	}

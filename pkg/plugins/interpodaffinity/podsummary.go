@@ -35,6 +35,7 @@ package interpodaffinity
 
 import (
 	"context"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"hash/maphash"
 	mathbits "math/bits"
 	"slices"
@@ -534,7 +535,7 @@ type summaryTable struct {
 // the snapshot without a generation of their own), and for an abandoned
 // cycle.
 func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) *summaryView {
-	if !t.enabled || cs.IsPodGroupSchedulingCycle() {
+	if !t.enabled || k8sline.PodGroupCycle(cs) {
 		return nil
 	}
 	t.mu.Lock()

@@ -10,6 +10,7 @@ package interpodaffinity
 // preemption) is read directly.
 
 import (
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"slices"
 	"sync"
 
@@ -167,7 +168,7 @@ type topologyTable struct {
 // when disabled, and in a pod-group cycle, which the indexes answer by a
 // plain scan too.
 func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use func(gens []int64, view *topologyView)) *topologyView {
-	if !t.enabled || cs.IsPodGroupSchedulingCycle() {
+	if !t.enabled || k8sline.PodGroupCycle(cs) {
 		use(nil, nil)
 		return nil
 	}

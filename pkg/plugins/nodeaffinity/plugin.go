@@ -16,6 +16,7 @@ package nodeaffinity
 
 import (
 	"context"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -96,7 +97,7 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Featur
 		addedRequiredTerms:  addedTerms,
 		addedNodeSelector:   added.required,
 		addedPrefSchedTerms: added.preferred,
-		skipDeferredResize:  fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+		skipDeferredResize:  k8sline.SkipsDeferredResize(fts),
 	}, nil
 }
 

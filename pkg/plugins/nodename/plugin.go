@@ -29,7 +29,6 @@ const (
 type NodeName struct{}
 
 var (
-	_ fwk.PreFilterPlugin   = &NodeName{}
 	_ fwk.FilterPlugin      = &NodeName{}
 	_ fwk.EnqueueExtensions = &NodeName{}
 	_ fwk.SignPlugin        = &NodeName{}

@@ -11,11 +11,12 @@ import (
 
 // EventsToRegister lists the events that can turn a Filter rejection into
 // success: a node gaining/losing taints or appearing, and the pod itself
-// gaining tolerations.
+// gaining tolerations (ownTolerationChange: how the pod's own update is
+// registered differs between minors).
 func (pl *TaintToleration) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeTaint}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.UpdatePodToleration}, QueueingHintFn: pl.isSchedulableAfterPodTolerationChange},
+		ownTolerationChange(pl),
 	}, nil
 }
 
@@ -35,12 +36,4 @@ func (pl *TaintToleration) isSchedulableAfterNodeChange(logger klog.Logger, pod 
 	}
 	logger.V(5).Info("node was added or its taints changed, but the pod's taint verdict did not improve", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
 	return fwk.QueueSkip, nil
-}
-
-// isSchedulableAfterPodTolerationChange always queues: the event fires only
-// for the pending pod's own toleration update, and checking which nodes it
-// now fits is what a scheduling attempt does anyway.
-func (pl *TaintToleration) isSchedulableAfterPodTolerationChange(logger klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
-	logger.V(5).Info("the pod's tolerations changed, which may make it schedulable", "pod", klog.KObj(pod))
-	return fwk.Queue, nil
 }

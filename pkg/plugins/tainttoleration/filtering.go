@@ -13,18 +13,6 @@ import (
 // deliberately names no taint.
 const errReasonUntolerated = "node(s) had untolerated taint(s)"
 
-// PreFilter writes no state: Filter needs nothing beyond the pod and node.
-// It Skips only deferred-resize pods so that Filter is not even called.
-func (pl *TaintToleration) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if pl.resizeDeferred(pod) {
-		return nil, fwk.NewStatus(fwk.Skip)
-	}
-	return nil, nil
-}
-
-// PreFilterExtensions returns nil: the verdict does not depend on other pods.
-func (pl *TaintToleration) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
-
 // Filter rejects the node if one of its NoSchedule/NoExecute taints is
 // tolerated by none of the pod's tolerations.
 func (pl *TaintToleration) Filter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {

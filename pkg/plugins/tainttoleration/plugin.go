@@ -6,6 +6,7 @@ package tainttoleration
 
 import (
 	"context"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,7 +41,6 @@ type TaintToleration struct {
 }
 
 var (
-	_ fwk.PreFilterPlugin   = &TaintToleration{}
 	_ fwk.FilterPlugin      = &TaintToleration{}
 	_ fwk.PreScorePlugin    = &TaintToleration{}
 	_ fwk.ScorePlugin       = &TaintToleration{}
@@ -57,7 +57,7 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle, fts feature.Featur
 	}
 	return &TaintToleration{
 		comparisonOperators: fts.EnableTaintTolerationComparisonOperators,
-		skipDeferredResize:  fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+		skipDeferredResize:  k8sline.SkipsDeferredResize(fts),
 		noTolerations:       &preScoreState{},
 	}, nil
 }

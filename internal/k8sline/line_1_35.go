@@ -1,0 +1,41 @@
+//go:build k8s1.35
+
+package k8sline
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+)
+
+// Minor is the Kubernetes minor this build's plugins mirror.
+const Minor = "1.35"
+
+// SkipsDeferredResize is false: 1.35 has no gate
+// InPlacePodVerticalScalingSchedulerPreemption.
+func SkipsDeferredResize(feature.Features) bool { return false }
+
+// HostnameFastPath is false: 1.35 has no gate InterPodAffinityHostnameFastPath.
+func HostnameFastPath(feature.Features) bool { return false }
+
+// GenericWorkload is false: 1.35's plugins do not see gate GenericWorkload
+// (its feature set has no such field) and have no pod group cycles.
+func GenericWorkload(feature.Features) bool { return false }
+
+// PodGroupCycle is false: 1.35's framework has no pod group cycles.
+func PodGroupCycle(fwk.CycleState) bool { return false }
+
+// NodesWithNonHostScopedAntiAffinity: 1.35's lister has only the list of all
+// nodes with required anti-affinity; reached only on the hostname fast path,
+// which 1.35 does not have.
+func NodesWithNonHostScopedAntiAffinity(l fwk.NodeInfoLister) ([]fwk.NodeInfo, error) {
+	return l.HavePodsWithRequiredAntiAffinityList()
+}
+
+// ResourceRequestsOptions is NodeResourcesFit's request options for fts.
+func ResourceRequestsOptions(fts feature.Features) noderesources.ResourceRequestsOptions {
+	return noderesources.ResourceRequestsOptions{
+		EnablePodLevelResources:   fts.EnablePodLevelResources,
+		EnableDRAExtendedResource: fts.EnableDRAExtendedResource,
+	}
+}

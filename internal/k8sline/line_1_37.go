@@ -1,0 +1,53 @@
+//go:build !k8s1.35 && !k8s1.36
+
+package k8sline
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+)
+
+// Minor is the Kubernetes minor this build's plugins mirror.
+const Minor = "1.37"
+
+// SkipsDeferredResize reports gate InPlacePodVerticalScalingSchedulerPreemption
+// (new in 1.37): the filter plugins Skip a pod whose resize is deferred.
+func SkipsDeferredResize(fts feature.Features) bool {
+	return fts.EnableInPlacePodVerticalScalingSchedulerPreemption
+}
+
+// HostnameFastPath reports gate InterPodAffinityHostnameFastPath (new in
+// 1.37): InterPodAffinity checks kubernetes.io/hostname terms on the node
+// instead of counting them cluster-wide.
+func HostnameFastPath(fts feature.Features) bool {
+	return fts.EnableInterPodAffinityHostnameFastPath
+}
+
+// GenericWorkload reports gate GenericWorkload (pod groups).
+func GenericWorkload(fts feature.Features) bool {
+	return fts.EnableGenericWorkload
+}
+
+// PodGroupCycle reports whether cs belongs to a pod group's scheduling cycle,
+// whose pods are assumed and forgotten together.
+func PodGroupCycle(cs fwk.CycleState) bool {
+	return cs.IsPodGroupSchedulingCycle()
+}
+
+// NodesWithNonHostScopedAntiAffinity lists the nodes holding a pod with a
+// required anti-affinity term whose topology key is not the hostname (the
+// hostname fast path's narrower list).
+func NodesWithNonHostScopedAntiAffinity(l fwk.NodeInfoLister) ([]fwk.NodeInfo, error) {
+	return l.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+}
+
+// ResourceRequestsOptions is NodeResourcesFit's request options for fts.
+func ResourceRequestsOptions(fts feature.Features) noderesources.ResourceRequestsOptions {
+	return noderesources.ResourceRequestsOptions{
+		EnablePodLevelResources:                            fts.EnablePodLevelResources,
+		EnableDRAExtendedResource:                          fts.EnableDRAExtendedResource,
+		EnableDRANodeAllocatableResources:                  fts.EnableDRANodeAllocatableResources,
+		EnableInPlacePodVerticalScalingSchedulerPreemption: fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
+	}
+}

@@ -3,8 +3,36 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-BIN        := $(CURDIR)/bin
 GO         ?= go
+
+# Kubernetes lines (docs/compatibility.md): one build per supported minor,
+# all from this tree. K8S picks the line; the newest is the default and
+# builds from go.mod; an older one builds the same packages from
+# lines/k8s-$(K8S)/go.work (every k8s.io module at that minor) with the build
+# tag k8s$(K8S), which selects that minor's files (internal/k8sline and the
+# plugins' minor_*.go). The chart's list of lines must match K8S_LINES.
+K8S_LINES  := 1.35 1.36 1.37
+K8S_NEWEST := $(lastword $(K8S_LINES))
+K8S        ?= $(K8S_NEWEST)
+ifeq ($(filter $(K8S),$(K8S_LINES)),)
+$(error K8S=$(K8S) is not a supported line; use one of: $(K8S_LINES))
+endif
+# Line-independent tools (Helm, krew, benchstat, the SBOM tool) live in
+# bin/; each line's binaries and control plane in its own folder: bin/ for
+# the newest, bin/k8s-<minor>/ for an older one.
+TOOLBIN := $(CURDIR)/bin
+ifeq ($(K8S),$(K8S_NEWEST))
+BIN       := $(CURDIR)/bin
+LINE_DEPS := go.mod go.sum
+export GOWORK := off
+else
+BIN       := $(CURDIR)/bin/k8s-$(K8S)
+LINE_DEPS := go.mod go.sum lines/k8s-$(K8S)/go.work lines/k8s-$(K8S)/go.work.sum
+export GOWORK := $(CURDIR)/lines/k8s-$(K8S)/go.work
+export GOFLAGS := $(strip $(shell GOWORK=off $(GO) env GOFLAGS) -tags=k8s$(K8S))
+endif
+# Tools built from their own modules (tools/*, test/alerts) ignore the line.
+TOOLGO := GOWORK=off GOFLAGS='$(shell GOWORK=off $(GO) env GOFLAGS)' $(GO)
 VERSION    ?= v0.1.0-dev
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 # The commit's time, not the clock's: the same tree links the same binary,
@@ -14,7 +42,7 @@ BUILD_DATE := $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ -
 # The Kubernetes version we embed, stamped where upstream stamps it: the
 # component-base version decides the binary's feature-gate set, so it must be
 # the real one (see cmd/scheduler/main.go).
-K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+K8S_VERSION := $(shell $(GO) list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
@@ -24,7 +52,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.gitCommit=$(GIT_COMMIT) -X main.bu
 export KUBEBUILDER_ASSETS := $(BIN)
 export PLACEMENT_SCHEDULER_BIN := $(BIN)/placement-scheduler
 export PLACEMENT_ENFORCER_BIN := $(BIN)/placement-enforcer
-export PLACEMENT_HELM := $(BIN)/helm
+export PLACEMENT_HELM := $(TOOLBIN)/helm
 
 .PHONY: help
 help: ## List the targets.
@@ -35,7 +63,7 @@ help: ## List the targets.
 .PHONY: build
 build: ## Build bin/placement-scheduler, bin/placement-enforcer and bin/kubectl-placement (static).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/placement-scheduler ./cmd/scheduler
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/placement-enforcer ./cmd/enforcer
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/placement-enforcer ./cmd/enforcer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-placement ./cmd/kubectl-placement
 
 # The container image, assembled by hack/image without Docker or network;
@@ -47,7 +75,7 @@ build: ## Build bin/placement-scheduler, bin/placement-enforcer and bin/kubectl-
 # `make image-single`: one image as a `docker save` tarball; for the build
 # host's architecture it packs bin/placement-scheduler itself, the binary
 # the integration tests run (IMAGE_ARCH=arm64 etc. cross-build).
-IMAGE           ?= ghcr.io/placement-scheduler/placement-scheduler:$(VERSION)
+IMAGE           ?= ghcr.io/placement-scheduler/placement-scheduler:$(VERSION)-k8s$(K8S)
 PLATFORMS       ?= amd64 arm64
 IMAGE_INDEX_TAR ?= $(BIN)/placement-scheduler-image-index.tar
 GO_HOST         := $(shell $(GO) env GOOS GOARCH)
@@ -105,25 +133,25 @@ CONTROLPLANE_CLUSTER := $(CONTROLPLANE_ENVTEST) $(BIN)/kube-controller-manager $
 
 # go build leaves an up-to-date binary untouched; touch makes its time say
 # when it was last checked against go.mod and go.sum.
-$(BIN)/etcd: go.mod go.sum
+$(BIN)/etcd: $(LINE_DEPS)
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
 	@touch $@
 # kube-apiserver is stamped with the pinned version, as a release is:
 # unstamped it reports v0.0.0-master, and the chart's kubeVersion guard
 # (which `helm install` checks against the apiserver) would refuse it.
-$(BIN)/kube-apiserver: go.mod go.sum
+$(BIN)/kube-apiserver: $(LINE_DEPS)
 	$(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 	@touch $@
-$(BIN)/kubectl: go.mod go.sum
+$(BIN)/kubectl: $(LINE_DEPS)
 	$(GO) build -o $@ k8s.io/kubernetes/cmd/kubectl
 	@touch $@
-$(BIN)/kube-controller-manager: go.mod go.sum
+$(BIN)/kube-controller-manager: $(LINE_DEPS)
 	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 	@touch $@
-$(BIN)/kube-scheduler: go.mod go.sum
+$(BIN)/kube-scheduler: $(LINE_DEPS)
 	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-scheduler
 	@touch $@
-$(BIN)/kwok: go.mod go.sum
+$(BIN)/kwok: $(LINE_DEPS)
 	$(GO) build -o $@ sigs.k8s.io/kwok/cmd/kwok
 	@touch $@
 
@@ -153,10 +181,10 @@ RUN_CONFIG ?= manifests/examples/profile-pool/scheduler-config.yaml
 # Helm from its own module (tools/helm/go.mod): its dependencies are newer
 # than ours, so it stays out of the main module graph. Stamped with the
 # module's version so `helm version` tells the truth.
-HELM_VERSION := $(shell cd tools/helm && $(GO) list -m -f '{{.Version}}' helm.sh/helm/v4)
+HELM_VERSION := $(shell cd tools/helm && $(TOOLGO) list -m -f '{{.Version}}' helm.sh/helm/v4)
 .PHONY: helm
 helm: ## Build bin/helm from tools/helm/go.mod.
-	cd tools/helm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
+	cd tools/helm && CGO_ENABLED=0 $(TOOLGO) build -trimpath -ldflags '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $(TOOLBIN)/helm helm.sh/helm/v4/cmd/helm
 
 .PHONY: run
 run: build controlplane-cluster ## Start a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK) and placement-scheduler; Ctrl-C stops all.
@@ -185,9 +213,9 @@ vet: ## go vet every package.
 # defaults and with the namespace rendered.
 .PHONY: lint-chart
 lint-chart: helm ## helm lint charts/placement-scheduler.
-	$(BIN)/helm lint --strict charts/placement-scheduler
-	$(BIN)/helm lint --strict charts/placement-scheduler --set namespace.create=true
-	$(BIN)/helm lint --strict charts/placement-scheduler --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true
+	$(TOOLBIN)/helm lint --strict charts/placement-scheduler
+	$(TOOLBIN)/helm lint --strict charts/placement-scheduler --set namespace.create=true
+	$(TOOLBIN)/helm lint --strict charts/placement-scheduler --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true
 
 .PHONY: test-unit
 test-unit: etcd helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
@@ -265,7 +293,7 @@ test-reliability: build controlplane-envtest ## The reliability tests' long vari
 # on 2 cores at load average ~20; about 10 s a run once cached.
 .PHONY: test-alerts
 test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engine (test/alerts).
-	cd test/alerts && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd test/alerts && $(TOOLGO) vet ./... && $(TOOLGO) test -count=1 ./...
 
 .PHONY: test
 test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples ## Everything CI runs.
@@ -299,7 +327,7 @@ release: helm ## Build every release artifact into dist/ (VERSION=vX.Y.Z require
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-image-index.tar
 	$(GO) run ./hack/kustomize -dir manifests -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION).yaml
-	$(BIN)/helm package charts/placement-scheduler --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(DIST)
+	$(TOOLBIN)/helm package charts/placement-scheduler --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(DIST)
 	$(MAKE) --no-print-directory release-plugin release-sbom release-checksums VERSION=$(VERSION) DIST=$(DIST)
 	@ls -l $(DIST)
 
@@ -317,7 +345,7 @@ release-plugin: ## kubectl-placement archives per PLUGIN_OSARCH and the krew man
 
 .PHONY: sbom-tool
 sbom-tool: ## Build bin/cyclonedx-gomod from tools/sbom/go.mod.
-	cd tools/sbom && $(GO) build -o $(BIN)/cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+	cd tools/sbom && $(TOOLGO) build -o $(TOOLBIN)/cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 
 # One SBOM per shipped binary, from the packages it links (cyclonedx-gomod
 # app: the modules of the build list it actually uses, not go.mod's tools,
@@ -332,7 +360,7 @@ release-sbom: sbom-tool ## CycloneDX SBOMs of placement-scheduler and kubectl-pl
 	src=$(CURDIR); if [ "$$(git rev-parse --git-dir)" != "$$(git rev-parse --git-common-dir)" ]; then \
 		src=$(BIN)/sbom-src; rm -rf $$src; git clone -q $(CURDIR) $$src; fi; \
 	for main in scheduler:placement-scheduler kubectl-placement:kubectl-placement; do \
-		(cd $$src && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(BIN)/cyclonedx-gomod app -json -licenses -main cmd/$${main%%:*} \
+		(cd $$src && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(TOOLBIN)/cyclonedx-gomod app -json -licenses -main cmd/$${main%%:*} \
 			-output $(DIST)/$${main#*:}_$(VERSION).sbom.cdx.json .) || exit 1; \
 	done
 
@@ -371,8 +399,8 @@ kubectl: $(BIN)/kubectl ## Build bin/kubectl alone (controlplane builds it with 
 
 .PHONY: krew
 krew: ## Build bin/krew and bin/validate-krew-manifest from tools/krew/go.mod.
-	cd tools/krew && $(GO) build -o $(BIN)/krew sigs.k8s.io/krew/cmd/krew
-	cd tools/krew && $(GO) build -o $(BIN)/validate-krew-manifest sigs.k8s.io/krew/cmd/validate-krew-manifest
+	cd tools/krew && $(TOOLGO) build -o $(TOOLBIN)/krew sigs.k8s.io/krew/cmd/krew
+	cd tools/krew && $(TOOLGO) build -o $(TOOLBIN)/validate-krew-manifest sigs.k8s.io/krew/cmd/validate-krew-manifest
 
 # Side-by-side scheduler_perf run (test/perf): upstream's affinity workloads and
 # SchedulingBasic, read unmodified from the module cache (at 15000 nodes their
@@ -420,7 +448,7 @@ BENCH_PLUGINS_DIR   ?= $(CURDIR)/results/bench-plugins-$(BENCH_PLUGINS_NODES)nod
 
 .PHONY: benchstat
 benchstat: ## Build bin/benchstat from tools/benchstat/go.mod.
-	cd tools/benchstat && $(GO) build -o $(BIN)/benchstat golang.org/x/perf/cmd/benchstat
+	cd tools/benchstat && $(TOOLGO) build -o $(TOOLBIN)/benchstat golang.org/x/perf/cmd/benchstat
 
 .PHONY: bench-plugins
 bench-plugins: benchstat ## Plugin-level Go benchmarks, ours vs in-tree, with benchstat (BENCH_PLUGINS_COUNT=6, BENCH_PLUGINS_RUN=regexp, BENCH_PLUGINS_NODES=5000|500).
@@ -432,5 +460,5 @@ bench-plugins: benchstat ## Plugin-level Go benchmarks, ours vs in-tree, with be
 		(cd test/pluginbench && PLUGINBENCH_NODES=$(BENCH_PLUGINS_NODES) $(BENCH_PLUGINS_DIR)/pluginbench.test -test.run '^$$' \
 			-test.bench '$(BENCH_PLUGINS_RUN)' -test.benchtime $(BENCH_PLUGINS_TIME) -test.timeout 0) | tee -a $(BENCH_PLUGINS_DIR)/bench.txt; done
 	@cat /proc/loadavg > $(BENCH_PLUGINS_DIR)/loadavg-after.txt
-	$(BIN)/benchstat -col /impl $(BENCH_PLUGINS_DIR)/bench.txt | tee $(BENCH_PLUGINS_DIR)/benchstat.txt
+	$(TOOLBIN)/benchstat -col /impl $(BENCH_PLUGINS_DIR)/bench.txt | tee $(BENCH_PLUGINS_DIR)/benchstat.txt
 	@echo "load average (1m 5m 15m) before: $$(cut -d' ' -f1-3 $(BENCH_PLUGINS_DIR)/loadavg-before.txt), after: $$(cut -d' ' -f1-3 $(BENCH_PLUGINS_DIR)/loadavg-after.txt)"

@@ -7,8 +7,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -17,11 +19,24 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 )
 
+// Set by the Makefile with -ldflags -X.
+var (
+	version   = "v0.0.0-dev"
+	gitCommit = "unknown"
+	buildDate = "unknown"
+)
+
 func main() {
 	klog.InitFlags(nil)
+	printVersion := flag.Bool("version", false, "print the version and the Kubernetes line this build mirrors, then exit")
 	configPath := flag.String("config", "", "the EnforcerConfiguration file (required)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; empty means in-cluster credentials")
 	flag.Parse()
+	if *printVersion {
+		fmt.Printf("placement-enforcer %s (Kubernetes %s line, commit %s, built %s, %s)\n",
+			version, k8sline.Minor, gitCommit, buildDate, runtime.Version())
+		return
+	}
 	if err := run(*configPath, *kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, "placement-enforcer:", err)
 		os.Exit(1)

@@ -6,6 +6,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"os"
 	"runtime"
 
@@ -66,16 +67,17 @@ func interceptVersion(command *cobra.Command) {
 		if f := cmd.Flags().Lookup("version"); f != nil && f.Changed {
 			switch f.Value.String() {
 			case "true":
-				fmt.Printf("placement-scheduler %s (commit %s, built %s, kube-scheduler %s, %s)\n",
-					version, gitCommit, buildDate, k8sversion.Get().GitVersion, runtime.Version())
+				fmt.Printf("placement-scheduler %s (Kubernetes %s line, commit %s, built %s, kube-scheduler %s, %s)\n",
+					version, k8sline.Minor, gitCommit, buildDate, k8sversion.Get().GitVersion, runtime.Version())
 				return nil
 			case "raw":
 				out, _ := json.MarshalIndent(map[string]string{
-					"version":       version,
-					"gitCommit":     gitCommit,
-					"buildDate":     buildDate,
-					"kubeScheduler": k8sversion.Get().GitVersion,
-					"goVersion":     runtime.Version(),
+					"version":        version,
+					"kubernetesLine": k8sline.Minor,
+					"gitCommit":      gitCommit,
+					"buildDate":      buildDate,
+					"kubeScheduler":  k8sversion.Get().GitVersion,
+					"goVersion":      runtime.Version(),
 				}, "", "  ")
 				fmt.Println(string(out))
 				return nil

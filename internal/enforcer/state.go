@@ -80,7 +80,7 @@ type watcher struct {
 func newClusterState(ctx context.Context) *clusterState {
 	metrics.Register() // the cache's housekeeping reports the scheduler's cache metrics (idempotent)
 	return &clusterState{
-		cache:       schedcache.New(ctx, nil, false, false),
+		cache:       k8sline.NewCache(ctx, false),
 		snapshot:    k8sline.NewEmptySnapshot(),
 		nodes:       map[string]*v1.Node{},
 		pods:        map[types.UID]*v1.Pod{},

@@ -3,7 +3,10 @@
 package k8sline
 
 import (
+	"context"
+
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 )
@@ -38,4 +41,12 @@ func ResourceRequestsOptions(fts feature.Features) noderesources.ResourceRequest
 		EnablePodLevelResources:   fts.EnablePodLevelResources,
 		EnableDRAExtendedResource: fts.EnableDRAExtendedResource,
 	}
+}
+
+// NewCache is a scheduler cache with no API dispatcher, for a component that
+// keeps its own copy of the cluster (assumed pods never expire);
+// genericWorkload is gate GenericWorkload (pod groups), which 1.35's cache
+// does not know. ctx bounds its housekeeping goroutine.
+func NewCache(ctx context.Context, _ bool) cache.Cache {
+	return cache.New(ctx, 0, nil)
 }

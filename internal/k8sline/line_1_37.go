@@ -3,7 +3,10 @@
 package k8sline
 
 import (
+	"context"
+
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 )
@@ -50,4 +53,12 @@ func ResourceRequestsOptions(fts feature.Features) noderesources.ResourceRequest
 		EnableDRANodeAllocatableResources:                  fts.EnableDRANodeAllocatableResources,
 		EnableInPlacePodVerticalScalingSchedulerPreemption: fts.EnableInPlacePodVerticalScalingSchedulerPreemption,
 	}
+}
+
+// NewCache is a scheduler cache with no API dispatcher, for a component that
+// keeps its own copy of the cluster (assumed pods never expire);
+// genericWorkload is gate GenericWorkload (pod groups). ctx bounds its
+// housekeeping goroutine.
+func NewCache(ctx context.Context, genericWorkload bool) cache.Cache {
+	return cache.New(ctx, nil, genericWorkload, false)
 }

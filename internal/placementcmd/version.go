@@ -3,6 +3,7 @@ package placementcmd
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"runtime"
 	"runtime/debug"
 
@@ -27,9 +28,12 @@ type versionInfo struct {
 	// Kubernetes is the k8s.io/kubernetes module whose scheduler framework
 	// explain runs; ClientGo the client the plugin talks to the apiserver with.
 	Kubernetes string `json:"kubernetes"`
-	ClientGo   string `json:"clientGo"`
-	GoVersion  string `json:"goVersion"`
-	Platform   string `json:"platform"`
+	// Line is the Kubernetes minor this build's line mirrors
+	// (docs/compatibility.md).
+	Line      string `json:"kubernetesLine"`
+	ClientGo  string `json:"clientGo"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
 }
 
 // NewVersion returns `kubectl placement version`.
@@ -44,14 +48,15 @@ func NewVersion(streams genericiooptions.IOStreams, build BuildInfo) *cobra.Comm
 			info := versionInfo{
 				BuildInfo:  build,
 				Kubernetes: moduleVersion(bi, "k8s.io/kubernetes"),
+				Line:       k8sline.Minor,
 				ClientGo:   moduleVersion(bi, "k8s.io/client-go"),
 				GoVersion:  runtime.Version(),
 				Platform:   runtime.GOOS + "/" + runtime.GOARCH,
 			}
 			switch output {
 			case "":
-				_, err := fmt.Fprintf(streams.Out, "kubectl-placement %s (commit %s, built %s, Kubernetes %s, client-go %s, %s %s)\n",
-					info.Version, info.GitCommit, info.BuildDate, info.Kubernetes, info.ClientGo, info.GoVersion, info.Platform)
+				_, err := fmt.Fprintf(streams.Out, "kubectl-placement %s (Kubernetes %s line, commit %s, built %s, Kubernetes %s, client-go %s, %s %s)\n",
+					info.Version, info.Line, info.GitCommit, info.BuildDate, info.Kubernetes, info.ClientGo, info.GoVersion, info.Platform)
 				return err
 			case "json":
 				out, err := json.MarshalIndent(info, "", "  ")

@@ -30,7 +30,7 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`^kubectl-placement v1\.2\.3 \(commit 0123456789ab, built 2026-01-02T03:04:05Z, Kubernetes \S+, client-go \S+, go\S+ \w+/\w+\)\n$`).MatchString(line) {
+	if !regexp.MustCompile(`^kubectl-placement v1\.2\.3 \(Kubernetes 1\.3[0-9] line, commit 0123456789ab, built 2026-01-02T03:04:05Z, Kubernetes \S+, client-go \S+, go\S+ \w+/\w+\)\n$`).MatchString(line) {
 		t.Errorf("version: %q", line)
 	}
 	out, err := run("-o", "json")

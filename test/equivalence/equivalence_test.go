@@ -16,9 +16,6 @@ import (
 	"testing"
 	"time"
 
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	featuregatetesting "k8s.io/component-base/featuregate/testing"
-	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 )
 
@@ -306,31 +303,6 @@ func TestEquivalence(t *testing.T) {
 	}
 }
 
-// TestEquivalenceHostnameFastPath runs a batch with the alpha gate
-// InterPodAffinityHostnameFastPath on, process-wide (the snapshot's NodeInfo
-// indices follow the global gate) and in the plugins' feature.Features.
-func TestEquivalenceHostnameFastPath(t *testing.T) {
-	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.InterPodAffinityHostnameFastPath, true)
-	seed := envUint("EQUIVALENCE_SEED", defaultSeed) + 1
-	def := uint64(defaultScenarios / 6)
-	if testing.Short() {
-		def = 500
-	}
-	n := envUint("EQUIVALENCE_SCENARIOS", def*6) / 6
-	profileEvery := envUint("EQUIVALENCE_PROFILE_EVERY", 4)
-	generate := func(seed, index uint64) *Scenario {
-		sc := Generate(seed, index)
-		sc.Gates.InterPodAffinityHostnameFastPath = true
-		return sc
-	}
-	cmp := defaultComparator(profileEvery)
-	res := runBatchWith(t, seed, n, nil, generate, cmp, 50)
-	t.Logf("seed=%d scenarios=%d wall=%v", seed, res.ran, res.elapsed.Round(time.Millisecond))
-	if len(res.findings) > 0 {
-		t.Errorf("equivalence mismatches with InterPodAffinityHostnameFastPath on:\n%s", report(t, res, cmp))
-	}
-}
-
 // TestReplay runs a YAML reproducer printed by a failing run.
 func TestReplay(t *testing.T) {
 	path := os.Getenv("EQUIVALENCE_REPLAY")
@@ -345,9 +317,7 @@ func TestReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Gates.InterPodAffinityHostnameFastPath {
-		featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.InterPodAffinityHostnameFastPath, true)
-	}
+	setProcessGates(t, sc.Gates)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e, err := newEnv(ctx)

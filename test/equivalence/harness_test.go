@@ -166,8 +166,7 @@ func oursArgs(name string, sc *Scenario) runtime.Object {
 func featuresFor(sc *Scenario) feature.Features {
 	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	fts.EnableTaintTolerationComparisonOperators = sc.Gates.TaintTolerationComparisonOperators
-	fts.EnableInPlacePodVerticalScalingSchedulerPreemption = sc.Gates.InPlacePodVerticalScalingSchedulerPreemption
-	fts.EnableInterPodAffinityHostnameFastPath = sc.Gates.InterPodAffinityHostnameFastPath
+	setLineGates(&fts, sc.Gates)
 	return fts
 }
 
@@ -849,19 +848,13 @@ func eventEntries(ctx context.Context, p fwk.Plugin) ([]fwk.ClusterEventWithHint
 	parts := []string{errString(err)}
 	for _, ev := range evs {
 		parts = append(parts, fmt.Sprintf("%s/%s(label=%s,hint=%t,preHint=%t)", ev.Event.Resource, ev.Event.ActionType,
-			ev.Event.Label(), ev.QueueingHintFn != nil, ev.PreQueueingHintFn != nil))
+			ev.Event.Label(), ev.QueueingHintFn != nil, hasPreHint(ev)))
 	}
 	return evs, strings.Join(parts, " ")
 }
 
 // clusterEvents is what the scheduling queue derives from an event.
 func clusterEvents(ev Event) []fwk.ClusterEvent {
-	podResource := func(p *v1.Pod) fwk.EventResource {
-		if p.Spec.NodeName != "" {
-			return fwk.AssignedPod
-		}
-		return fwk.UnscheduledPod
-	}
 	switch ev.Kind {
 	case NodeAdd:
 		return []fwk.ClusterEvent{{Resource: fwk.Node, ActionType: fwk.Add}}
@@ -870,11 +863,11 @@ func clusterEvents(ev Event) []fwk.ClusterEvent {
 	case AssignedPodAdd:
 		return []fwk.ClusterEvent{{Resource: podResource(ev.NewPod), ActionType: fwk.Add}}
 	case AssignedPodUpdate:
-		return framework.PodSchedulingPropertiesChange(ev.NewPod, ev.OldPod, false)
+		return podPropertiesChange(ev.NewPod, ev.OldPod, false)
 	case AssignedPodDelete:
 		return []fwk.ClusterEvent{{Resource: podResource(ev.OldPod), ActionType: fwk.Delete}}
 	case TargetPodUpdate:
-		return framework.PodSchedulingPropertiesChange(ev.NewPod, ev.OldPod, true)
+		return podPropertiesChange(ev.NewPod, ev.OldPod, true)
 	}
 	return nil
 }
@@ -888,9 +881,9 @@ func directResource(ev Event) fwk.EventResource {
 	case NodeAdd, NodeUpdate:
 		return fwk.Node
 	case TargetPodUpdate:
-		return fwk.TargetPod
+		return targetPodResource
 	}
-	return fwk.AssignedPod
+	return assignedPodResource
 }
 
 func eventObjects(ev Event) (oldObj, newObj any) {
@@ -928,19 +921,7 @@ func compareEvents(r *recorder, ctx context.Context, pa, pb fwk.Plugin, sc *Scen
 		return h.String() + " " + errString(err)
 	}
 	preHint := func(e fwk.ClusterEventWithHint, oldObj, newObj any) string {
-		if e.PreQueueingHintFn == nil {
-			return "AllPods (no pre-hint fn)"
-		}
-		res, err := e.PreQueueingHintFn(logger, oldObj, newObj)
-		if err != nil || res.AllPods {
-			return "AllPods"
-		}
-		for _, p := range res.Pods {
-			if p.Namespace == sc.Pod.Namespace && p.Name == sc.Pod.Name {
-				return "AllPods" // the target pod is evaluated either way
-			}
-		}
-		return "pod excluded"
+		return runPreHint(logger, e, sc.Pod, oldObj, newObj)
 	}
 	for i, ev := range sc.Events {
 		oldObj, newObj := eventObjects(ev)

@@ -95,17 +95,6 @@ func (v *viewNodeInfos) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
 func (v *viewNodeInfos) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
 	return v.filtered(func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithRequiredAntiAffinity()) > 0 })
 }
-func (v *viewNodeInfos) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]fwk.NodeInfo, error) {
-	real, err := v.SharedLister.NodeInfos().HavePodsWithRequiredNonHostScopedAntiAffinityList()
-	if err != nil || len(real) == 0 {
-		return real, err
-	}
-	names := map[string]bool{}
-	for _, ni := range real {
-		names[ni.Node().Name] = true
-	}
-	return v.filtered(func(ni fwk.NodeInfo) bool { return names[ni.Node().Name] })
-}
 func (v *viewNodeInfos) Get(name string) (fwk.NodeInfo, error) {
 	all, err := v.all()
 	if err != nil {
@@ -212,12 +201,12 @@ type nsMemoV1 struct {
 	l *nsMemoLister
 }
 
-func (v nsMemoV1) Namespaces() corev1informers.TypedNamespaceInformer {
+func (v nsMemoV1) Namespaces() namespaceInformer {
 	return nsMemoInformer{v.Interface.Namespaces(), v.l}
 }
 
 type nsMemoInformer struct {
-	corev1informers.TypedNamespaceInformer
+	namespaceInformer
 	l *nsMemoLister
 }
 

@@ -3,6 +3,7 @@ package equivalence
 import (
 	"context"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"os"
 	"runtime"
 	"sort"
@@ -81,7 +82,7 @@ func newSeqSide(ctx context.Context) (*seqSide, error) {
 	s := &seqSide{
 		// Pod-group state follows the process-wide GenericWorkload gate, as
 		// in kube-scheduler (TestSequenceGenericWorkload turns it on).
-		cache:     cache.New(ctx, nil, utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload), false),
+		cache:     k8sline.NewCache(ctx, utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)),
 		snap:      cache.NewEmptySnapshot(),
 		nominator: &nominator{},
 		plugins:   map[string]fwk.Plugin{},

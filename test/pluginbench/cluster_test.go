@@ -1,6 +1,8 @@
 package pluginbench
 
 import (
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
+
 	"context"
 	"fmt"
 	"os"
@@ -159,7 +161,7 @@ func newCluster(tb testing.TB, s *Shape) *cluster {
 		ctx:    ctx,
 		logger: klog.FromContext(ctx),
 		shape:  s,
-		cache:  cache.New(ctx, nil, false, false),
+		cache:  k8sline.NewCache(ctx, false),
 		snap:   cache.NewEmptySnapshot(),
 		fts:    feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"maps"
 	"slices"
 	"testing"
@@ -92,7 +93,7 @@ func newReplay(t *testing.T, seq *equivalence.Sequence) *replay {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	t.Cleanup(cancel)
 	r := &replay{t: t, ctx: ctx, logger: klog.FromContext(ctx),
-		cache: cache.New(ctx, nil, false, false), snap: cache.NewEmptySnapshot(),
+		cache: k8sline.NewCache(ctx, false), snap: cache.NewEmptySnapshot(),
 		nodes: map[string]*v1.Node{}, bound: map[string]*v1.Pod{}, assumed: map[string]*v1.Pod{}}
 	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	// Never started: the store is filled directly.

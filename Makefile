@@ -209,7 +209,7 @@ test-integration: build controlplane-envtest helm image-single ## Integration te
 		$(GO) test -count=1 -timeout 30m ./test/integration/...
 
 # Every manifests/examples folder applied to a full local cluster (make run's)
-# with the real binary, asserting what its expect.yaml / README.md promise.
+# with the real binary, asserting what its check/expect.yaml / README.md promise.
 .PHONY: test-examples
 test-examples: build controlplane-cluster ## The examples as fixtures: each folder's promised placement, on a full cluster.
 	$(GO) test -count=1 -timeout 10m ./test/examples/...

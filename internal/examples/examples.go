@@ -101,8 +101,9 @@ type Expectation struct {
 	Event string `json:"event,omitempty"`
 }
 
-// DefaultTimeout bounds each expectation's wait. Generous: CI shares two
-// cores, and a NoExecute eviction takes tolerationSeconds by design.
+// DefaultTimeout bounds each expectation's wait. Generous: a CI machine
+// runs the whole cluster on a few cores, and a NoExecute eviction takes
+// tolerationSeconds by design.
 const DefaultTimeout = 90 * time.Second
 
 func (s Spec) timeout() time.Duration {

@@ -122,8 +122,8 @@ image-single: build ## Build the single-arch image tarball bin/placement-schedul
 #                         kube-scheduler and KWOK (v0.8.0, built against our
 #                         pinned staging modules): the full cluster of
 #                         `make run`, `make demo` and test/examples.
-# `controlplane` is both. The first compile is long (tens of minutes on
-# 2 cores, kube-controller-manager the largest). Each binary is a file
+# `controlplane` is both. The first compile is long (it compiles Kubernetes,
+# kube-controller-manager the largest). Each binary is a file
 # target: its sources are modules that go.sum pins, so it is rebuilt only
 # when go.mod or go.sum is newer (or the file is missing), and a second
 # `make run` links none of them. After changing the Go toolchain, remove
@@ -237,7 +237,7 @@ test-integration: build controlplane-envtest helm image-single ## Integration te
 		$(GO) test -count=1 -timeout 30m ./test/integration/...
 
 # Every manifests/examples folder applied to a full local cluster (make run's)
-# with the real binary, asserting what its expect.yaml / README.md promise.
+# with the real binary, asserting what its check/expect.yaml / README.md promise.
 .PHONY: test-examples
 test-examples: build controlplane-cluster ## The examples as fixtures: each folder's promised placement, on a full cluster.
 	$(GO) test -count=1 -timeout 10m ./test/examples/...
@@ -260,8 +260,8 @@ fuzz: ## Fuzz every plugin against upstream's on hostile input (FUZZTIME=4m or e
 # outages, a soak of pods in waves. `make test` runs the short variants (a few
 # kills, outages of seconds, a few hundred pods); test-reliability the long
 # ones at full size (2,000 pods and 20 leader kills, 20s outages,
-# 20,000 pods against 500 nodes for 15 minutes; about 30 minutes on 2 cores
-# when measured on 2026-11-23, test/reliability/README.md),
+# 20,000 pods against 500 nodes for 15 minutes; over half an hour in all,
+# docs/performance.md),
 # niced, each test appending its result row to RELIABILITY_REPORT. Every size
 # is a RELIABILITY_* knob (test/reliability/doc.go); RELIABILITY_RUN picks
 # tests (go test -run).
@@ -288,9 +288,8 @@ test-reliability: build controlplane-envtest ## The reliability tests' long vari
 
 # The chart's alerts evaluated by Prometheus' rule engine over synthetic
 # series (test/alerts, a module of its own: Prometheus' dependencies are not
-# ours). Its first compile is the cost: with an empty build cache
-# (GOCACHE=<empty dir> go test -c in test/alerts) 129 s of CPU, 7m50s wall
-# on 2 cores at load average ~20; about 10 s a run once cached.
+# ours). Its first compile is the cost (minutes with an empty build cache,
+# seconds a run once cached; docs/performance.md has the figures).
 .PHONY: test-alerts
 test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engine (test/alerts).
 	cd test/alerts && $(TOOLGO) vet ./... && $(TOOLGO) test -count=1 ./...
@@ -438,8 +437,11 @@ bench: controlplane ## scheduler_perf, upstream profile vs ours, upstream's work
 # repeats of upstream and ours interleave, and drift on a shared machine
 # shows up as spread, not as a difference.
 # The raw output and the load average before/after land next to each other
-# in BENCH_PLUGINS_DIR. At 5000 nodes and -count 6 it took 15-25 minutes on
-# 2 shared cores (2026-11-23).
+# in BENCH_PLUGINS_DIR. At 5000 nodes and 6 runs it takes tens of minutes
+# (docs/performance.md).
+# BENCH_PLUGINS_RUN reaches go test unexpanded ($(value ...)): a regexp such
+# as '^BenchmarkInterPodAffinity$/^PreFilter$' keeps its anchors, which make
+# would otherwise read as variable references ($/ expands to nothing).
 BENCH_PLUGINS_COUNT ?= 6
 BENCH_PLUGINS_TIME  ?= 1s
 BENCH_PLUGINS_RUN   ?= .
@@ -458,7 +460,7 @@ bench-plugins: benchstat ## Plugin-level Go benchmarks, ours vs in-tree, with be
 	: > $(BENCH_PLUGINS_DIR)/bench.txt
 	for i in $$(seq $(BENCH_PLUGINS_COUNT)); do \
 		(cd test/pluginbench && PLUGINBENCH_NODES=$(BENCH_PLUGINS_NODES) $(BENCH_PLUGINS_DIR)/pluginbench.test -test.run '^$$' \
-			-test.bench '$(BENCH_PLUGINS_RUN)' -test.benchtime $(BENCH_PLUGINS_TIME) -test.timeout 0) | tee -a $(BENCH_PLUGINS_DIR)/bench.txt; done
+			-test.bench '$(value BENCH_PLUGINS_RUN)' -test.benchtime $(BENCH_PLUGINS_TIME) -test.timeout 0) | tee -a $(BENCH_PLUGINS_DIR)/bench.txt; done
 	@cat /proc/loadavg > $(BENCH_PLUGINS_DIR)/loadavg-after.txt
 	$(TOOLBIN)/benchstat -col /impl $(BENCH_PLUGINS_DIR)/bench.txt | tee $(BENCH_PLUGINS_DIR)/benchstat.txt
 	@echo "load average (1m 5m 15m) before: $$(cut -d' ' -f1-3 $(BENCH_PLUGINS_DIR)/loadavg-before.txt), after: $$(cut -d' ' -f1-3 $(BENCH_PLUGINS_DIR)/loadavg-after.txt)"

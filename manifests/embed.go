@@ -28,7 +28,8 @@ func Example(name string) ([]byte, error) {
 }
 
 // Examples returns examples/ as a file system rooted there: one folder per
-// placement scenario (README.md, expect.yaml, the YAML) and fleet/.
+// placement scenario (README.md, the YAML, then/ and check/expect.yaml) and
+// fleet/.
 func Examples() fs.FS {
 	sub, err := fs.Sub(files, "examples")
 	if err != nil {

@@ -108,7 +108,7 @@ stops everything). In another terminal (make controlplane built bin/kubectl):
 
     export KUBECONFIG=%s
     bin/kubectl apply -f manifests/examples/fleet/
-    bin/kubectl apply -f manifests/examples/node-selector/pod.yaml
+    bin/kubectl apply -f manifests/examples/node-selector/
     bin/kubectl get pods -A -o wide
 
 `, framework.KWOKNodeAnnotation, framework.KWOKNodeValue, sched.Port(), env.Kubeconfig)

@@ -1,8 +1,15 @@
 // Package examples loads the scenario folders under manifests/examples,
 // applies them to a cluster and checks the placement each folder's
-// expect.yaml promises (the same promise its README.md makes in words).
-// test/examples asserts every folder with it and `make demo` prints what
-// it placed, so the examples are the fixtures and cannot drift.
+// check/expect.yaml promises (the same promise its README.md makes in
+// words). test/examples asserts every folder with it and `make demo` prints
+// what it placed, so the examples are the fixtures and cannot drift.
+//
+// A folder's layout is what `kubectl apply -f <folder>/` needs: that command
+// reads only the folder's own .yaml, .yml and .json files (a directory is
+// not recursive without -R), so the top level holds exactly the first
+// step's objects, and everything else sits in subfolders it skips:
+// check/expect.yaml (the assertions, not a Kubernetes object) and then/
+// (the files of later steps, applied one by one as the README says).
 package examples
 
 import (
@@ -11,6 +18,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +29,10 @@ import (
 // FleetDir is the folder under the examples root holding the node fleet
 // every example places pods on; it is not a scenario.
 const FleetDir = "fleet"
+
+// ExpectFile is where a folder keeps its assertions: in a subfolder, so
+// that `kubectl apply -f <folder>/` does not read them.
+const ExpectFile = "check/expect.yaml"
 
 // Example is one scenario folder.
 type Example struct {
@@ -34,7 +46,7 @@ type Example struct {
 	Spec Spec
 }
 
-// Spec is a folder's expect.yaml.
+// Spec is a folder's ExpectFile.
 type Spec struct {
 	// Namespace is where Expectation.Pods selects unless it names its own.
 	Namespace string `json:"namespace"`
@@ -44,7 +56,9 @@ type Spec struct {
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
-// Step applies files of the folder, then waits for its expectations.
+// Step applies files of the folder, then waits for its expectations. Paths
+// are relative to the folder: the first step applies its top-level files,
+// later steps files in a subfolder (then/).
 type Step struct {
 	Apply  []string      `json:"apply"`
 	Expect []Expectation `json:"expect"`
@@ -87,8 +101,9 @@ type Expectation struct {
 	Event string `json:"event,omitempty"`
 }
 
-// DefaultTimeout bounds each expectation's wait. Generous: CI shares two
-// cores, and a NoExecute eviction takes tolerationSeconds by design.
+// DefaultTimeout bounds each expectation's wait. Generous: a CI machine
+// runs the whole cluster on a few cores, and a NoExecute eviction takes
+// tolerationSeconds by design.
 const DefaultTimeout = 90 * time.Second
 
 func (s Spec) timeout() time.Duration {
@@ -99,7 +114,7 @@ func (s Spec) timeout() time.Duration {
 }
 
 // Load reads every scenario folder at the top of fsys (all but FleetDir),
-// sorted by name. A folder without README.md or expect.yaml is an error: an
+// sorted by name. A folder without README.md or ExpectFile is an error: an
 // example nobody checks, or a check nobody can read, is what this prevents.
 func Load(fsys fs.FS) ([]Example, error) {
 	entries, err := fs.ReadDir(fsys, ".")
@@ -130,10 +145,10 @@ func LoadOne(fsys fs.FS, dir string) (Example, error) {
 	if _, err := fs.Stat(fsys, path.Join(dir, "README.md")); err != nil {
 		return ex, fmt.Errorf("example %s: no README.md saying what should happen and why: %w", ex.Name, err)
 	}
-	expectPath := path.Join(dir, "expect.yaml")
+	expectPath := path.Join(dir, ExpectFile)
 	b, err := fs.ReadFile(fsys, expectPath)
 	if err != nil {
-		return ex, fmt.Errorf("example %s: no expect.yaml stating what README.md promises: %w", ex.Name, err)
+		return ex, fmt.Errorf("example %s: no %s stating what README.md promises: %w", ex.Name, ExpectFile, err)
 	}
 	if err := yaml.UnmarshalStrict(b, &ex.Spec); err != nil {
 		return ex, fmt.Errorf("%s: %w", expectPath, err)
@@ -155,6 +170,14 @@ func (s Spec) validate(fsys fs.FS, dir string) error {
 		for _, f := range st.Apply {
 			if _, err := fs.Stat(fsys, path.Join(dir, f)); err != nil {
 				return fmt.Errorf("steps[%d].apply: %w", i, err)
+			}
+			// `kubectl apply -f <folder>/` is the first step: its files at
+			// the top, every later one's in a subfolder it does not read.
+			if top := !strings.Contains(path.Clean(f), "/"); top != (i == 0) {
+				if i == 0 {
+					return fmt.Errorf("steps[0].apply: %s is in a subfolder; the first step applies the folder's top-level files (what kubectl apply -f <folder>/ reads)", f)
+				}
+				return fmt.Errorf("steps[%d].apply: %s is at the folder's top, which kubectl apply -f <folder>/ applies with the first step; move it to then/", i, f)
 			}
 		}
 		if len(st.Expect) == 0 {

@@ -59,35 +59,43 @@ func TestLoadOneRejects(t *testing.T) {
 		want  string
 	}{
 		"no README": {
-			files: map[string]string{"expect.yaml": "namespace: x\n"},
+			files: map[string]string{"check/expect.yaml": "namespace: x\n"},
 			want:  "no README.md",
 		},
 		"no expect": {
 			files: map[string]string{"README.md": "x"},
-			want:  "no expect.yaml",
+			want:  "no check/expect.yaml",
 		},
 		"unknown field": {
-			files: map[string]string{"README.md": "x", "a.yaml": "", "expect.yaml": "namespace: x\nstep: []\n"},
+			files: map[string]string{"README.md": "x", "a.yaml": "", "check/expect.yaml": "namespace: x\nstep: []\n"},
 			want:  `unknown field "step"`,
 		},
 		"missing file": {
-			files: map[string]string{"README.md": "x", "expect.yaml": "namespace: x\nsteps:\n- apply: [b.yaml]\n  expect: [{pods: a=b}]\n"},
+			files: map[string]string{"README.md": "x", "check/expect.yaml": "namespace: x\nsteps:\n- apply: [b.yaml]\n  expect: [{pods: a=b}]\n"},
 			want:  "steps[0].apply",
 		},
 		"pods and evicted": {
-			files: map[string]string{"README.md": "x", "a.yaml": "", "expect.yaml": "namespace: x\nsteps:\n- apply: [a.yaml]\n  expect: [{pods: a=b, evicted: p}]\n"},
+			files: map[string]string{"README.md": "x", "a.yaml": "", "check/expect.yaml": "namespace: x\nsteps:\n- apply: [a.yaml]\n  expect: [{pods: a=b, evicted: p}]\n"},
 			want:  "steps[0].expect[0]: give exactly one of pods",
 		},
 		"bad selector": {
-			files: map[string]string{"README.md": "x", "a.yaml": "", "expect.yaml": "namespace: x\nsteps:\n- apply: [a.yaml]\n  expect: [{pods: 'a in b'}]\n"},
+			files: map[string]string{"README.md": "x", "a.yaml": "", "check/expect.yaml": "namespace: x\nsteps:\n- apply: [a.yaml]\n  expect: [{pods: 'a in b'}]\n"},
 			want:  "steps[0].expect[0].pods",
 		},
 		"pending with nodes": {
-			files: map[string]string{"README.md": "x", "a.yaml": "", "expect.yaml": "namespace: x\nsteps:\n- apply: [a.yaml]\n  expect: [{pods: a=b, pending: x, nodes: [n]}]\n"},
+			files: map[string]string{"README.md": "x", "a.yaml": "", "check/expect.yaml": "namespace: x\nsteps:\n- apply: [a.yaml]\n  expect: [{pods: a=b, pending: x, nodes: [n]}]\n"},
 			want:  ".pending: a pending pod has no node",
 		},
+		"later step at the top": {
+			files: map[string]string{"README.md": "x", "a.yaml": "", "b.yaml": "", "check/expect.yaml": "namespace: x\nsteps:\n- apply: [a.yaml]\n  expect: [{pods: a=b}]\n- apply: [b.yaml]\n  expect: [{pods: a=b}]\n"},
+			want:  "steps[1].apply: b.yaml is at the folder's top",
+		},
+		"first step in a subfolder": {
+			files: map[string]string{"README.md": "x", "then/a.yaml": "", "check/expect.yaml": "namespace: x\nsteps:\n- apply: [then/a.yaml]\n  expect: [{pods: a=b}]\n"},
+			want:  "steps[0].apply: then/a.yaml is in a subfolder",
+		},
 		"no namespace": {
-			files: map[string]string{"README.md": "x", "a.yaml": "", "expect.yaml": "steps:\n- apply: [a.yaml]\n  expect: [{pods: a=b}]\n"},
+			files: map[string]string{"README.md": "x", "a.yaml": "", "check/expect.yaml": "steps:\n- apply: [a.yaml]\n  expect: [{pods: a=b}]\n"},
 			want:  ".namespace: empty",
 		},
 	} {

@@ -2,7 +2,7 @@
 // against a full local cluster (etcd, kube-apiserver, kube-controller-manager,
 // upstream kube-scheduler, KWOK: test/framework with Options.Cluster) and
 // the real placement-scheduler binary, and asserts what each folder's
-// expect.yaml (and README.md, in words) promises. The examples are the
+// check/expect.yaml (and README.md, in words) promises. The examples are the
 // fixtures, so the docs cannot drift.
 package examples
 

@@ -65,8 +65,8 @@ const (
 )
 
 // DefaultTimeout is how long the wait helpers poll unless Options.Timeout
-// says otherwise: generous, because CI shares 2 cores with etcd and the
-// apiserver.
+// says otherwise: generous, because the test binary shares a CI machine's
+// few cores with etcd and the apiserver.
 const DefaultTimeout = 60 * time.Second
 
 const pollInterval = 100 * time.Millisecond

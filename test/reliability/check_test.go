@@ -424,7 +424,7 @@ func recheckFilters(t testing.TB, ns string, pods []*v1.Pod) int {
 			c.Nodes = append(c.Nodes, &nodes.Items[i])
 		}
 	}
-	// Two workers: the machine has two cores.
+	// Two workers: the check is CPU-bound, and CI machines have few cores.
 	var mu sync.Mutex
 	violations := 0
 	work := make(chan *v1.Pod)

@@ -13,8 +13,8 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	// Waits here cover thousands of pods on 2 loaded cores; a failure still
-	// names what it waited for.
+	// Waits here cover thousands of pods on a loaded CI machine; a failure
+	// still names what it waited for.
 	// The audit log records every binding (who, which pod, to which node,
 	// response code, when): the apiserver's own account of how often each
 	// pod was bound, and where, which a SIGKILLed scheduler cannot lose.

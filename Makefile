@@ -42,7 +42,7 @@ BUILD_DATE := $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ -
 # The Kubernetes version we embed, stamped where upstream stamps it: the
 # component-base version decides the binary's feature-gate set, so it must be
 # the real one (see cmd/scheduler/main.go).
-K8S_VERSION := $(shell $(GO) list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
+K8S_VERSION := $(shell GOWORK=$(GOWORK) $(GO) list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
@@ -295,7 +295,43 @@ test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engin
 	cd test/alerts && $(TOOLGO) vet ./... && $(TOOLGO) test -count=1 ./...
 
 .PHONY: test
-test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples ## Everything CI runs.
+test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full, every older line's smoke (test-line).
+
+# An older line in make test (test-line): its binaries built; vet and the
+# unit tests of the packages whose tests hold on every minor, with the
+# short equivalence batches, which compare our plugins with that minor's
+# in-tree plugins; its binary against its own apiserver (test-integration);
+# on its own full cluster the examples and an enforcer move (a relabelled
+# pool emptied through the Eviction API, the replacements landing).
+# The plugin packages' own unit tests state the newest line's rules (its
+# gates, extension points and event resources), so they run on the newest
+# line; an older line's rules are checked against its upstream by the
+# equivalence suite. LINE_UNIT_SKIP lists what a line leaves out and why:
+# tests of line-independent artifacts (chart, release), tests that need a
+# cluster (their own targets), and the plugin packages as above.
+OLDER_LINES    := $(filter-out $(K8S_NEWEST),$(K8S_LINES))
+LINE_UNIT_SKIP := /test/integration /test/examples /test/reliability /test/release /test/chart /test/perf \
+	/pkg/plugins$$ /pkg/plugins/interpodaffinity$$ /pkg/plugins/nodeaffinity$$ /pkg/plugins/nodename$$ /pkg/plugins/tainttoleration$$
+LINE_EXAMPLES  := ^(TestClusterAlive|TestExamples|TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime)$$
+
+.PHONY: test-line
+test-line: build controlplane-envtest helm image-single controlplane-cluster ## One line's smoke (K8S=1.36): build, vet, unit tests and short equivalence batches, integration, examples and an enforcer move.
+	$(GO) vet $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
+	$(GO) test -count=1 -short -timeout 30m $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
+	$(MAKE) --no-print-directory test-integration K8S=$(K8S)
+	$(GO) test -count=1 -timeout 15m ./test/examples/... -run '$(LINE_EXAMPLES)'
+
+.PHONY: test-older-lines
+test-older-lines: ## test-line for every line but the newest (part of make test).
+	for l in $(OLDER_LINES); do $(MAKE) --no-print-directory test-line K8S=$$l || exit 1; done
+
+# Every suite on every line: the newest line's make test, then for each
+# older line the unit, integration, reliability and examples suites in full.
+.PHONY: test-lines
+test-lines: test ## Every suite on every line (long).
+	for l in $(OLDER_LINES); do \
+		$(MAKE) --no-print-directory K8S=$$l test-line test-reliability-short test-examples || exit 1; \
+		$(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -e /test/equivalence) || exit 1; done
 
 # Release artifacts, all in dist/ (git-ignored), for VERSION=vX.Y.Z
 # (docs/releasing.md):

@@ -1,3 +1,5 @@
+//go:build !k8s1.35 && !k8s1.36
+
 package equivalence
 
 import (

@@ -171,8 +171,10 @@ controlplane: controlplane-cluster ## Build the whole control plane into bin/ (c
 # k8s.io/kubernetes and every staging module, go mod tidy, and the docs that
 # name the pinned version; K8S_VERSION above follows go.mod by itself.
 .PHONY: bump-k8s
-bump-k8s: ## Move k8s.io/kubernetes and its staging modules to a patch release (VERSION=vX.Y.Z required), go mod tidy, update the docs naming it.
-	@hack/bump-k8s.sh '$(if $(filter file,$(origin VERSION)),,$(VERSION))'
+bump-k8s: ## Move one line to a patch release (VERSION=vX.Y.Z required; LINE=1.36 for an older line, default the newest: go.mod, go mod tidy, the docs naming it).
+	@if [ -n '$(LINE)' ] && [ '$(LINE)' != '$(K8S_NEWEST)' ]; then \
+		hack/bump-line.sh '$(LINE)' '$(if $(filter file,$(origin VERSION)),,$(VERSION))'; \
+	else hack/bump-k8s.sh '$(if $(filter file,$(origin VERSION)),,$(VERSION))'; fi
 
 # The scheduler config `make run` and `make demo` run placement-scheduler
 # with: the shipped profile plus the profile-pool example's second profile.
@@ -357,11 +359,19 @@ check-version = @if [ "$(origin VERSION)" = file ] || ! [[ "$(VERSION)" =~ ^v[0-
 		echo "$@: VERSION must be given as vX.Y.Z, e.g. make $@ VERSION=v0.1.0 (got $(VERSION))" >&2; exit 1; fi
 
 .PHONY: release
-release: helm ## Build every release artifact into dist/ (VERSION=vX.Y.Z required; SIGNING_KEY=path signs SHA256SUMS).
+release: ## Build every line's release artifacts into dist/k8s-<minor>/ (VERSION=vX.Y.Z required; SIGNING_KEY=path signs SHA256SUMS).
+	$(check-version)
+	for l in $(K8S_LINES); do $(MAKE) --no-print-directory release-line K8S=$$l VERSION=$(VERSION) DIST=$(DIST)/k8s-$$l || exit 1; done
+
+# One line's artifacts: its image (tag <VERSION>-k8s<minor>), the manifests
+# rendered with it, the chart (the same for every line: it picks the line
+# from the cluster's version), the kubectl plugin archives, SBOMs, checksums.
+.PHONY: release-line
+release-line: helm ## Build one line's release artifacts into DIST (K8S=1.36, VERSION=vX.Y.Z required).
 	$(check-version)
 	rm -rf $(DIST) && mkdir -p $(DIST)
-	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-image-index.tar
-	$(GO) run ./hack/kustomize -dir manifests -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION).yaml
+	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S)-image-index.tar
+	$(GO) run ./hack/kustomize -dir manifests -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S).yaml
 	$(TOOLBIN)/helm package charts/placement-scheduler --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(DIST)
 	$(MAKE) --no-print-directory release-plugin release-sbom release-checksums VERSION=$(VERSION) DIST=$(DIST)
 	@ls -l $(DIST)
@@ -389,12 +399,12 @@ sbom-tool: ## Build bin/cyclonedx-gomod from tools/sbom/go.mod.
 # library cannot read a linked worktree (`git worktree add`), so there it
 # reads a plain clone of HEAD instead.
 .PHONY: release-sbom
-release-sbom: sbom-tool ## CycloneDX SBOMs of placement-scheduler and kubectl-placement into DIST.
+release-sbom: sbom-tool ## CycloneDX SBOMs of placement-scheduler, placement-enforcer and kubectl-placement into DIST.
 	$(check-version)
 	@mkdir -p $(DIST)
 	src=$(CURDIR); if [ "$$(git rev-parse --git-dir)" != "$$(git rev-parse --git-common-dir)" ]; then \
 		src=$(BIN)/sbom-src; rm -rf $$src; git clone -q $(CURDIR) $$src; fi; \
-	for main in scheduler:placement-scheduler kubectl-placement:kubectl-placement; do \
+	for main in scheduler:placement-scheduler enforcer:placement-enforcer kubectl-placement:kubectl-placement; do \
 		(cd $$src && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(TOOLBIN)/cyclonedx-gomod app -json -licenses -main cmd/$${main%%:*} \
 			-output $(DIST)/$${main#*:}_$(VERSION).sbom.cdx.json .) || exit 1; \
 	done

@@ -394,6 +394,7 @@ func TestSBOM(t *testing.T) {
 	for binary, wants := range map[string][]string{
 		"placement-scheduler": {"k8s.io/kubernetes@" + r.k8sVersion, "k8s.io/component-base@"},
 		"kubectl-placement":   {"k8s.io/kubernetes@" + r.k8sVersion, "k8s.io/cli-runtime@"},
+		"placement-enforcer":  {"k8s.io/kubernetes@" + r.k8sVersion, "k8s.io/client-go@"},
 	} {
 		t.Run(binary, func(t *testing.T) {
 			var bom struct {

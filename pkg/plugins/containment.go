@@ -109,7 +109,9 @@ func Contain(p fwk.Plugin) (fwk.Plugin, error) {
 	case filterShape:
 		out = newContainedFilter(q)
 	default:
-		return nil, fmt.Errorf("plugin %s implements %v, which no panic-containment wrapper has: add one in pkg/plugins/containment.go", p.Name(), Interfaces(p))
+		if out = containLineShape(p); out == nil {
+			return nil, fmt.Errorf("plugin %s implements %v, which no panic-containment wrapper has: add one in pkg/plugins/containment.go", p.Name(), Interfaces(p))
+		}
 	}
 	if want, got := Interfaces(p), Interfaces(out); !slices.Equal(want, got) {
 		return nil, fmt.Errorf("plugin %s implements %v, its panic-containment wrapper %v: add a wrapper of that exact shape in pkg/plugins/containment.go", p.Name(), want, got)

@@ -111,9 +111,84 @@ repository:tag, the tag defaulting to $default.
 {{- end -}}
 {{- end -}}
 
-{{/* The scheduler's image, as deployed. */}}
+{{/*
+The build lines, the one list of them in the chart: each Kubernetes minor
+placement-scheduler is built for (an image tagged <appVersion>-k8s1.<minor>),
+with the Kubernetes release that line builds from (go.mod for the newest,
+lines/k8s-1.<minor>/go.work for the others; the helm test's kubectl is that
+release). The Makefile's K8S_LINES must list the same minors, Chart.yaml's
+kubeVersion must admit 1.<oldest> up to 1.<newest + 1>, and test/chart
+fails when this drifts from go.mod or lines/.
+*/}}
+{{- define "placement-scheduler.k8sLines" -}}
+{{- toJson (dict "35" "v1.35.4" "36" "v1.36.3" "37" "v1.37.2") -}}
+{{- end -}}
+
+{{/*
+The build line for the cluster (.Capabilities.KubeVersion), as its minor
+("36"), or "" when none serves it. The skew policy lets a scheduler be as new
+as the apiserver or one minor older: a cluster at a line's minor runs that
+line, one newer than the newest line runs the newest. Managed clusters may
+report Minor as "36+", so only its leading digits count.
+*/}}
+{{- define "placement-scheduler.k8sLine" -}}
+{{- $lines := include "placement-scheduler.k8sLines" . | fromJson -}}
+{{- $newest := 0 -}}
+{{- range $minor, $_ := $lines -}}
+{{- $newest = max $newest (atoi $minor) -}}
+{{- end -}}
+{{- $kv := .Capabilities.KubeVersion -}}
+{{- $major := regexFind "^[0-9]+" (toString $kv.Major) -}}
+{{- $minor := regexFind "^[0-9]+" (toString $kv.Minor) -}}
+{{- if and (eq $major "1") $minor -}}
+{{- if hasKey $lines (toString (atoi $minor)) -}}
+{{- atoi $minor -}}
+{{- else if eq (atoi $minor) (add1 $newest) -}}
+{{- $newest -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The cluster's build line; fails the render, in one line naming the
+supported range and $value (the value that pins the image instead), when
+the cluster has none. Called as (list $ "image.tag").
+*/}}
+{{- define "placement-scheduler.requireK8sLine" -}}
+{{- $root := index . 0 -}}
+{{- $line := include "placement-scheduler.k8sLine" $root -}}
+{{- if not $line -}}
+{{- $minors := keys (include "placement-scheduler.k8sLines" $root | fromJson) | sortAlpha -}}
+{{- fail (printf "placement-scheduler supports Kubernetes 1.%s to 1.%d (build lines %s), not %s: set %s to run another build" (first $minors) (add1 (atoi (last $minors))) (printf "1.%s" (join ", 1." $minors)) $root.Capabilities.KubeVersion.Version (index . 1)) -}}
+{{- end -}}
+{{- $line -}}
+{{- end -}}
+
+{{/*
+The scheduler's (and the enforcer's) image, as deployed: image.digest or
+image.tag as given, else the cluster's build line, <appVersion>-k8s1.<line>.
+*/}}
 {{- define "placement-scheduler.image" -}}
-{{- include "placement-scheduler.imageRef" (list .Values.image .Chart.AppVersion) -}}
+{{- $default := "" -}}
+{{- if not (or .Values.image.digest .Values.image.tag) -}}
+{{- $default = printf "%s-k8s1.%s" .Chart.AppVersion (include "placement-scheduler.requireK8sLine" (list . "image.tag")) -}}
+{{- end -}}
+{{- include "placement-scheduler.imageRef" (list .Values.image $default) -}}
+{{- end -}}
+
+{{/*
+The helm test's kubectl: tests.kubectlImage's digest or tag as given, else
+the Kubernetes release the cluster's build line is built from, a kubectl
+within one minor of the apiserver as kubectl's skew policy asks.
+*/}}
+{{- define "placement-scheduler.kubectlImage" -}}
+{{- $img := .Values.tests.kubectlImage -}}
+{{- $default := "" -}}
+{{- if not (or $img.digest $img.tag) -}}
+{{- $lines := include "placement-scheduler.k8sLines" . | fromJson -}}
+{{- $default = get $lines (include "placement-scheduler.requireK8sLine" (list . "tests.kubectlImage.tag")) -}}
+{{- end -}}
+{{- include "placement-scheduler.imageRef" (list $img $default) -}}
 {{- end -}}
 
 {{/*

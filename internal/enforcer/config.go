@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 )
 
 // The configuration file's type. The file is versioned so that a field can
@@ -80,11 +82,7 @@ type GracePeriods struct {
 }
 
 // Limits cap evictions in flight.
-type Limits struct {
-	PerNode      int `json:"perNode,omitempty"`
-	PerNamespace int `json:"perNamespace,omitempty"`
-	Total        int `json:"total,omitempty"`
-}
+type Limits = evictions.Limits
 
 // Backoff is the retry backoff after a refused eviction.
 type Backoff struct {

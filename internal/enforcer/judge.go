@@ -61,26 +61,6 @@ type judgeProfile struct {
 	podAffinity  fwk.FilterPlugin
 }
 
-// NewJudge snapshots pods and nodes as the scheduler's cache would hold them
-// (bound pods only; terminating pods are left out, since they are on their
-// way out and a verdict must not depend on them) and builds the plugins of
-// every profile in cfg. factory serves the Namespace lister
-// InterPodAffinity needs; NewJudge starts it and waits for its caches.
-func NewJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, nodes []*v1.Node, pods []*v1.Pod) (*Judge, error) {
-	s := newClusterState(ctx)
-	logger := klog.FromContext(ctx)
-	for _, n := range nodes {
-		s.setNode(logger, n, n.Name)
-	}
-	for _, p := range pods {
-		s.setPod(logger, p, p.UID)
-	}
-	if err := s.sync(logger); err != nil {
-		return nil, err
-	}
-	return newJudge(ctx, cfg, factory, s)
-}
-
 // newJudge builds the plugins of every profile in cfg over s's snapshot.
 func newJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, s *clusterState) (*Judge, error) {
 	j := &Judge{state: s, snapshot: s.snapshot, profiles: map[string]*judgeProfile{}, namespaces: factory.Core().V1().Namespaces().Lister()}

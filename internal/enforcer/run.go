@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiluuid "k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -196,44 +193,4 @@ func mux(e *Enforcer) *http.ServeMux {
 		_ = json.NewEncoder(w).Encode(e.Reports())
 	})
 	return m
-}
-
-// isResync: an update whose object did not change is the informers'
-// resync.
-func isResync(old, cur any) bool {
-	o, ok1 := old.(metav1.Object)
-	c, ok2 := cur.(metav1.Object)
-	return ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion()
-}
-
-// relevantUpdate reports whether an update can change a judgement or a
-// decision: for pods their labels, annotations, node, deletion, phase or
-// Ready condition; for nodes their labels, taints or Ready condition.
-// Container status churn and node heartbeats start no pass; an update
-// whose object did not change is the informers' resync, the periodic
-// backstop, and always starts one.
-func relevantUpdate(old, cur any) bool {
-	switch o := old.(type) {
-	case *v1.Pod:
-		c, ok := cur.(*v1.Pod)
-		if !ok {
-			return true
-		}
-		if o.ResourceVersion == c.ResourceVersion {
-			return true // a resync: the periodic backstop
-		}
-		return !maps.Equal(o.Labels, c.Labels) || !maps.Equal(o.Annotations, c.Annotations) ||
-			o.Spec.NodeName != c.Spec.NodeName || (o.DeletionTimestamp == nil) != (c.DeletionTimestamp == nil) ||
-			o.Status.Phase != c.Status.Phase || podReady(o) != podReady(c)
-	case *v1.Node:
-		c, ok := cur.(*v1.Node)
-		if !ok {
-			return true
-		}
-		if o.ResourceVersion == c.ResourceVersion {
-			return true
-		}
-		return !maps.Equal(o.Labels, c.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, c.Spec.Taints) || nodeReady(o) != nodeReady(c)
-	}
-	return true
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -580,86 +578,22 @@ func hasPodAffinityTerms(p *v1.Pod) bool {
 	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
 }
 
-// changes are what the informers reported since the last pass: the latest
-// version of each object (nil: deleted), applied to the state at the start
-// of the next pass. Handlers only record, so they never wait for a pass.
-type changes struct {
-	mu         sync.Mutex
-	nodes      map[string]*v1.Node
-	pods       map[types.UID]*v1.Pod
-	namespaces map[string]*v1.Namespace
-	pdbs       []*policyv1.PodDisruptionBudget // every version seen, old and new
-	// full asks for every pod to be judged: the first pass, and the
-	// informers' resync (the periodic backstop).
-	full bool
-}
+// The book of evictions (package evictions) reads the state through these.
 
-func newChanges() *changes {
-	return &changes{nodes: map[string]*v1.Node{}, pods: map[types.UID]*v1.Pod{}, namespaces: map[string]*v1.Namespace{}, full: true}
-}
+// Pod is the pod with uid, or nil.
+func (s *clusterState) Pod(uid types.UID) *v1.Pod { return s.pods[uid] }
 
-// record notes obj (deleted: it is gone).
-func (ch *changes) record(obj any, deleted bool) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj, deleted = d.Obj, true
-	}
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	switch o := obj.(type) {
-	case *v1.Node:
-		if deleted {
-			ch.nodes[o.Name] = nil
-		} else {
-			ch.nodes[o.Name] = o
-		}
-	case *v1.Pod:
-		if deleted {
-			ch.pods[o.UID] = nil
-		} else {
-			ch.pods[o.UID] = o
-		}
-	case *v1.Namespace:
-		if deleted {
-			ch.namespaces[o.Name] = nil
-		} else {
-			ch.namespaces[o.Name] = o
-		}
-	case *policyv1.PodDisruptionBudget:
-		ch.pdbs = append(ch.pdbs, o)
-	}
-}
+// Controlled are the pods whose controller is owner.
+func (s *clusterState) Controlled(owner types.UID) sets.Set[types.UID] { return s.owners[owner] }
 
-// resync asks the next pass to judge every pod.
-func (ch *changes) resync() {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	ch.full = true
-}
+// Terminating are the pods with a deletion timestamp.
+func (s *clusterState) Terminating() sets.Set[types.UID] { return s.terminating }
 
-// drain applies the recorded changes to s and returns the pods they can
-// affect, and whether every pod is to be judged.
-func (ch *changes) drain(logger klog.Logger, s *clusterState) (sets.Set[types.UID], bool) {
-	ch.mu.Lock()
-	nodes, pods, namespaces, pdbs, full := ch.nodes, ch.pods, ch.namespaces, ch.pdbs, ch.full
-	ch.nodes, ch.pods, ch.namespaces, ch.pdbs, ch.full = map[string]*v1.Node{}, map[types.UID]*v1.Pod{}, map[string]*v1.Namespace{}, nil, false
-	ch.mu.Unlock()
-	out := sets.New[types.UID]()
-	add := func(set sets.Set[types.UID]) {
-		for uid := range set {
-			out.Insert(uid)
-		}
-	}
-	for name, ns := range namespaces {
-		add(s.setNamespace(ns, name))
-	}
-	for name, n := range nodes {
-		add(s.setNode(logger, n, name))
-	}
-	for uid, p := range pods {
-		add(s.setPod(logger, p, uid))
-	}
-	for _, pdb := range pdbs {
-		add(s.pdbReach(pdb))
-	}
-	return out, full
-}
+// Counted: the scheduler's cache holds the pod.
+func (s *clusterState) Counted(pod *v1.Pod) bool { return inCache(pod) }
+
+// HasNode: the node exists.
+func (s *clusterState) HasNode(name string) bool { return s.nodes[name] != nil }
+
+// Replaces: the pod's controller creates a pod in its place.
+func (s *clusterState) Replaces(*v1.Pod) bool { return true }

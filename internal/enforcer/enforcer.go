@@ -59,9 +59,6 @@ type Enforcer struct {
 
 	mu     sync.Mutex
 	judged map[types.UID]*judgement
-	// rejudge are pods the last pass's decisions can have changed the
-	// verdict of (a younger pod kept or leaving again).
-	rejudge sets.Set[types.UID]
 	// gone are the judged pods that count as gone for older ones.
 	gone    sets.Set[types.UID]
 	tracked map[types.UID]*tracked
@@ -82,7 +79,6 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		metrics: newMetrics(),
 		tracked: map[types.UID]*tracked{},
 		judged:  map[types.UID]*judgement{},
-		rejudge: sets.New[types.UID](),
 		gone:    sets.New[types.UID](),
 		book:    evictions.NewBook(cfg.Limits),
 	}
@@ -114,10 +110,8 @@ type pass struct {
 type judgement struct {
 	verdicts []Verdict
 	err      error
-	// leaving: as last decided, the pod is on its way out (not kept as
-	// protected or no-fit). A pod violating its anti-affinity counts as
-	// gone for older pods only while it is leaving; otherwise they see it
-	// and report their own violation.
+	// leaving: as last decided, the pod is on its way out (evicting, or
+	// dry-run); see asIfGone.
 	leaving bool
 }
 
@@ -159,37 +153,49 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected
 			affected.Insert(uid)
 		}
 	}
-	for uid := range e.rejudge {
-		affected.Insert(uid)
-	}
-	e.rejudge = sets.New[types.UID]()
 	p.judgeAll(ctx, j, affected)
 
 	// Decide youngest first, as judged: of pods whose anti-affinity
-	// rejects each other, the one that came last goes first.
+	// rejects each other, the one that came last goes first, and once it
+	// is on its way out the older pods it made violate are judged again
+	// before they are decided.
 	order := make([]*v1.Pod, 0, len(e.judged))
+	queued := sets.New[types.UID]()
 	for uid := range e.judged {
 		order = append(order, s.pods[uid])
+		queued.Insert(uid)
 	}
 	sort.Slice(order, func(i, j int) bool { return younger(order[i], order[j]) })
-	for _, pod := range order {
+	for i := 0; i < len(order); i++ {
+		pod := order[i]
 		jd := e.judged[pod.UID]
+		if jd == nil {
+			continue // judged again below: it breaks nothing now
+		}
 		if jd.err != nil {
 			p.report(pod, Report{State: StateUnjudged, Detail: jd.err.Error()}, nil)
 			continue
 		}
 		p.decide(ctx, pod, jd.verdicts)
-		// A pod kept (protected, no-fit) is no longer gone for the older
-		// pods that see it, and one that leaves again is: they are judged
-		// again on the next pass, which comes at once.
-		wasGone := jd.gone()
+		wasGone := jd.asIfGone()
 		jd.leaving = e.leaving(pod.UID)
 		p.setJudged(pod.UID, jd)
-		if jd.gone() != wasGone {
-			for _, other := range p.olderInReach(pod) {
-				e.rejudge.Insert(other.UID)
+		if jd.asIfGone() == wasGone {
+			continue
+		}
+		added := false
+		for _, other := range p.olderInReach(pod) {
+			p.setJudged(other.UID, nil)
+			p.setJudged(other.UID, p.judgeOne(ctx, j, other))
+			if p.judged[other.UID] != nil && !queued.Has(other.UID) {
+				order = append(order, other)
+				queued.Insert(other.UID)
+				added = true
 			}
-			p.after(time.Millisecond)
+		}
+		if added {
+			rest := order[i+1:]
+			sort.Slice(rest, func(a, b int) bool { return younger(rest[a], rest[b]) })
 		}
 	}
 
@@ -214,9 +220,9 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected
 	return p.next, nil
 }
 
-// judgeAll re-judges the pods in work, youngest first. A pod judged to
-// violate its anti-affinity counts as gone for every older pod; when that
-// changes, the older pods that can see it are judged again too.
+// judgeAll re-judges the pods in work, youngest first. When whether a pod
+// counts as gone for older ones (asIfGone) changes, the older pods that
+// can see it are judged again too.
 func (p *pass) judgeAll(ctx context.Context, j *Judge, work sets.Set[types.UID]) {
 	queue := make([]*v1.Pod, 0, work.Len())
 	queued := sets.New[types.UID]()
@@ -231,10 +237,10 @@ func (p *pass) judgeAll(ctx context.Context, j *Judge, work sets.Set[types.UID])
 	sort.Slice(queue, func(i, j int) bool { return younger(queue[i], queue[j]) })
 	for i := 0; i < len(queue); i++ {
 		pod := queue[i]
-		wasGone := p.judged[pod.UID].gone()
+		wasGone := p.judged[pod.UID].asIfGone()
 		p.setJudged(pod.UID, nil)
 		p.setJudged(pod.UID, p.judgeOne(ctx, j, pod))
-		if wasGone == p.judged[pod.UID].gone() {
+		if wasGone == p.judged[pod.UID].asIfGone() {
 			continue
 		}
 		added := false
@@ -252,9 +258,10 @@ func (p *pass) judgeAll(ctx context.Context, j *Judge, work sets.Set[types.UID])
 	}
 }
 
-// judgeOne judges one pod, as the youngest-first order left things: every
-// younger pod that violates its anti-affinity counts as gone. It returns
-// nil when the pod is not judged or breaks nothing.
+// judgeOne judges one pod, as the youngest-first order left things: the
+// younger pods that count as gone (judgement.asIfGone) are left out of its
+// anti-affinity's view. It returns nil when the pod is not judged or
+// breaks nothing.
 func (p *pass) judgeOne(ctx context.Context, j *Judge, pod *v1.Pod) *judgement {
 	if !inCache(pod) {
 		return nil
@@ -266,14 +273,14 @@ func (p *pass) judgeOne(ctx context.Context, j *Judge, pod *v1.Pod) *judgement {
 	if rules.Empty() {
 		return nil
 	}
-	var gone []*v1.Pod
+	var leaving []*v1.Pod
 	for uid := range p.gone {
 		if other := p.s.pods[uid]; other != nil && younger(other, pod) {
-			gone = append(gone, other)
+			leaving = append(leaving, other)
 		}
 	}
-	sort.Slice(gone, func(i, j int) bool { return younger(gone[i], gone[j]) })
-	verdicts, err := j.Judge(ctx, pod, rules, gone)
+	sort.Slice(leaving, func(i, j int) bool { return younger(leaving[i], leaving[j]) })
+	verdicts, err := j.Judge(ctx, pod, rules, leaving)
 	if err != nil {
 		if !errors.Is(err, ErrUnknownProfile) {
 			p.logger.Error(err, "Judging pod", "pod", klog.KObj(pod))
@@ -293,7 +300,7 @@ func (p *pass) setJudged(uid types.UID, jd *judgement) {
 	} else {
 		p.judged[uid] = jd
 	}
-	if jd.gone() {
+	if jd.asIfGone() {
 		p.gone.Insert(uid)
 	} else {
 		p.gone.Delete(uid)
@@ -314,10 +321,24 @@ func (p *pass) olderInReach(pod *v1.Pod) []*v1.Pod {
 	return out
 }
 
-// gone: the pod violates its own anti-affinity and is leaving, so older
-// pods are judged without it (of two pods that violate each other only
-// the youngest goes, unless it cannot).
-func (jd *judgement) gone() bool {
+// asIfGone is the one place that says which pods a judgement leaves out of
+// the cluster (docs/behavior.md §12). Every rule of a pod is judged against
+// the cluster as it is, with only these pods out:
+//   - the pod itself (Judge takes it out);
+//   - terminating pods (the scheduler's cache, and so the snapshot, never
+//     holds them);
+//   - for the anti-affinity of an older pod only, a younger pod that
+//     violates its own anti-affinity and is actually leaving: its
+//     eviction was accepted (evicting) or, in a dry run, would be
+//     (dry-run). Of two pods that violate each other only the younger
+//     goes; the older one is not blamed for a pod on its way out.
+//
+// Any other state (grace, protected, no-fit, pdb-blocked, paced,
+// waiting-owner, error) leaves the pod where it is, for every rule: a pod
+// whose required pod affinity is met by a pod that cannot leave is met,
+// and an older pod whose anti-affinity a pod that cannot leave breaks is
+// in violation itself.
+func (jd *judgement) asIfGone() bool {
 	if jd == nil || !jd.leaving {
 		return false
 	}
@@ -329,11 +350,11 @@ func (jd *judgement) gone() bool {
 	return false
 }
 
-// leaving: the last decision did not keep the pod (protected or no-fit);
-// a pod not decided yet is taken to be leaving.
+// leaving: the pod's eviction was accepted (it stays evicting until it is
+// seen terminating) or, in a dry run, would be.
 func (e *Enforcer) leaving(uid types.UID) bool {
 	t := e.tracked[uid]
-	return t == nil || (t.state != StateProtected && t.state != StateNoFit)
+	return t != nil && (t.state == StateEvicting || t.state == StateDryRun)
 }
 
 // younger orders pods youngest first (then by namespace and name).
@@ -378,6 +399,13 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		}
 	}
 	base := Report{Rule: v.Rule, Reason: v.Reason, Terms: v.Terms, Since: metav1.NewTime(t.since[v.Rule])}
+	if p.book.Has(pod.UID) && t.last != nil {
+		// Its eviction was accepted: it stays evicting until it is seen
+		// terminating.
+		base.State, base.Target = StateEvicting, t.last.Target
+		p.report(pod, base, t)
+		return
+	}
 	if wait := due.Sub(p.now); wait > 0 {
 		p.after(wait)
 		base.State = StateGrace

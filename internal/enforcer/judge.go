@@ -126,11 +126,13 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 
 // Judge returns the rules among rules that pod breaks on its own node,
 // judged exactly as the scheduler would judge the pod's placement there if
-// it were not running yet: the pod itself removed from the snapshot, and
-// also every pod in gone (pods already chosen to leave in this pass). Only
-// the pod's own terms count: another pod's anti-affinity that rejects this
-// pod is that pod's violation, not this one's. A pod whose node is not in
-// the snapshot is judged to break nothing (a deleted node's pods are the
+// it were not running yet, against the cluster as it is: the pod itself
+// removed from the snapshot (terminating pods are never in it), and, for
+// its anti-affinity only, also every pod in leaving (see
+// judgement.asIfGone, the one place that says who counts as gone). Only the
+// pod's own terms count: another pod's anti-affinity that rejects this pod
+// is that pod's violation, not this one's. A pod whose node is not in the
+// snapshot is judged to break nothing (a deleted node's pods are the
 // garbage collector's).
 //
 // The cost follows the pod's domains, not the cluster: PreFilter is given
@@ -140,7 +142,7 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 // every node gives; the one exception is the first-pod-of-a-series rule of
 // pod affinity, which asks whether any pod anywhere matches: when it could
 // have decided a pass, the pod is judged again over every node.
-func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v1.Pod) ([]Verdict, error) {
+func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, leaving []*v1.Pod) ([]Verdict, error) {
 	jp, ok := j.profiles[schedulerName(pod)]
 	if !ok {
 		return nil, fmt.Errorf("pod %s/%s, schedulerName %q: %w", pod.Namespace, pod.Name, schedulerName(pod), ErrUnknownProfile)
@@ -159,35 +161,20 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 			return nil, fmt.Errorf("pod %s/%s: its pod (anti-)affinity terms do not parse: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	// The pod (and every pod in gone) is taken out the way preemption
-	// takes out victims: PreFilter runs on the shared snapshot, the
-	// plugin's own RemovePod then uncounts each of them from its state,
-	// and Filter sees a copy of the pod's node without them. Nothing is
-	// copied but that one node.
-	own := ni.Snapshot().(*framework.NodeInfo)
-	var removed []removal
-	for _, p := range append([]*v1.Pod{pod}, gone...) {
-		pni, err := j.snapshot.Get(p.Spec.NodeName)
-		if err != nil {
-			continue
-		}
-		pi := podInfoOf(pni, p)
-		if pi == nil {
-			continue // never in the snapshot (terminating): already gone
-		}
-		removed = append(removed, removal{pi, pni})
-		if p.Spec.NodeName == nodeName {
-			if err := own.RemovePod(klog.FromContext(ctx), p); err != nil {
-				return nil, err
-			}
-		}
+	// The pod is taken out the way preemption takes out victims:
+	// PreFilter runs on the shared snapshot, the plugin's own RemovePod
+	// then uncounts it from its state, and Filter sees a copy of the
+	// pod's node without it. Nothing is copied but that one node.
+	self, err := j.without(ctx, ni, []*v1.Pod{pod})
+	if err != nil {
+		return nil, err
 	}
 
 	var out []Verdict
 	if rules.Has(NodeAffinity) {
 		// NodeAffinity's PreFilter reads no node: the pod's node is list
 		// enough.
-		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), own, []fwk.NodeInfo{ni})
+		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), self.node, []fwk.NodeInfo{ni})
 		if err != nil {
 			return nil, err
 		}
@@ -204,6 +191,12 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 		if len(terms) == 0 {
 			continue // nothing of its own to break (PreFilter would agree)
 		}
+		view := self
+		if r == PodAntiAffinity && len(leaving) > 0 {
+			if view, err = j.without(ctx, ni, append([]*v1.Pod{pod}, leaving...)); err != nil {
+				return nil, err
+			}
+		}
 		keys := sets.New[string]()
 		for _, t := range terms {
 			keys.Insert(t.TopologyKey)
@@ -216,28 +209,59 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 			}
 		}
 		var nearRemoved []removal
-		for _, rm := range removed {
+		for _, rm := range view.removed {
 			if near.Has(rm.node.Node().Name) {
 				nearRemoved = append(nearRemoved, rm)
 			}
 		}
 		one := onlyPodTerms(pod, r)
-		v, err := judgePods(ctx, jp.podAffinity, r, one, own, list, nearRemoved)
+		v, err := judgePods(ctx, jp.podAffinity, r, one, view.node, list, nearRemoved)
 		if err != nil {
 			return nil, err
 		}
-		if r == PodAffinity && len(v) == 0 && j.firstPodMayDecide(pod, terms, ni.Node(), removed) {
+		if r == PodAffinity && len(v) == 0 && j.firstPodMayDecide(pod, terms, ni.Node(), view.removed) {
 			all, err := j.snapshot.NodeInfos().List()
 			if err != nil {
 				return nil, err
 			}
-			if v, err = judgePods(ctx, jp.podAffinity, r, one, own, all, removed); err != nil {
+			if v, err = judgePods(ctx, jp.podAffinity, r, one, view.node, all, view.removed); err != nil {
 				return nil, err
 			}
 		}
 		out = append(out, v...)
 	}
 	return out, nil
+}
+
+// judgedView is the cluster a rule is judged against: the pods taken out
+// (for the plugin's RemovePod) and a copy of the judged pod's node without
+// those of them that ran there.
+type judgedView struct {
+	removed []removal
+	node    *framework.NodeInfo
+}
+
+// without is the view of ni's node with pods taken out of the cluster; a
+// pod the snapshot does not hold (terminating) is out already.
+func (j *Judge) without(ctx context.Context, ni fwk.NodeInfo, pods []*v1.Pod) (judgedView, error) {
+	view := judgedView{node: ni.Snapshot().(*framework.NodeInfo)}
+	for _, p := range pods {
+		pni, err := j.snapshot.Get(p.Spec.NodeName)
+		if err != nil {
+			continue
+		}
+		pi := podInfoOf(pni, p)
+		if pi == nil {
+			continue
+		}
+		view.removed = append(view.removed, removal{pi, pni})
+		if p.Spec.NodeName == ni.Node().Name {
+			if err := view.node.RemovePod(klog.FromContext(ctx), p); err != nil {
+				return view, err
+			}
+		}
+	}
+	return view, nil
 }
 
 // firstPodMayDecide reports whether a pass of pod's affinity terms on node

@@ -412,7 +412,7 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		p.report(pod, base, t)
 		return
 	}
-	if why := protection(pod, p.s.nodes[pod.Spec.NodeName], p.cfg.EvictLocalStoragePods); why != "" {
+	if why := protection(pod, p.s.nodes[pod.Spec.NodeName], p.cfg, p.s.job(pod)); why != "" {
 		base.State, base.Detail = StateProtected, why
 		p.report(pod, base, t)
 		return

@@ -272,7 +272,7 @@ func TestProtectedPodsAreNeverEvicted(t *testing.T) {
 	if reps := r.pass(); len(reps) != 0 || len(r.evictions) != 0 {
 		t.Errorf("terminating pod: reports %v, evictions %v", reps, r.evicted())
 	}
-	if protection(term, r.c.Nodes[0], false) != SkipTerminating {
+	if protection(term, r.c.Nodes[0], r.e.cfg, nil) != SkipTerminating {
 		t.Errorf("terminating pod not protected")
 	}
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
@@ -22,6 +25,9 @@ type Cluster struct {
 	Nodes      []*v1.Node
 	Pods       []*v1.Pod
 	Namespaces []*v1.Namespace
+	// Jobs are served to the pass when the config lets Job pods be
+	// evicted, as Run's Job informer serves them.
+	Jobs []*batchv1.Job
 }
 
 // Pass judges every opted-in pod of c and acts on those due. It returns how
@@ -37,6 +43,15 @@ func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) 
 	defer cancel() // stops the judge's and placers' informers
 	logger := klog.FromContext(ctx)
 	s := newClusterState(ctx)
+	if e.cfg.EvictJobPods {
+		jobs := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+		for _, job := range c.Jobs {
+			if err := jobs.Add(job); err != nil {
+				return 0, err
+			}
+		}
+		s.jobs = batchlisters.NewJobLister(jobs)
+	}
 	nsObjs := make([]runtime.Object, 0, len(c.Namespaces))
 	for _, ns := range c.Namespaces {
 		s.setNamespace(ns, ns.Name)

@@ -93,6 +93,13 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 		}
 	}
 	state := newClusterState(ctx)
+	if cfg.EvictJobPods {
+		// A Job's pod may be evicted only when its Job's podFailurePolicy
+		// allows it; without the consent no Job is read.
+		jobs := factory.Batch().V1().Jobs()
+		jobs.Informer()
+		state.jobs = jobs.Lister()
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 

@@ -5,18 +5,21 @@ import (
 	"fmt"
 	"maps"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
@@ -34,6 +37,9 @@ import (
 type clusterState struct {
 	cache    schedcache.Cache
 	snapshot *schedcache.Snapshot
+	// jobs serves the Jobs of Job pods, when their eviction is allowed
+	// (evictJobPods); nil otherwise.
+	jobs batchlisters.JobLister
 
 	nodes      map[string]*v1.Node
 	pods       map[types.UID]*v1.Pod // every pod seen, bound or not
@@ -595,5 +601,37 @@ func (s *clusterState) Counted(pod *v1.Pod) bool { return inCache(pod) }
 // HasNode: the node exists.
 func (s *clusterState) HasNode(name string) bool { return s.nodes[name] != nil }
 
-// Replaces: the pod's controller creates a pod in its place.
-func (s *clusterState) Replaces(*v1.Pod) bool { return true }
+// Replacement: a Job replaces its pod once, unless it has finished, is
+// suspended or is gone (when the Jobs are not watched, no Job pod is ever
+// evicted); every other controller keeps its number of pods.
+func (s *clusterState) Replacement(pod *v1.Pod) evictions.Replacement {
+	o := metav1.GetControllerOf(pod)
+	if o == nil || !isJob(o) || s.jobs == nil {
+		return evictions.ReplacedWhenReady
+	}
+	job := s.job(pod)
+	if job == nil || job.UID != o.UID || (job.Spec.Suspend != nil && *job.Spec.Suspend) {
+		return evictions.NotReplaced
+	}
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget ||
+			c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == v1.ConditionTrue {
+			return evictions.NotReplaced
+		}
+	}
+	return evictions.ReplacedOnce
+}
+
+// job is the Job that controls pod, or nil (not a Job's pod, Jobs not
+// watched, or not found).
+func (s *clusterState) job(pod *v1.Pod) *batchv1.Job {
+	o := metav1.GetControllerOf(pod)
+	if o == nil || !isJob(o) || s.jobs == nil {
+		return nil
+	}
+	job, err := s.jobs.Jobs(pod.Namespace).Get(o.Name)
+	if err != nil {
+		return nil
+	}
+	return job
+}

@@ -80,12 +80,30 @@ type Cluster interface {
 	Counted(pod *v1.Pod) bool
 	// HasNode: the node exists.
 	HasNode(name string) bool
-	// Replaces reports whether the pod's controller will create a pod in
-	// its place once it is gone; false for a controller that will not (a
-	// Job that is finished or suspended, or gone), whose eviction then
-	// settles as soon as the pod has gone.
-	Replaces(pod *v1.Pod) bool
+	// Replacement says how the pod's controller replaces it once it is
+	// gone.
+	Replacement(pod *v1.Pod) Replacement
 }
+
+// Replacement is how a pod's controller replaces an evicted pod: what the
+// eviction waits for before it settles.
+type Replacement int
+
+const (
+	// ReplacedWhenReady: the controller keeps a number of pods running
+	// (a ReplicaSet, a StatefulSet): the eviction settles once the
+	// scheduler counts a replacement and the owner has as many pods Ready
+	// as before.
+	ReplacedWhenReady Replacement = iota
+	// ReplacedOnce: the controller runs pods to completion (a Job): its
+	// other pods finish on their own, so the eviction settles once the
+	// scheduler counts a replacement.
+	ReplacedOnce
+	// NotReplaced: the controller will not replace the pod (its Job has
+	// finished, is suspended or is gone): the eviction settles once the
+	// pod has gone, and holds no cap or room after that.
+	NotReplaced
+)
 
 // InFlight is an eviction the enforcer made whose pod or owner has not
 // settled yet.
@@ -151,7 +169,17 @@ func (b *Book) Settle(c Cluster, now time.Time) {
 		if p := c.Pod(uid); p != nil && !finished(p) {
 			continue
 		}
-		if now.Sub(f.at) > Timeout || !c.Replaces(f.Pod) {
+		switch c.Replacement(f.Pod) {
+		case NotReplaced:
+			delete(b.inflight, uid)
+			continue
+		case ReplacedOnce:
+			if b.replaced(c, f) {
+				delete(b.inflight, uid)
+				continue
+			}
+		}
+		if now.Sub(f.at) > Timeout {
 			delete(b.inflight, uid)
 			continue
 		}

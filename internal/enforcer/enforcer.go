@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -37,7 +36,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
-	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
 // Enforcer decides and acts, one pass at a time. It keeps, across passes,
@@ -53,9 +51,6 @@ type Enforcer struct {
 	limiter  flowcontrol.PassiveRateLimiter
 	backoff  *flowcontrol.Backoff
 	metrics  *enforcerMetrics
-	// informers serve the Namespace lister InterPodAffinity reads (Run's
-	// informers, already synced).
-	informers informers.SharedInformerFactory
 
 	mu     sync.Mutex
 	judged map[types.UID]*judgement
@@ -96,12 +91,11 @@ type pass struct {
 	*Enforcer
 	s        *clusterState
 	now      time.Time
-	placers  map[string]*explain.Placer
+	placing  *placing
 	mutating bool // the placers' mutation session on the snapshot is open
 	next     time.Duration
 	reports  []Report
 	seen     map[types.UID]bool
-	placeCtx context.Context
 	logger   klog.Logger
 }
 
@@ -117,25 +111,23 @@ type judgement struct {
 
 // step applies the changes recorded since the last step to s and runs a
 // pass over the pods they can affect (every pod after a resync).
-func (e *Enforcer) step(ctx context.Context, s *clusterState, j *Judge, ch *changes) (time.Duration, error) {
+func (e *Enforcer) step(ctx context.Context, s *clusterState, j *Judge, pl *placing, ch *changes) (time.Duration, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	affected, full := ch.drain(klog.FromContext(ctx), s)
-	return e.pass(ctx, s, j, affected, full)
+	return e.pass(ctx, s, j, pl, affected, full)
 }
 
 // pass re-judges the pods in affected (every pod when full), pods whose
 // verdict a change of theirs can alter in turn included, then decides
 // for every pod with a violation on record, youngest first. Pods outside
 // affected keep their last verdict: nothing they depend on changed.
-func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, affected sets.Set[types.UID], full bool) (time.Duration, error) {
+func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *placing, affected sets.Set[types.UID], full bool) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	placeCtx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the placers' informers
 	if err := s.sync(logger); err != nil {
 		return 0, fmt.Errorf("updating the snapshot: %w", err)
 	}
-	p := &pass{Enforcer: e, s: s, now: e.clock.Now(), placers: map[string]*explain.Placer{}, seen: map[types.UID]bool{}, placeCtx: placeCtx, logger: logger}
+	p := &pass{Enforcer: e, s: s, now: e.clock.Now(), placing: pl, seen: map[types.UID]bool{}, logger: logger}
 	p.book.Settle(s, p.now)
 	defer func() {
 		if p.mutating {

@@ -9,11 +9,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
 
 // Test scaffolding: a whole pass or a judge over a list of objects, with
@@ -34,8 +37,8 @@ type Cluster struct {
 // soon the next pass is needed for a grace period or backoff to be re-read
 // (0: no timer pending; events and the resync will call again). It builds
 // its state from c; Run keeps one state from its informers instead and
-// judges only what each change can affect. With e.informers unset, the
-// namespaces are served from a fake clientset.
+// judges only what each change can affect. The judge and the placers read
+// the namespaces and nodes from a fake clientset.
 func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -52,29 +55,42 @@ func (e *Enforcer) Pass(ctx context.Context, c *Cluster) (time.Duration, error) 
 		}
 		s.jobs = batchlisters.NewJobLister(jobs)
 	}
-	nsObjs := make([]runtime.Object, 0, len(c.Namespaces))
+	objs := make([]runtime.Object, 0, len(c.Namespaces)+len(c.Nodes))
 	for _, ns := range c.Namespaces {
 		s.setNamespace(ns, ns.Name)
-		nsObjs = append(nsObjs, ns)
+		objs = append(objs, ns)
 	}
 	for _, n := range c.Nodes {
 		s.setNode(logger, n, n.Name)
+		objs = append(objs, n)
 	}
 	for _, pod := range c.Pods {
 		s.setPod(logger, pod, pod.UID)
 	}
-	factory := e.informers
-	if factory == nil {
-		factory = informers.NewSharedInformerFactory(fake.NewClientset(nsObjs...), 0)
-	}
 	if err := s.sync(logger); err != nil {
 		return 0, err
 	}
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
 	j, err := newJudge(ctx, e.sched, factory, s)
 	if err != nil {
 		return 0, fmt.Errorf("building the judge: %w", err)
 	}
-	return e.pass(ctx, s, j, nil, true)
+	pl, err := testPlacing(ctx, client, factory)
+	if err != nil {
+		return 0, err
+	}
+	return e.pass(ctx, s, j, pl, nil, true)
+}
+
+// testPlacing is a placing over a fake clientset's informers, until ctx
+// ends.
+func testPlacing(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) (*placing, error) {
+	src, err := profile.NewSources(ctx, client, factory)
+	if err != nil {
+		return nil, err
+	}
+	return newPlacing(ctx, src), nil
 }
 
 // NewJudge snapshots pods and nodes as the scheduler's cache would hold them

@@ -21,7 +21,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
@@ -85,14 +85,14 @@ func newJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, facto
 // InterPodAffinity (plus the queue-sort and bind plugins a framework
 // requires), configured with the profile's own args, and keeps the two
 // plugin instances so each can be asked on its own.
-func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, factory informers.SharedInformerFactory, snapshot *cache.Snapshot) (*judgeProfile, error) {
+func newJudgeProfile(ctx context.Context, prof *config.KubeSchedulerProfile, factory informers.SharedInformerFactory, snapshot *cache.Snapshot) (*judgeProfile, error) {
 	reg := intree.NewInTreeRegistry()
 	if err := reg.Merge(plugins.Registry()); err != nil {
 		return nil, fmt.Errorf("merging pkg/plugins.Registry(): %w", err)
 	}
-	instances := explain.Record(reg)
+	instances := profile.Record(reg)
 	judging := &config.KubeSchedulerProfile{
-		SchedulerName: profile.SchedulerName,
+		SchedulerName: prof.SchedulerName,
 		Plugins: &config.Plugins{
 			QueueSort: config.PluginSet{Enabled: []config.Plugin{{Name: names.PrioritySort}}},
 			PreFilter: config.PluginSet{Enabled: []config.Plugin{{Name: nodeaffinity.Name}, {Name: interpodaffinity.Name}}},
@@ -100,7 +100,7 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 			Bind:      config.PluginSet{Enabled: []config.Plugin{{Name: names.DefaultBinder}}},
 		},
 	}
-	for _, pc := range profile.PluginConfig {
+	for _, pc := range prof.PluginConfig {
 		if pc.Name == nodeaffinity.Name || pc.Name == interpodaffinity.Name {
 			judging.PluginConfig = append(judging.PluginConfig, pc)
 		}

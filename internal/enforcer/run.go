@@ -25,7 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
 
 // Component is the enforcer's name in events, the Lease holder identity and
@@ -45,7 +45,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("schedulerConfig: %w", err)
 	}
-	sched, err := explain.LoadConfig(data, cfg.SchedulerConfig)
+	sched, err := profile.LoadConfig(data, cfg.SchedulerConfig)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,6 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 	e := New(cfg, sched, client, recorder, clock.RealClock{})
 
 	factory := informers.NewSharedInformerFactory(client, cfg.Resync.Duration)
-	e.informers = factory
 	nodes := factory.Core().V1().Nodes()
 	pods := factory.Core().V1().Pods()
 	namespaces := factory.Core().V1().Namespaces()
@@ -125,6 +124,14 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 			logger.Error(err, "Building the judge")
 			return
 		}
+		// The placers' frameworks read the same informers, for this
+		// leader's term.
+		src, err := profile.NewSources(ctx, client, factory)
+		if err != nil {
+			logger.Error(err, "Building the placers' sources")
+			return
+		}
+		placing := newPlacing(ctx, src)
 		queue.Add(key)
 		go func() { <-ctx.Done(); queue.ShutDown() }()
 		var last time.Time
@@ -142,7 +149,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 				continue
 			}
 			last = time.Now()
-			next, err := e.step(ctx, state, judge, ch)
+			next, err := e.step(ctx, state, judge, placing, ch)
 			if err != nil {
 				logger.Error(err, "Enforcement pass failed; retrying")
 				ch.resync()

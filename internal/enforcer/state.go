@@ -20,7 +20,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
-	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
 // clusterState is the enforcer's picture of the cluster, kept up to date
@@ -52,6 +51,8 @@ type clusterState struct {
 	owners      map[types.UID]sets.Set[types.UID]
 	terminating sets.Set[types.UID]
 	unbound     sets.Set[types.UID]
+	// nominated: node → the pods not bound that are nominated to it.
+	nominated map[string]sets.Set[types.UID]
 
 	// domains: label key → value → the nodes with that label.
 	domains map[string]map[string]sets.Set[string]
@@ -94,6 +95,7 @@ func newClusterState(ctx context.Context) *clusterState {
 		owners:      map[types.UID]sets.Set[types.UID]{},
 		terminating: sets.New[types.UID](),
 		unbound:     sets.New[types.UID](),
+		nominated:   map[string]sets.Set[types.UID]{},
 		domains:     map[string]map[string]sets.Set[string]{},
 		watchers:    map[types.UID]*watcher{},
 		watching:    map[string]map[string]sets.Set[types.UID]{},
@@ -106,26 +108,6 @@ func newClusterState(ctx context.Context) *clusterState {
 // changed since the last sync are copied.
 func (s *clusterState) sync(logger klog.Logger) error {
 	return s.cache.UpdateSnapshot(logger, s.snapshot)
-}
-
-// placerInputs is what a placer's framework reads beside the snapshot:
-// the nodes and namespaces for its informers, and the pods not bound (the
-// nominated ones count on their node).
-func (s *clusterState) placerInputs() *explain.Cluster {
-	c := &explain.Cluster{
-		Nodes:      make([]*v1.Node, 0, len(s.nodes)),
-		Namespaces: make([]*v1.Namespace, 0, len(s.namespaces)),
-	}
-	for _, n := range s.nodes {
-		c.Nodes = append(c.Nodes, n)
-	}
-	for uid := range s.unbound {
-		c.Pods = append(c.Pods, s.pods[uid])
-	}
-	for _, ns := range s.namespaces {
-		c.Namespaces = append(c.Namespaces, ns)
-	}
-	return c
 }
 
 func (s *clusterState) nsLabels(ns string) labels.Set {
@@ -353,6 +335,9 @@ func (s *clusterState) indexPod(p *v1.Pod) {
 	}
 	if p.Spec.NodeName == "" {
 		s.unbound.Insert(p.UID)
+		if n := p.Status.NominatedNodeName; n != "" {
+			add(s.nominated, n)
+		}
 	}
 	if s.cached[p.UID] == nil || !hasPodAffinityTerms(p) {
 		return
@@ -406,6 +391,7 @@ func (s *clusterState) unindexPod(p *v1.Pod) {
 	}
 	s.terminating.Delete(p.UID)
 	s.unbound.Delete(p.UID)
+	del(s.nominated, p.Status.NominatedNodeName)
 	if w := s.watchers[p.UID]; w != nil {
 		if n := s.nodes[p.Spec.NodeName]; n != nil {
 			s.unwatch(w, n.Labels)

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -151,15 +152,13 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 	// rejects each other, the one that came last goes first, and once it
 	// is on its way out the older pods it made violate are judged again
 	// before they are decided.
-	order := make([]*v1.Pod, 0, len(e.judged))
-	queued := sets.New[types.UID]()
+	first := make([]*v1.Pod, 0, len(e.judged))
 	for uid := range e.judged {
-		order = append(order, s.pods[uid])
-		queued.Insert(uid)
+		first = append(first, s.pods[uid])
 	}
-	sort.Slice(order, func(i, j int) bool { return younger(order[i], order[j]) })
-	for i := 0; i < len(order); i++ {
-		pod := order[i]
+	order := newAgenda(first)
+	for i := 0; i < len(order.pods); i++ {
+		pod := order.pods[i]
 		jd := e.judged[pod.UID]
 		if jd == nil {
 			continue // judged again below: it breaks nothing now
@@ -175,20 +174,15 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 		if jd.asIfGone() == wasGone {
 			continue
 		}
-		added := false
+		var violating []*v1.Pod
 		for _, other := range p.olderInReach(pod) {
 			p.setJudged(other.UID, nil)
 			p.setJudged(other.UID, p.judgeOne(ctx, j, other))
-			if p.judged[other.UID] != nil && !queued.Has(other.UID) {
-				order = append(order, other)
-				queued.Insert(other.UID)
-				added = true
+			if p.judged[other.UID] != nil {
+				violating = append(violating, other)
 			}
 		}
-		if added {
-			rest := order[i+1:]
-			sort.Slice(rest, func(a, b int) bool { return younger(rest[a], rest[b]) })
-		}
+		order.addAfter(i, violating)
 	}
 
 	// Violations that cleared (or pods that left) are forgotten: a label
@@ -216,37 +210,55 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 // counts as gone for older ones (asIfGone) changes, the older pods that
 // can see it are judged again too.
 func (p *pass) judgeAll(ctx context.Context, j *Judge, work sets.Set[types.UID]) {
-	queue := make([]*v1.Pod, 0, work.Len())
-	queued := sets.New[types.UID]()
+	first := make([]*v1.Pod, 0, work.Len())
 	for uid := range work {
 		if pod := p.s.pods[uid]; pod != nil {
-			queue = append(queue, pod)
-			queued.Insert(uid)
+			first = append(first, pod)
 		} else {
 			p.setJudged(uid, nil)
 		}
 	}
-	sort.Slice(queue, func(i, j int) bool { return younger(queue[i], queue[j]) })
-	for i := 0; i < len(queue); i++ {
-		pod := queue[i]
+	queue := newAgenda(first)
+	for i := 0; i < len(queue.pods); i++ {
+		pod := queue.pods[i]
 		wasGone := p.judged[pod.UID].asIfGone()
 		p.setJudged(pod.UID, nil)
 		p.setJudged(pod.UID, p.judgeOne(ctx, j, pod))
 		if wasGone == p.judged[pod.UID].asIfGone() {
 			continue
 		}
-		added := false
-		for _, other := range p.olderInReach(pod) {
-			if !queued.Has(other.UID) {
-				queue = append(queue, other)
-				queued.Insert(other.UID)
-				added = true
-			}
+		queue.addAfter(i, p.olderInReach(pod))
+	}
+}
+
+// agenda is a list of pods walked youngest first that grows while it is
+// walked: the pods a step adds join the rest of the walk in order, once.
+type agenda struct {
+	pods   []*v1.Pod
+	queued sets.Set[types.UID]
+}
+
+// newAgenda is pods (distinct), youngest first.
+func newAgenda(pods []*v1.Pod) *agenda {
+	a := &agenda{pods: pods, queued: sets.New[types.UID]()}
+	for _, pod := range pods {
+		a.queued.Insert(pod.UID)
+	}
+	sort.Slice(pods, func(i, j int) bool { return younger(pods[i], pods[j]) })
+	return a
+}
+
+// addAfter adds pods to the part of the walk after position i (pods
+// older than the i-th one land there; the walk never goes back).
+func (a *agenda) addAfter(i int, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if a.queued.Has(pod.UID) {
+			continue
 		}
-		if added {
-			rest := queue[i+1:]
-			sort.Slice(rest, func(a, b int) bool { return younger(rest[a], rest[b]) })
-		}
+		a.queued.Insert(pod.UID)
+		rest := a.pods[i+1:]
+		k := i + 1 + sort.Search(len(rest), func(k int) bool { return younger(pod, rest[k]) })
+		a.pods = slices.Insert(a.pods, k, pod)
 	}
 }
 

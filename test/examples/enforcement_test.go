@@ -21,6 +21,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -1364,6 +1365,21 @@ func testJobEvictedWhenItsPolicyIgnoresDisruption(t *testing.T, h *enforcement) 
 	env.SetNodeLabel(t, r.node("a"), "pool", "")
 	w.waitEvicted(t, job.UID, "the Job's pod")
 	r.acceptedEvictions(t, 1)
+	// KWOK runs no containers: play the kubelet's part, which ends the
+	// evicted pod (phase Failed) after its grace period; the Job then
+	// matches its podFailurePolicy and, as it ignores the disruption,
+	// replaces the pod without counting a failure.
+	env.Poll(t, "the evicted pod Failed, as its kubelet would end it", func(ctx context.Context) (bool, error) {
+		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil || p.Status.Phase == v1.PodFailed {
+			return err == nil || apierrors.IsNotFound(err), nil
+		}
+		p.Status.Phase = v1.PodFailed
+		if _, err := env.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			return false, err
+		}
+		return false, nil // read again: a conflict retries, a success shows next round
+	})
 	env.Poll(t, "the Job's new pod Ready on b", func(ctx context.Context) (bool, error) {
 		ps, err := pods(ctx, ns, "batch")
 		if err != nil || len(ps) != 1 {

@@ -200,7 +200,6 @@ func (r *run) start(t *testing.T, cfg enforcerConfig) *framework.Enforcer {
 		"gracePeriod":        map[string]any{"nodeAffinity": cfg.grace.String(), "podAffinity": cfg.grace.String(), "podAntiAffinity": cfg.grace.String()},
 		"dryRun":             cfg.dryRun,
 		"evictWithoutFit":    cfg.evictWithoutFit,
-		"evictJobPods":       cfg.evictJobPods,
 		"resync":             "20s",
 		"evictionsPerSecond": cfg.rate,
 		"burst":              cfg.burst,
@@ -208,6 +207,9 @@ func (r *run) start(t *testing.T, cfg enforcerConfig) *framework.Enforcer {
 		"backoff":            map[string]any{"initial": cfg.backoffInitial.String(), "max": (4 * cfg.backoffInitial).String()},
 		"leaderElection": map[string]any{"leaseNamespace": r.nss[0], "leaseDuration": le.String(),
 			"renewDeadline": (le * 2 / 3).String(), "retryPeriod": (le / 5).String()},
+	}
+	if cfg.evictJobPods {
+		doc["evictJobPods"] = true
 	}
 	body, err := yaml.Marshal(doc)
 	if err != nil {

@@ -50,7 +50,7 @@ func benchCluster(nodes int) ([]*v1.Node, []*v1.Pod) {
 
 // benchEnforcer is an Enforcer whose state holds nodes and pods, every pod
 // judged once (the first, full pass).
-func benchEnforcer(b *testing.B, nodes []*v1.Node, pods []*v1.Pod) (*Enforcer, *clusterState, *Judge, *changes) {
+func benchEnforcer(b *testing.B, nodes []*v1.Node, pods []*v1.Pod) (*Enforcer, *clusterState, *Judge, *placing, *changes) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -63,14 +63,20 @@ func benchEnforcer(b *testing.B, nodes []*v1.Node, pods []*v1.Pod) (*Enforcer, *
 	for _, p := range pods {
 		ch.record(p, false)
 	}
-	j, err := newJudge(ctx, testConfig(b), informers.NewSharedInformerFactory(fake.NewClientset(tu.MakeNamespace("ns", nil)), 0), s)
+	client := fake.NewClientset(tu.MakeNamespace("ns", nil))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	j, err := newJudge(ctx, testConfig(b), factory, s)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := r.e.step(ctx, s, j, ch); err != nil {
+	pl, err := testPlacing(ctx, client, factory)
+	if err != nil {
 		b.Fatal(err)
 	}
-	return r.e, s, j, ch
+	if _, err := r.e.step(ctx, s, j, pl, ch); err != nil {
+		b.Fatal(err)
+	}
+	return r.e, s, j, pl, ch
 }
 
 // BenchmarkJudgeChange measures one change from the informer event to the
@@ -112,13 +118,13 @@ func BenchmarkJudgeChange(b *testing.B) {
 // benchChanges times change and the pass after it, b.N times; undo, when
 // set, is applied and passed with the timer stopped.
 func benchChanges(b *testing.B, nodes []*v1.Node, pods []*v1.Pod, change, undo func(int, *clusterState, *changes)) {
-	e, s, j, ch := benchEnforcer(b, nodes, pods)
+	e, s, j, pl, ch := benchEnforcer(b, nodes, pods)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		change(i, s, ch)
-		if _, err := e.step(ctx, s, j, ch); err != nil {
+		if _, err := e.step(ctx, s, j, pl, ch); err != nil {
 			b.Fatal(err)
 		}
 		if undo == nil {
@@ -126,7 +132,7 @@ func benchChanges(b *testing.B, nodes []*v1.Node, pods []*v1.Pod, change, undo f
 		}
 		b.StopTimer()
 		undo(i, s, ch)
-		if _, err := e.step(ctx, s, j, ch); err != nil {
+		if _, err := e.step(ctx, s, j, pl, ch); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 )
 
 // The configuration file's type. The file is versioned so that a field can
@@ -44,6 +46,12 @@ type Config struct {
 	// evicted (their data on the node is lost). Off by default: such pods
 	// are reported protected (local-storage).
 	EvictLocalStoragePods bool `json:"evictLocalStoragePods,omitempty"`
+	// EvictJobPods lets a Job's pods be evicted, each only when its Job's
+	// podFailurePolicy ignores the DisruptionTarget condition (so the
+	// eviction does not count against its backoffLimit, and the Job
+	// replaces the pod). Off by default: Job pods, and every pod that runs
+	// to completion, are reported protected (job).
+	EvictJobPods bool `json:"evictJobPods,omitempty"`
 	// Resync is the period of the full re-judgement that backs up the
 	// informers' events. Default 1m.
 	Resync metav1.Duration `json:"resync,omitempty"`
@@ -80,11 +88,7 @@ type GracePeriods struct {
 }
 
 // Limits cap evictions in flight.
-type Limits struct {
-	PerNode      int `json:"perNode,omitempty"`
-	PerNamespace int `json:"perNamespace,omitempty"`
-	Total        int `json:"total,omitempty"`
-}
+type Limits = evictions.Limits
 
 // Backoff is the retry backoff after a refused eviction.
 type Backoff struct {

@@ -3,15 +3,20 @@ package enforcer
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -110,6 +115,184 @@ func TestDifferentialAgainstUpstream(t *testing.T) {
 	}
 }
 
+// TestDifferentialWhateverEnforcementStates runs the enforcer's own
+// judging (the pass's youngest-first judgeAll) over the same randomized
+// clusters, and as many small dense ones (denseScenario), every pod opted in and given a random enforcement state and
+// age, and compares each verdict with upstream's Filter of that pod on its
+// node with the pod itself removed: node affinity and pod affinity always
+// so, whatever the other pods' states; anti-affinity also without the
+// younger pods that violate their own anti-affinity (as upstream judges
+// them, youngest first) and are actually leaving (evicting, dry-run), the
+// one exception docs/behavior.md §12 makes.
+func TestDifferentialWhateverEnforcementStates(t *testing.T) {
+	scenarios := 200
+	if testing.Short() {
+		scenarios = 40
+	}
+	states := []string{"", StateGrace, StateProtected, StateWaitingOwner, StatePaced, StateNoFit, StatePDBBlocked,
+		StateEvicting, StateDryRun, StateError, StateUnjudged}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	judged, mismatches, takenOut := 0, 0, 0
+	counts := map[string]int{}
+	for i := range scenarios {
+		rng := rand.New(rand.NewPCG(0x5747e5, uint64(i)))
+		sc := denseScenario(rng)
+		if i%2 == 0 {
+			sc = equivalence.Generate(0x5747e5, uint64(i))
+		}
+		if sc.HasNamelessNode() || len(sc.Nodes) == 0 {
+			continue
+		}
+		pods := scenarioPods(sc)
+		state := map[types.UID]string{}
+		for _, p := range pods {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[Annotation] = "all"
+			p.CreationTimestamp = metav1.NewTime(created.Add(time.Duration(rng.IntN(4)) * time.Minute))
+			state[p.UID] = states[rng.IntN(len(states))]
+		}
+		schedCfg := scenarioConfig(sc)
+		s := newClusterState(ctx)
+		for _, ns := range sc.Namespaces {
+			s.setNamespace(ns, ns.Name)
+		}
+		for _, n := range sc.Nodes {
+			s.setNode(logger, n, n.Name)
+		}
+		for _, p := range pods {
+			s.setPod(logger, p, p.UID)
+		}
+		if err := s.sync(logger); err != nil {
+			t.Fatal(err)
+		}
+		j, err := newJudge(ctx, schedCfg, namespaceFactory(sc), s)
+		if err != nil {
+			continue // args upstream's validation rejects too
+		}
+		r := newRig(t, nil)
+		e := New(r.e.cfg, schedCfg, fake.NewClientset(), r.events, r.clock)
+		for uid, st := range state {
+			if st != "" {
+				e.tracked[uid] = &tracked{since: map[Rule]time.Time{}, state: st}
+			}
+		}
+		p := &pass{Enforcer: e, s: s, seen: map[types.UID]bool{}, logger: logger}
+		p.judgeAll(ctx, j, sets.KeySet(s.pods))
+
+		order := slices.Clone(pods)
+		slices.SortFunc(order, func(a, b *v1.Pod) int {
+			if younger(a, b) {
+				return -1
+			}
+			return 1
+		})
+		var gone []*v1.Pod // younger pods violating their anti-affinity, leaving
+		for _, pod := range order {
+			want, err := upstreamVerdict(ctx, sc, pods, pod)
+			if err != nil {
+				t.Fatalf("scenario %d pod %s: upstream: %v", i, pod.Name, err)
+			}
+			wantAnti := want.anti
+			if len(gone) > 0 && !want.unparsable {
+				takenOut++
+				without, err := upstreamVerdict(ctx, sc, pods, pod, gone...)
+				if err != nil {
+					t.Fatalf("scenario %d pod %s: upstream: %v", i, pod.Name, err)
+				}
+				wantAnti = without.anti
+			}
+			if wantAnti && !want.unparsable && (state[pod.UID] == StateEvicting || state[pod.UID] == StateDryRun) {
+				gone = append(gone, pod)
+			}
+			judged++
+			jd := e.judged[pod.UID]
+			var got []Verdict
+			if jd != nil {
+				got = jd.verdicts
+			}
+			var msg string
+			switch {
+			case want.unparsable:
+				counts["unparsable"]++
+				if jd == nil || jd.err == nil {
+					msg = "upstream cannot parse the pod, we judged it"
+				}
+			case jd != nil && jd.err != nil:
+				msg = fmt.Sprintf("we refused to judge: %v", jd.err)
+			case hasRule(got, NodeAffinity) != want.node:
+				msg = fmt.Sprintf("node-affinity: ours %v, upstream %v", hasRule(got, NodeAffinity), want.node)
+			case hasRule(got, PodAffinity) != want.affinity:
+				msg = fmt.Sprintf("pod-affinity: ours %v, upstream %v", hasRule(got, PodAffinity), want.affinity)
+			case hasRule(got, PodAntiAffinity) != wantAnti:
+				msg = fmt.Sprintf("pod-anti-affinity: ours %v, upstream %v", hasRule(got, PodAntiAffinity), wantAnti)
+			}
+			for name, on := range map[string]bool{"node": want.node, "affinity": want.affinity, "anti": wantAnti} {
+				if on {
+					counts[name]++
+				}
+			}
+			if msg != "" {
+				mismatches++
+				if mismatches <= 10 {
+					t.Errorf("scenario %d, pod %s/%s on %s (state %q): %s", i, pod.Namespace, pod.Name, pod.Spec.NodeName, state[pod.UID], msg)
+				}
+			}
+		}
+	}
+	t.Logf("%d pods judged, %d with leaving anti-affinity violators taken out, %d mismatches; upstream rejections: %v", judged, takenOut, mismatches, counts)
+	if mismatches > 0 {
+		t.Errorf("%d mismatches", mismatches)
+	}
+	for _, k := range []string{"node", "affinity", "anti"} {
+		if counts[k] == 0 {
+			t.Errorf("no %s violation in %d scenarios: the comparison is vacuous there", k, scenarios)
+		}
+	}
+	if takenOut == 0 {
+		t.Error("no pod was judged with a leaving anti-affinity violator taken out: that rule went untested")
+	}
+}
+
+// denseScenario is a small cluster whose pods' required pod affinity and
+// anti-affinity point at one another's apps, by zone or hostname: pods
+// that violate their own anti-affinity and are other pods' affinity
+// targets or anti-affinity violators in turn, where enforcement states
+// could change a verdict.
+func denseScenario(rng *rand.Rand) *equivalence.Scenario {
+	sc := &equivalence.Scenario{Namespaces: []*v1.Namespace{tu.MakeNamespace("ns", nil)}}
+	nodes := 3 + rng.IntN(4)
+	for n := range nodes {
+		name := fmt.Sprintf("n%d", n)
+		sc.Nodes = append(sc.Nodes, tu.MakeNode(name).Label(v1.LabelHostname, name).Label("zone", fmt.Sprintf("z%d", rng.IntN(2))).
+			Capacity("8", "16Gi", 20).Ready().Obj())
+	}
+	apps := []string{"a", "b", "c"}
+	keys := []string{"zone", v1.LabelHostname}
+	term := func() v1.PodAffinityTerm {
+		return tu.AffinityTerm(keys[rng.IntN(len(keys))], tu.Selector(map[string]string{"app": apps[rng.IntN(len(apps))]}))
+	}
+	pods := 6 + rng.IntN(8)
+	for k := range pods {
+		w := tu.MakePod("ns", fmt.Sprintf("p%d", k)).Label("app", apps[rng.IntN(len(apps))]).NodeName(sc.Nodes[rng.IntN(nodes)].Name)
+		if rng.IntN(10) < 4 {
+			w = w.RequiredPodAffinity(term())
+		}
+		if rng.IntN(10) < 5 {
+			w = w.RequiredPodAntiAffinity(term())
+		}
+		if rng.IntN(10) == 0 {
+			w = w.NodeSelector(map[string]string{"zone": "z0"})
+		}
+		sc.Pods = append(sc.Pods, w.Obj())
+	}
+	sc.Pod, sc.Pods = sc.Pods[len(sc.Pods)-1], sc.Pods[:len(sc.Pods)-1]
+	return sc
+}
+
 // scenarioPods are the scenario's bound pods and its incoming pod bound to a
 // node, each with a UID of its own and our schedulerName.
 func scenarioPods(sc *equivalence.Scenario) []*v1.Pod {
@@ -129,6 +312,11 @@ func scenarioPods(sc *equivalence.Scenario) []*v1.Pod {
 }
 
 func differentialJudge(ctx context.Context, sc *equivalence.Scenario, pods []*v1.Pod) (*Judge, error) {
+	return NewJudge(ctx, scenarioConfig(sc), namespaceFactory(sc), sc.Nodes, pods)
+}
+
+// scenarioConfig is one profile, ours, with the scenario's plugin args.
+func scenarioConfig(sc *equivalence.Scenario) *config.KubeSchedulerConfiguration {
 	prof := config.KubeSchedulerProfile{SchedulerName: tu.SchedulerName}
 	if sc.NodeAffinityArgs != nil {
 		prof.PluginConfig = append(prof.PluginConfig, config.PluginConfig{Name: nodeaffinity.Name, Args: tu.ArgsOf(sc.NodeAffinityArgs)})
@@ -136,8 +324,7 @@ func differentialJudge(ctx context.Context, sc *equivalence.Scenario, pods []*v1
 	if sc.InterPodAffinityArgs != nil {
 		prof.PluginConfig = append(prof.PluginConfig, config.PluginConfig{Name: interpodaffinity.Name, Args: tu.ArgsOf(sc.InterPodAffinityArgs)})
 	}
-	cfg := &config.KubeSchedulerConfiguration{Profiles: []config.KubeSchedulerProfile{prof}}
-	return NewJudge(ctx, cfg, namespaceFactory(sc), sc.Nodes, pods)
+	return &config.KubeSchedulerConfiguration{Profiles: []config.KubeSchedulerProfile{prof}}
 }
 
 func namespaceFactory(sc *equivalence.Scenario) informers.SharedInformerFactory {
@@ -153,13 +340,13 @@ type upstreamResult struct {
 }
 
 // upstreamVerdict runs upstream's plugins, each in a framework of its own,
-// for p on its node over a snapshot of every other pod.
-func upstreamVerdict(ctx context.Context, sc *equivalence.Scenario, pods []*v1.Pod, p *v1.Pod) (upstreamResult, error) {
+// for p on its node over a snapshot of every other pod but those in gone.
+func upstreamVerdict(ctx context.Context, sc *equivalence.Scenario, pods []*v1.Pod, p *v1.Pod, gone ...*v1.Pod) (upstreamResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	others := make([]*v1.Pod, 0, len(pods))
 	for _, o := range pods {
-		if o.UID != p.UID {
+		if o.UID != p.UID && !slices.ContainsFunc(gone, func(g *v1.Pod) bool { return g.UID == o.UID }) {
 			others = append(others, o)
 		}
 	}

@@ -272,7 +272,7 @@ func TestProtectedPodsAreNeverEvicted(t *testing.T) {
 	if reps := r.pass(); len(reps) != 0 || len(r.evictions) != 0 {
 		t.Errorf("terminating pod: reports %v, evictions %v", reps, r.evicted())
 	}
-	if protection(term, r.c.Nodes[0], false) != SkipTerminating {
+	if protection(term, r.c.Nodes[0], r.e.cfg, nil) != SkipTerminating {
 		t.Errorf("terminating pod not protected")
 	}
 }
@@ -475,27 +475,46 @@ func TestMutualAntiAffinityEvictsExactlyOne(t *testing.T) {
 }
 
 // TestMutualAntiAffinityYoungerKept: when the younger pod of a pair that
-// violate each other cannot go (here a bare pod, protected), the older one
-// is no longer judged without it: the pass after the younger one was kept
-// reports both, and the older one goes.
+// violate each other cannot go, the older one sees it: it is reported and
+// goes, in the same pass. Kept here means protected (a bare pod) or
+// refused by its PodDisruptionBudget: neither is leaving.
 func TestMutualAntiAffinityYoungerKept(t *testing.T) {
-	r := mutualPair(t, func(p *v1.Pod) { p.OwnerReferences = nil })
-	next, err := r.e.Pass(context.Background(), r.c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if next == 0 {
-		t.Fatal("the younger pod was kept but no pass was asked for to judge the older one again")
-	}
-	reps := r.pass()
-	if got := reps["younger"]; got.State != StateProtected || got.Detail != SkipBare {
-		t.Errorf("younger: %+v, want protected (%s)", got, SkipBare)
-	}
-	if got := reps["older"]; got.Rule != PodAntiAffinity || got.State != StateEvicting || got.Target != "b1" {
-		t.Errorf("older: %+v, want pod-anti-affinity, evicting to b1", got)
-	}
-	if got := r.evicted(); len(got) != 1 || got[0] != "older" {
-		t.Errorf("evicted %v, want exactly the older pod", got)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1.Pod)
+		refuse bool
+		state  string
+	}{
+		{"protected", func(p *v1.Pod) { p.OwnerReferences = nil }, false, StateProtected},
+		{"pdb-blocked", nil, true, StatePDBBlocked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mutualPair(t, tc.mutate)
+			if tc.refuse {
+				r.refuse = func(ev *policyv1.Eviction) error {
+					if ev.Name == "younger" {
+						return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+					}
+					return nil
+				}
+			}
+			reps := r.pass()
+			if got := reps["younger"]; got.State != tc.state {
+				t.Errorf("younger: %+v, want %s", got, tc.state)
+			}
+			if got := reps["older"]; got.Rule != PodAntiAffinity || got.State != StateEvicting || got.Target != "b1" {
+				t.Errorf("older: %+v, want pod-anti-affinity, evicting to b1", got)
+			}
+			var evicted []string
+			for _, name := range r.evicted() {
+				if name != "younger" { // a refused request is recorded too
+					evicted = append(evicted, name)
+				}
+			}
+			if len(evicted) != 1 || evicted[0] != "older" {
+				t.Errorf("evicted %v, want exactly the older pod", r.evicted())
+			}
+		})
 	}
 }
 
@@ -705,5 +724,62 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	r.c.Nodes[1] = tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 2).Ready().Obj()
 	if got := r.pass()[stays]; got.State != StateEvicting || got.Target != "b" {
 		t.Fatalf("once b has room again: %+v", got)
+	}
+}
+
+// TestAffinityTargetThatCannotLeaveStillCounts: x requires zone affinity to
+// y; y violates its own anti-affinity (z, older, is in its zone) but does
+// not leave: refused by its PodDisruptionBudget, failing, or still in its
+// grace period, live or in a dry run. x's affinity is met while y is in its
+// zone: x is never reported nor evicted; y is reported.
+func TestAffinityTargetThatCannotLeaveStillCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dryRun bool
+		refuse error
+		grace  time.Duration
+		state  string
+	}{
+		{"pdb-blocked", false, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), 0, StatePDBBlocked},
+		{"pdb-blocked, dry run", true, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), 0, StatePDBBlocked},
+		{"error", false, apierrors.NewInternalError(fmt.Errorf("boom")), 0, StateError},
+		{"grace", false, nil, time.Hour, StateGrace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(c *Config) {
+				c.DryRun = tc.dryRun
+				c.GracePeriod.NodeAffinity.Duration, c.GracePeriod.PodAffinity.Duration = 0, 0
+				c.GracePeriod.PodAntiAffinity.Duration = tc.grace
+			})
+			r.refuse = func(ev *policyv1.Eviction) error {
+				if ev.Name == "y" {
+					return tc.refuse
+				}
+				return nil
+			}
+			zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
+			r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
+			z := pod("z", "rs-z", "a1").Label("app", "z").Obj()
+			x := pod("x", "rs-x", "a1").Label("app", "x").RequiredPodAffinity(tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "y"}))).Obj()
+			x.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
+			y := pod("y", "rs-y", "a2").Label("app", "y").RequiredPodAntiAffinity(tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "z"}))).Obj()
+			y.CreationTimestamp = metav1.NewTime(created.Add(2 * time.Minute))
+			r.c.Pods = []*v1.Pod{z, x, y}
+			for i := range 4 {
+				reps := r.pass()
+				if got, ok := reps["x"]; ok {
+					t.Fatalf("pass %d: x reported: %+v", i, got)
+				}
+				if got := reps["y"]; got.Rule != PodAntiAffinity || got.State != tc.state {
+					t.Fatalf("pass %d: y %+v, want pod-anti-affinity %s", i, got, tc.state)
+				}
+				for _, name := range r.evicted() {
+					if name == "x" {
+						t.Fatalf("pass %d: x evicted", i)
+					}
+				}
+				r.clock.Step(10 * time.Minute) // past any backoff
+			}
+		})
 	}
 }

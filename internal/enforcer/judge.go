@@ -21,7 +21,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
@@ -61,26 +61,6 @@ type judgeProfile struct {
 	podAffinity  fwk.FilterPlugin
 }
 
-// NewJudge snapshots pods and nodes as the scheduler's cache would hold them
-// (bound pods only; terminating pods are left out, since they are on their
-// way out and a verdict must not depend on them) and builds the plugins of
-// every profile in cfg. factory serves the Namespace lister
-// InterPodAffinity needs; NewJudge starts it and waits for its caches.
-func NewJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, nodes []*v1.Node, pods []*v1.Pod) (*Judge, error) {
-	s := newClusterState(ctx)
-	logger := klog.FromContext(ctx)
-	for _, n := range nodes {
-		s.setNode(logger, n, n.Name)
-	}
-	for _, p := range pods {
-		s.setPod(logger, p, p.UID)
-	}
-	if err := s.sync(logger); err != nil {
-		return nil, err
-	}
-	return newJudge(ctx, cfg, factory, s)
-}
-
 // newJudge builds the plugins of every profile in cfg over s's snapshot.
 func newJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, factory informers.SharedInformerFactory, s *clusterState) (*Judge, error) {
 	j := &Judge{state: s, snapshot: s.snapshot.Scheduler(), profiles: map[string]*judgeProfile{}, namespaces: factory.Core().V1().Namespaces().Lister()}
@@ -105,14 +85,14 @@ func newJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, facto
 // InterPodAffinity (plus the queue-sort and bind plugins a framework
 // requires), configured with the profile's own args, and keeps the two
 // plugin instances so each can be asked on its own.
-func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, factory informers.SharedInformerFactory, snapshot fwk.SharedLister) (*judgeProfile, error) {
+func newJudgeProfile(ctx context.Context, prof *config.KubeSchedulerProfile, factory informers.SharedInformerFactory, snapshot fwk.SharedLister) (*judgeProfile, error) {
 	reg := intree.NewInTreeRegistry()
 	if err := reg.Merge(plugins.Registry()); err != nil {
 		return nil, fmt.Errorf("merging pkg/plugins.Registry(): %w", err)
 	}
-	instances := explain.Record(reg)
+	instances := profile.Record(reg)
 	judging := &config.KubeSchedulerProfile{
-		SchedulerName: profile.SchedulerName,
+		SchedulerName: prof.SchedulerName,
 		Plugins: &config.Plugins{
 			QueueSort: config.PluginSet{Enabled: []config.Plugin{{Name: names.PrioritySort}}},
 			PreFilter: config.PluginSet{Enabled: []config.Plugin{{Name: nodeaffinity.Name}, {Name: interpodaffinity.Name}}},
@@ -120,7 +100,7 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 			Bind:      config.PluginSet{Enabled: []config.Plugin{{Name: names.DefaultBinder}}},
 		},
 	}
-	for _, pc := range profile.PluginConfig {
+	for _, pc := range prof.PluginConfig {
 		if pc.Name == nodeaffinity.Name || pc.Name == interpodaffinity.Name {
 			judging.PluginConfig = append(judging.PluginConfig, pc)
 		}
@@ -146,11 +126,13 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 
 // Judge returns the rules among rules that pod breaks on its own node,
 // judged exactly as the scheduler would judge the pod's placement there if
-// it were not running yet: the pod itself removed from the snapshot, and
-// also every pod in gone (pods already chosen to leave in this pass). Only
-// the pod's own terms count: another pod's anti-affinity that rejects this
-// pod is that pod's violation, not this one's. A pod whose node is not in
-// the snapshot is judged to break nothing (a deleted node's pods are the
+// it were not running yet, against the cluster as it is: the pod itself
+// removed from the snapshot (terminating pods are never in it), and, for
+// its anti-affinity only, also every pod in leaving (see
+// judgement.asIfGone, the one place that says who counts as gone). Only the
+// pod's own terms count: another pod's anti-affinity that rejects this pod
+// is that pod's violation, not this one's. A pod whose node is not in the
+// snapshot is judged to break nothing (a deleted node's pods are the
 // garbage collector's).
 //
 // The cost follows the pod's domains, not the cluster: PreFilter is given
@@ -160,7 +142,7 @@ func newJudgeProfile(ctx context.Context, profile *config.KubeSchedulerProfile, 
 // every node gives; the one exception is the first-pod-of-a-series rule of
 // pod affinity, which asks whether any pod anywhere matches: when it could
 // have decided a pass, the pod is judged again over every node.
-func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v1.Pod) ([]Verdict, error) {
+func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, leaving []*v1.Pod) ([]Verdict, error) {
 	jp, ok := j.profiles[schedulerName(pod)]
 	if !ok {
 		return nil, fmt.Errorf("pod %s/%s, schedulerName %q: %w", pod.Namespace, pod.Name, schedulerName(pod), ErrUnknownProfile)
@@ -179,35 +161,20 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 			return nil, fmt.Errorf("pod %s/%s: its pod (anti-)affinity terms do not parse: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	// The pod (and every pod in gone) is taken out the way preemption
-	// takes out victims: PreFilter runs on the shared snapshot, the
-	// plugin's own RemovePod then uncounts each of them from its state,
-	// and Filter sees a copy of the pod's node without them. Nothing is
-	// copied but that one node.
-	own := ni.Snapshot().(*framework.NodeInfo)
-	var removed []removal
-	for _, p := range append([]*v1.Pod{pod}, gone...) {
-		pni, err := j.snapshot.Get(p.Spec.NodeName)
-		if err != nil {
-			continue
-		}
-		pi := podInfoOf(pni, p)
-		if pi == nil {
-			continue // never in the snapshot (terminating): already gone
-		}
-		removed = append(removed, removal{pi, pni})
-		if p.Spec.NodeName == nodeName {
-			if err := own.RemovePod(klog.FromContext(ctx), p); err != nil {
-				return nil, err
-			}
-		}
+	// The pod is taken out the way preemption takes out victims:
+	// PreFilter runs on the shared snapshot, the plugin's own RemovePod
+	// then uncounts it from its state, and Filter sees a copy of the
+	// pod's node without it. Nothing is copied but that one node.
+	self, err := j.without(ctx, ni, []*v1.Pod{pod})
+	if err != nil {
+		return nil, err
 	}
 
 	var out []Verdict
 	if rules.Has(NodeAffinity) {
 		// NodeAffinity's PreFilter reads no node: the pod's node is list
 		// enough.
-		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), own, []fwk.NodeInfo{ni})
+		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), self.node, []fwk.NodeInfo{ni})
 		if err != nil {
 			return nil, err
 		}
@@ -224,6 +191,12 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 		if len(terms) == 0 {
 			continue // nothing of its own to break (PreFilter would agree)
 		}
+		view := self
+		if r == PodAntiAffinity && len(leaving) > 0 {
+			if view, err = j.without(ctx, ni, append([]*v1.Pod{pod}, leaving...)); err != nil {
+				return nil, err
+			}
+		}
 		keys := sets.New[string]()
 		for _, t := range terms {
 			keys.Insert(t.TopologyKey)
@@ -236,28 +209,59 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, gone []*v
 			}
 		}
 		var nearRemoved []removal
-		for _, rm := range removed {
+		for _, rm := range view.removed {
 			if near.Has(rm.node.Node().Name) {
 				nearRemoved = append(nearRemoved, rm)
 			}
 		}
 		one := onlyPodTerms(pod, r)
-		v, err := judgePods(ctx, jp.podAffinity, r, one, own, list, nearRemoved)
+		v, err := judgePods(ctx, jp.podAffinity, r, one, view.node, list, nearRemoved)
 		if err != nil {
 			return nil, err
 		}
-		if r == PodAffinity && len(v) == 0 && j.firstPodMayDecide(pod, terms, ni.Node(), removed) {
+		if r == PodAffinity && len(v) == 0 && j.firstPodMayDecide(pod, terms, ni.Node(), view.removed) {
 			all, err := j.snapshot.NodeInfos().List()
 			if err != nil {
 				return nil, err
 			}
-			if v, err = judgePods(ctx, jp.podAffinity, r, one, own, all, removed); err != nil {
+			if v, err = judgePods(ctx, jp.podAffinity, r, one, view.node, all, view.removed); err != nil {
 				return nil, err
 			}
 		}
 		out = append(out, v...)
 	}
 	return out, nil
+}
+
+// judgedView is the cluster a rule is judged against: the pods taken out
+// (for the plugin's RemovePod) and a copy of the judged pod's node without
+// those of them that ran there.
+type judgedView struct {
+	removed []removal
+	node    *framework.NodeInfo
+}
+
+// without is the view of ni's node with pods taken out of the cluster; a
+// pod the snapshot does not hold (terminating) is out already.
+func (j *Judge) without(ctx context.Context, ni fwk.NodeInfo, pods []*v1.Pod) (judgedView, error) {
+	view := judgedView{node: ni.Snapshot().(*framework.NodeInfo)}
+	for _, p := range pods {
+		pni, err := j.snapshot.Get(p.Spec.NodeName)
+		if err != nil {
+			continue
+		}
+		pi := podInfoOf(pni, p)
+		if pi == nil {
+			continue
+		}
+		view.removed = append(view.removed, removal{pi, pni})
+		if p.Spec.NodeName == ni.Node().Name {
+			if err := view.node.RemovePod(klog.FromContext(ctx), p); err != nil {
+				return view, err
+			}
+		}
+	}
+	return view, nil
 }
 
 // firstPodMayDecide reports whether a pass of pod's affinity terms on node

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
@@ -48,7 +48,7 @@ profiles:
 
 func testConfig(t testing.TB) *config.KubeSchedulerConfiguration {
 	t.Helper()
-	cfg, err := explain.LoadConfig([]byte(testSchedulerConfig), "test config")
+	cfg, err := profile.LoadConfig([]byte(testSchedulerConfig), "test config")
 	if err != nil {
 		t.Fatal(err)
 	}

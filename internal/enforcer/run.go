@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiluuid "k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -28,7 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
 
 // Component is the enforcer's name in events, the Lease holder identity and
@@ -48,7 +45,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("schedulerConfig: %w", err)
 	}
-	sched, err := explain.LoadConfig(data, cfg.SchedulerConfig)
+	sched, err := profile.LoadConfig(data, cfg.SchedulerConfig)
 	if err != nil {
 		return err
 	}
@@ -66,7 +63,6 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 	e := New(cfg, sched, client, recorder, clock.RealClock{})
 
 	factory := informers.NewSharedInformerFactory(client, cfg.Resync.Duration)
-	e.informers = factory
 	nodes := factory.Core().V1().Nodes()
 	pods := factory.Core().V1().Pods()
 	namespaces := factory.Core().V1().Namespaces()
@@ -96,6 +92,13 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 		}
 	}
 	state := newClusterState(ctx)
+	if cfg.EvictJobPods {
+		// A Job's pod may be evicted only when its Job's podFailurePolicy
+		// allows it; without the consent no Job is read.
+		jobs := factory.Batch().V1().Jobs()
+		jobs.Informer()
+		state.jobs = jobs.Lister()
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 
@@ -121,6 +124,14 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 			logger.Error(err, "Building the judge")
 			return
 		}
+		// The placers' frameworks read the same informers, for this
+		// leader's term.
+		src, err := profile.NewSources(ctx, client, factory)
+		if err != nil {
+			logger.Error(err, "Building the placers' sources")
+			return
+		}
+		placing := newPlacing(ctx, src)
 		queue.Add(key)
 		go func() { <-ctx.Done(); queue.ShutDown() }()
 		var last time.Time
@@ -138,7 +149,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 				continue
 			}
 			last = time.Now()
-			next, err := e.step(ctx, state, judge, ch)
+			next, err := e.step(ctx, state, judge, placing, ch)
 			if err != nil {
 				logger.Error(err, "Enforcement pass failed; retrying")
 				ch.resync()
@@ -196,44 +207,4 @@ func mux(e *Enforcer) *http.ServeMux {
 		_ = json.NewEncoder(w).Encode(e.Reports())
 	})
 	return m
-}
-
-// isResync: an update whose object did not change is the informers'
-// resync.
-func isResync(old, cur any) bool {
-	o, ok1 := old.(metav1.Object)
-	c, ok2 := cur.(metav1.Object)
-	return ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion()
-}
-
-// relevantUpdate reports whether an update can change a judgement or a
-// decision: for pods their labels, annotations, node, deletion, phase or
-// Ready condition; for nodes their labels, taints or Ready condition.
-// Container status churn and node heartbeats start no pass; an update
-// whose object did not change is the informers' resync, the periodic
-// backstop, and always starts one.
-func relevantUpdate(old, cur any) bool {
-	switch o := old.(type) {
-	case *v1.Pod:
-		c, ok := cur.(*v1.Pod)
-		if !ok {
-			return true
-		}
-		if o.ResourceVersion == c.ResourceVersion {
-			return true // a resync: the periodic backstop
-		}
-		return !maps.Equal(o.Labels, c.Labels) || !maps.Equal(o.Annotations, c.Annotations) ||
-			o.Spec.NodeName != c.Spec.NodeName || (o.DeletionTimestamp == nil) != (c.DeletionTimestamp == nil) ||
-			o.Status.Phase != c.Status.Phase || podReady(o) != podReady(c)
-	case *v1.Node:
-		c, ok := cur.(*v1.Node)
-		if !ok {
-			return true
-		}
-		if o.ResourceVersion == c.ResourceVersion {
-			return true
-		}
-		return !maps.Equal(o.Labels, c.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, c.Spec.Taints) || nodeReady(o) != nodeReady(c)
-	}
-	return true
 }

@@ -5,22 +5,22 @@ import (
 	"fmt"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"maps"
-	"sync"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	toolscache "k8s.io/client-go/tools/cache"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 )
 
 // clusterState is the enforcer's picture of the cluster, kept up to date
@@ -37,6 +37,9 @@ import (
 type clusterState struct {
 	cache    schedcache.Cache
 	snapshot *k8sline.Snapshot
+	// jobs serves the Jobs of Job pods, when their eviction is allowed
+	// (evictJobPods); nil otherwise.
+	jobs batchlisters.JobLister
 
 	nodes      map[string]*v1.Node
 	pods       map[types.UID]*v1.Pod // every pod seen, bound or not
@@ -49,6 +52,8 @@ type clusterState struct {
 	owners      map[types.UID]sets.Set[types.UID]
 	terminating sets.Set[types.UID]
 	unbound     sets.Set[types.UID]
+	// nominated: node → the pods not bound that are nominated to it.
+	nominated map[string]sets.Set[types.UID]
 
 	// domains: label key → value → the nodes with that label.
 	domains map[string]map[string]sets.Set[string]
@@ -91,6 +96,7 @@ func newClusterState(ctx context.Context) *clusterState {
 		owners:      map[types.UID]sets.Set[types.UID]{},
 		terminating: sets.New[types.UID](),
 		unbound:     sets.New[types.UID](),
+		nominated:   map[string]sets.Set[types.UID]{},
 		domains:     map[string]map[string]sets.Set[string]{},
 		watchers:    map[types.UID]*watcher{},
 		watching:    map[string]map[string]sets.Set[types.UID]{},
@@ -103,26 +109,6 @@ func newClusterState(ctx context.Context) *clusterState {
 // changed since the last sync are copied.
 func (s *clusterState) sync(logger klog.Logger) error {
 	return s.cache.UpdateSnapshot(logger, s.snapshot.Scheduler())
-}
-
-// placerInputs is what a placer's framework reads beside the snapshot:
-// the nodes and namespaces for its informers, and the pods not bound (the
-// nominated ones count on their node).
-func (s *clusterState) placerInputs() *explain.Cluster {
-	c := &explain.Cluster{
-		Nodes:      make([]*v1.Node, 0, len(s.nodes)),
-		Namespaces: make([]*v1.Namespace, 0, len(s.namespaces)),
-	}
-	for _, n := range s.nodes {
-		c.Nodes = append(c.Nodes, n)
-	}
-	for uid := range s.unbound {
-		c.Pods = append(c.Pods, s.pods[uid])
-	}
-	for _, ns := range s.namespaces {
-		c.Namespaces = append(c.Namespaces, ns)
-	}
-	return c
 }
 
 func (s *clusterState) nsLabels(ns string) labels.Set {
@@ -350,6 +336,9 @@ func (s *clusterState) indexPod(p *v1.Pod) {
 	}
 	if p.Spec.NodeName == "" {
 		s.unbound.Insert(p.UID)
+		if n := p.Status.NominatedNodeName; n != "" {
+			add(s.nominated, n)
+		}
 	}
 	if s.cached[p.UID] == nil || !hasPodAffinityTerms(p) {
 		return
@@ -403,6 +392,7 @@ func (s *clusterState) unindexPod(p *v1.Pod) {
 	}
 	s.terminating.Delete(p.UID)
 	s.unbound.Delete(p.UID)
+	del(s.nominated, p.Status.NominatedNodeName)
 	if w := s.watchers[p.UID]; w != nil {
 		if n := s.nodes[p.Spec.NodeName]; n != nil {
 			s.unwatch(w, n.Labels)
@@ -581,86 +571,54 @@ func hasPodAffinityTerms(p *v1.Pod) bool {
 	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
 }
 
-// changes are what the informers reported since the last pass: the latest
-// version of each object (nil: deleted), applied to the state at the start
-// of the next pass. Handlers only record, so they never wait for a pass.
-type changes struct {
-	mu         sync.Mutex
-	nodes      map[string]*v1.Node
-	pods       map[types.UID]*v1.Pod
-	namespaces map[string]*v1.Namespace
-	pdbs       []*policyv1.PodDisruptionBudget // every version seen, old and new
-	// full asks for every pod to be judged: the first pass, and the
-	// informers' resync (the periodic backstop).
-	full bool
-}
+// The book of evictions (package evictions) reads the state through these.
 
-func newChanges() *changes {
-	return &changes{nodes: map[string]*v1.Node{}, pods: map[types.UID]*v1.Pod{}, namespaces: map[string]*v1.Namespace{}, full: true}
-}
+// Pod is the pod with uid, or nil.
+func (s *clusterState) Pod(uid types.UID) *v1.Pod { return s.pods[uid] }
 
-// record notes obj (deleted: it is gone).
-func (ch *changes) record(obj any, deleted bool) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj, deleted = d.Obj, true
+// Controlled are the pods whose controller is owner.
+func (s *clusterState) Controlled(owner types.UID) sets.Set[types.UID] { return s.owners[owner] }
+
+// Terminating are the pods with a deletion timestamp.
+func (s *clusterState) Terminating() sets.Set[types.UID] { return s.terminating }
+
+// Counted: the scheduler's cache holds the pod.
+func (s *clusterState) Counted(pod *v1.Pod) bool { return inCache(pod) }
+
+// HasNode: the node exists.
+func (s *clusterState) HasNode(name string) bool { return s.nodes[name] != nil }
+
+// Replacement: a Job replaces its pod once, unless it has finished, is
+// suspended or is gone (when the Jobs are not watched, no Job pod is ever
+// evicted); every other controller keeps its number of pods.
+func (s *clusterState) Replacement(pod *v1.Pod) evictions.Replacement {
+	o := metav1.GetControllerOf(pod)
+	if o == nil || !isJob(o) || s.jobs == nil {
+		return evictions.ReplacedWhenReady
 	}
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	switch o := obj.(type) {
-	case *v1.Node:
-		if deleted {
-			ch.nodes[o.Name] = nil
-		} else {
-			ch.nodes[o.Name] = o
-		}
-	case *v1.Pod:
-		if deleted {
-			ch.pods[o.UID] = nil
-		} else {
-			ch.pods[o.UID] = o
-		}
-	case *v1.Namespace:
-		if deleted {
-			ch.namespaces[o.Name] = nil
-		} else {
-			ch.namespaces[o.Name] = o
-		}
-	case *policyv1.PodDisruptionBudget:
-		ch.pdbs = append(ch.pdbs, o)
+	job := s.job(pod)
+	if job == nil || job.UID != o.UID || (job.Spec.Suspend != nil && *job.Spec.Suspend) {
+		return evictions.NotReplaced
 	}
-}
-
-// resync asks the next pass to judge every pod.
-func (ch *changes) resync() {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	ch.full = true
-}
-
-// drain applies the recorded changes to s and returns the pods they can
-// affect, and whether every pod is to be judged.
-func (ch *changes) drain(logger klog.Logger, s *clusterState) (sets.Set[types.UID], bool) {
-	ch.mu.Lock()
-	nodes, pods, namespaces, pdbs, full := ch.nodes, ch.pods, ch.namespaces, ch.pdbs, ch.full
-	ch.nodes, ch.pods, ch.namespaces, ch.pdbs, ch.full = map[string]*v1.Node{}, map[types.UID]*v1.Pod{}, map[string]*v1.Namespace{}, nil, false
-	ch.mu.Unlock()
-	out := sets.New[types.UID]()
-	add := func(set sets.Set[types.UID]) {
-		for uid := range set {
-			out.Insert(uid)
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget ||
+			c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == v1.ConditionTrue {
+			return evictions.NotReplaced
 		}
 	}
-	for name, ns := range namespaces {
-		add(s.setNamespace(ns, name))
+	return evictions.ReplacedOnce
+}
+
+// job is the Job that controls pod, or nil (not a Job's pod, Jobs not
+// watched, or not found).
+func (s *clusterState) job(pod *v1.Pod) *batchv1.Job {
+	o := metav1.GetControllerOf(pod)
+	if o == nil || !isJob(o) || s.jobs == nil {
+		return nil
 	}
-	for name, n := range nodes {
-		add(s.setNode(logger, n, name))
+	job, err := s.jobs.Jobs(pod.Namespace).Get(o.Name)
+	if err != nil {
+		return nil
 	}
-	for uid, p := range pods {
-		add(s.setPod(logger, p, uid))
-	}
-	for _, pdb := range pdbs {
-		add(s.pdbReach(pdb))
-	}
-	return out, full
+	return job
 }

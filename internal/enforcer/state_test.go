@@ -225,6 +225,10 @@ func TestIncrementalMatchesFullRejudge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		pl, err := testPlacing(ctx, client, factory)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := range steps {
 			if i > 0 {
 				obj, deleted := w.step()
@@ -239,7 +243,7 @@ func TestIncrementalMatchesFullRejudge(t *testing.T) {
 			for uid, tr := range inc.e.tracked {
 				full.e.tracked[uid] = &tracked{since: map[Rule]time.Time{}, state: tr.state}
 			}
-			if _, err := inc.e.step(ctx, s, j, ch); err != nil {
+			if _, err := inc.e.step(ctx, s, j, pl, ch); err != nil {
 				t.Fatal(err)
 			}
 			full.c = w.cluster()

@@ -169,7 +169,7 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 
 // explainWith runs the cycle on a framework built by newFramework.
 func explainWith(ctx context.Context, fw *profileFramework, pod *v1.Pod, c *Cluster, profile *config.KubeSchedulerProfile) (*Result, error) {
-	nodes, err := fw.snapshot.Lister().NodeInfos().List()
+	nodes, err := fw.Snapshot.Lister().NodeInfos().List()
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 	preRes *fwk.PreFilterResult, prePlugins sets.Set[string], res *Result) ([]fwk.NodeInfo, *framework.NodeToStatus, error) {
 	var filters []fwk.FilterPlugin
 	for _, p := range fw.ListPlugins().Filter.Enabled {
-		fp, ok := fw.plugins[p.Name].(fwk.FilterPlugin)
+		fp, ok := fw.Plugins[p.Name].(fwk.FilterPlugin)
 		if !ok {
 			return nil, nil, fmt.Errorf("filter plugin %s: instance not found", p.Name)
 		}
@@ -345,7 +345,7 @@ func runScores(ctx context.Context, fw *profileFramework, state fwk.CycleState, 
 			}
 			continue
 		}
-		sp, ok := fw.plugins[p.Name].(fwk.ScorePlugin)
+		sp, ok := fw.Plugins[p.Name].(fwk.ScorePlugin)
 		if !ok {
 			return fmt.Errorf("score plugin %s: instance not found", p.Name)
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
 
@@ -51,7 +52,7 @@ func TestAgreesWithTheFramework(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
 				data = b
 			}
-			cfg, err := LoadConfig(data, dir)
+			cfg, err := profile.LoadConfig(data, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +70,7 @@ func TestAgreesWithTheFramework(t *testing.T) {
 			if _, st, _ := fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
 				t.Fatalf("PreFilter: %v", st)
 			}
-			nodes, _ := fw.snapshot.Lister().NodeInfos().List()
+			nodes, _ := fw.Snapshot.Lister().NodeInfos().List()
 			want := sets.New[string]()
 			var feasible = nodes[:0:0]
 			for _, ni := range nodes {
@@ -121,7 +122,7 @@ func TestAgreesWithTheFramework(t *testing.T) {
 func shippedScenario(t *testing.T, name string) (*Cluster, *v1.Pod, *config.KubeSchedulerProfile) {
 	t.Helper()
 	dir := filepath.Join("../placementcmd/testdata", name)
-	cfg, err := LoadConfig(manifests.SchedulerConfig(), "shipped")
+	cfg, err := profile.LoadConfig(manifests.SchedulerConfig(), "shipped")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestPostFilterIsADryRun(t *testing.T) {
 // pods and requested resources.
 func nodeState(t *testing.T, fw *profileFramework) map[string]string {
 	t.Helper()
-	nodes, err := fw.snapshot.Lister().NodeInfos().List()
+	nodes, err := fw.Snapshot.Lister().NodeInfos().List()
 	if err != nil {
 		t.Fatal(err)
 	}

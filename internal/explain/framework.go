@@ -2,7 +2,6 @@ package explain
 
 import (
 	"context"
-	"fmt"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 
 	v1 "k8s.io/api/core/v1"
@@ -10,19 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-	"k8s.io/kubernetes/pkg/scheduler/metrics"
-	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
 
 // Cluster is the state a pod is explained against: what the scheduler's
@@ -40,45 +32,19 @@ type Cluster struct {
 	Unseen []string
 }
 
-// profileFramework is a framework built from a profile, plus the plugin
-// instances it was built with, so each plugin can be called on its own.
+// profileFramework is a profile's framework built over a Cluster, and the
+// fake clientset its plugins were given: the only one they can write to,
+// so a test can check that nothing was written.
 type profileFramework struct {
-	framework.Framework
-	snapshot *k8sline.Snapshot
-	plugins  map[string]fwk.Plugin
-	// client is the fake clientset the plugins were given: the only one
-	// they can write to, so a test can check that nothing was written.
+	*profile.Framework
 	client *fake.Clientset
 }
 
-// registry is upstream's in-tree registry merged with ours: what
-// placement-scheduler's binary is built with.
-func registry() (frameworkruntime.Registry, error) {
-	reg := intree.NewInTreeRegistry()
-	if err := reg.Merge(plugins.All()); err != nil {
-		return nil, fmt.Errorf("merging pkg/plugins.All(): %w", err)
-	}
-	return reg, nil
-}
-
 // newFramework builds the real framework runtime for profile over the
-// cluster: a snapshot for the scheduler cache, a fake clientset and an
-// informer factory for everything plugins list (as upstream's scheduler
-// tests do). Every factory is wrapped to remember the instance it returns.
-func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, profile *config.KubeSchedulerProfile) (*profileFramework, error) {
-	return newFrameworkOn(ctx, c, self, profile, nil)
-}
-
-// newFrameworkOn is newFramework over snapshot when it is not nil: the
-// bound pods and the nodes come from it, and c's pods only feed the
-// clientset and the nominator.
-func newFrameworkOn(ctx context.Context, c *Cluster, self *v1.Pod, profile *config.KubeSchedulerProfile, snapshot *k8sline.Snapshot) (*profileFramework, error) {
-	reg, err := registry()
-	if err != nil {
-		return nil, err
-	}
-	instances := Record(reg)
-
+// cluster: a snapshot for the scheduler cache, and a fake clientset and an
+// informer factory over c's objects for everything plugins list (as
+// upstream's scheduler tests do). Its informers run until ctx ends.
+func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, prof *config.KubeSchedulerProfile) (*profileFramework, error) {
 	// The pod being explained is not part of the cluster it is placed in
 	// (when it is bound, we answer "why there" as if it were not yet).
 	// Terminal pods hold no resources: the scheduler's informer drops them.
@@ -118,47 +84,47 @@ func newFrameworkOn(ctx context.Context, c *Cluster, self *v1.Pod, profile *conf
 	}
 	objs = append(objs, c.Others...)
 	client := fake.NewSimpleClientset(objs...) //nolint:staticcheck // NewClientset's field management costs seconds at 15k objects and buys nothing read-only
-	inf := informers.NewSharedInformerFactory(client, 0)
-
-	logger := klog.FromContext(ctx)
-	claims := assumecache.NewAssumeCache(logger, inf.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
-	slices, err := resourceslicetracker.StartTracker(ctx, resourceslicetracker.Options{
-		SliceInformer: inf.Resource().V1().ResourceSlices(),
-		KubeClient:    client,
-	})
+	src, err := profile.NewSources(ctx, client, informers.NewSharedInformerFactory(client, 0))
 	if err != nil {
-		return nil, fmt.Errorf("resource slice tracker: %w", err)
+		return nil, err
 	}
-	// The framework's instrumentation needs the scheduler's metrics
-	// registered (idempotent; kube-scheduler does it at start-up).
-	metrics.Register()
-	if snapshot == nil {
-		snapshot = k8sline.NewSnapshot(pods, c.Nodes)
-	}
-	opts := append(snapshot.FrameworkOptions(),
-		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithInformerFactory(inf),
-		frameworkruntime.WithPodNominator(nom),
-		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, inf)),
-		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(inf.Storage().V1().CSINodes().Lister())),
-		frameworkruntime.WithMetricsRecorder(metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done())),
-	)
-	// The snapshot is the lister; on lines whose framework has a mutable
-	// snapshot lister (the preemption dry run lists nodes and victims through
-	// it, as in the scheduler) it is that too. explain never starts a
-	// mutation session.
-	fw, err := frameworkruntime.NewFramework(ctx, reg, profile, opts...)
+	fw, err := profile.Build(ctx, prof, src, k8sline.NewSnapshot(pods, c.Nodes), nom)
 	if err != nil {
-		return nil, fmt.Errorf("profile %q: %w", profile.SchedulerName, err)
+		return nil, err
 	}
 	// Plugins registered their informers while being built; fill them now.
-	inf.Start(ctx.Done())
-	for typ, ok := range inf.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("informer for %v did not sync", typ)
+	if err := src.Sync(ctx, ctx.Done()); err != nil {
+		return nil, err
+	}
+	return &profileFramework{Framework: fw, client: client}, nil
+}
+
+// NewPlacer builds profile's framework over c (as Explain does) and a
+// Placer on it, in a mutation session that lasts as long as the Placer.
+// Its informers run until ctx is cancelled: cancel it when the batch is
+// done.
+func NewPlacer(ctx context.Context, c *Cluster, prof *config.KubeSchedulerProfile) (*profile.Placer, error) {
+	// A snapshot cannot hold a pod whose node is gone (no Node object):
+	// leave such pods out, as the scheduler's cache does.
+	known := make(map[string]bool, len(c.Nodes))
+	for _, n := range c.Nodes {
+		known[n.Name] = true
+	}
+	onKnown := *c
+	onKnown.Pods = make([]*v1.Pod, 0, len(c.Pods))
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" || known[p.Spec.NodeName] {
+			onKnown.Pods = append(onKnown.Pods, p)
 		}
 	}
-	return &profileFramework{Framework: fw, snapshot: snapshot, plugins: instances.all(), client: client}, nil
+	fw, err := newFramework(ctx, &onKnown, &v1.Pod{}, prof)
+	if err != nil {
+		return nil, err
+	}
+	if err := fw.Snapshot.StartMutations(); err != nil {
+		return nil, err
+	}
+	return profile.NewPlacer(fw.Framework), nil
 }
 
 // nominator serves the snapshot's nominated pods (status.nominatedNodeName

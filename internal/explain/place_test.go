@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
@@ -17,7 +18,7 @@ import (
 func TestPlacerReservesAcrossABatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg, err := LoadConfig(manifests.SchedulerConfig(), "shipped config")
+	cfg, err := profile.LoadConfig(manifests.SchedulerConfig(), "shipped config")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 	var pl *defaultpreemption.DefaultPreemption
 	var others []string
 	for _, p := range enabled {
-		if dp, ok := fw.plugins[p.Name].(*defaultpreemption.DefaultPreemption); ok && pl == nil {
+		if dp, ok := fw.Plugins[p.Name].(*defaultpreemption.DefaultPreemption); ok && pl == nil {
 			pl = dp
 			continue
 		}
@@ -116,7 +116,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 		res.Message = "preemption: " + msg
 		return res, nil
 	}
-	lister := fw.snapshot.Lister().NodeInfos()
+	lister := fw.Snapshot.Lister().NodeInfos()
 	all, err := lister.List()
 	if err != nil {
 		return nil, err

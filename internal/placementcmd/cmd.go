@@ -26,6 +26,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
 
@@ -299,7 +300,7 @@ type judgedWith struct {
 // only), else the shipped default, with a warning saying why.
 func (o *explainOptions) loadConfig(ctx context.Context, client kubernetes.Interface) (*judgedWith, error) {
 	load := func(data []byte, source string, warnings ...string) (*judgedWith, error) {
-		cfg, err := explain.LoadConfig(data, source)
+		cfg, err := profile.LoadConfig(data, source)
 		if err != nil {
 			return nil, err
 		}

@@ -133,7 +133,9 @@ func (o *violationsOptions) print(w io.Writer, data []byte) error {
 			why = strings.Join(r.Terms, "; ")
 		}
 		if r.Detail != "" {
-			why = r.Detail + ": " + why
+			// A refusal's detail is the server's sentence ("... disruption
+			// budget."): its full stop would end up before the colon.
+			why = strings.TrimRight(r.Detail, ". ") + ": " + why
 		}
 		rule := string(r.Rule)
 		if rule == "" {

@@ -20,7 +20,8 @@ import (
 const report = `[
  {"pod":"shop/web-1","uid":"u1","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","terms":["term 1: pool In [a]: node has pool=b"],"state":"evicting","target":"n2","since":"2026-01-01T00:00:00Z"},
  {"pod":"shop/web-2","uid":"u2","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"no-fit","since":"2026-01-01T00:00:00Z"},
- {"pod":"shop/agent","uid":"u3","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"protected","detail":"daemonset","since":"2026-01-01T00:00:00Z"}
+ {"pod":"shop/agent","uid":"u3","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"protected","detail":"daemonset","since":"2026-01-01T00:00:00Z"},
+ {"pod":"shop/db-0","uid":"u4","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"pdb-blocked","detail":"Cannot evict pod as it would violate the pod's disruption budget.","target":"n2","since":"2026-01-01T00:00:00Z"}
 ]`
 
 func TestViolationsTable(t *testing.T) {
@@ -37,10 +38,14 @@ func TestViolationsTable(t *testing.T) {
 		"shop/web-1", "evicting", "n2", "term 1: pool In [a]: node has pool=b",
 		"shop/web-2", "no-fit",
 		"shop/agent", "protected", "daemonset: node(s) didn't match",
+		"shop/db-0", "pdb-blocked", "disruption budget: node(s) didn't match",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "budget.:") {
+		t.Errorf("a refusal's full stop before the colon:\n%s", out)
 	}
 	if _, err := runCLI(t, "", "violations", "--from-file", p, "-o", "xml"); err == nil || !strings.Contains(err.Error(), `-o "xml"`) {
 		t.Errorf("-o xml: %v", err)

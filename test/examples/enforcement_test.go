@@ -18,8 +18,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -88,6 +90,9 @@ func TestEnforcement(t *testing.T) {
 		{"Protected", testProtected},
 		{"DryRunThenLive", testDryRunThenLive},
 		{"LeaderKilledMidBatch", testLeaderKilledMidBatch},
+		{"JobProtected", testJobProtected},
+		{"JobEvictedWhenItsPolicyIgnoresDisruption", testJobEvictedWhenItsPolicyIgnoresDisruption},
+		{"AffinityTargetPDBBlocked", testAffinityTargetPDBBlocked},
 	} {
 		// All at once, whatever -parallel says: they wait on the
 		// cluster, not on CPU, and the no-fit test's 60 s window is the
@@ -136,6 +141,7 @@ type enforcerConfig struct {
 	leaseDuration   time.Duration
 	backoffInitial  time.Duration
 	evictWithoutFit bool
+	evictJobPods    bool
 }
 
 func defaultEnforcerConfig() enforcerConfig {
@@ -201,6 +207,9 @@ func (r *run) start(t *testing.T, cfg enforcerConfig) *framework.Enforcer {
 		"backoff":            map[string]any{"initial": cfg.backoffInitial.String(), "max": (4 * cfg.backoffInitial).String()},
 		"leaderElection": map[string]any{"leaseNamespace": r.nss[0], "leaseDuration": le.String(),
 			"renewDeadline": (le * 2 / 3).String(), "retryPeriod": (le / 5).String()},
+	}
+	if cfg.evictJobPods {
+		doc["evictJobPods"] = true
 	}
 	body, err := yaml.Marshal(doc)
 	if err != nil {
@@ -1266,4 +1275,175 @@ func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 	if enfs[1-leader].Exited() {
 		t.Errorf("the surviving enforcer exited: %v", enfs[1-leader].Err())
 	}
+}
+
+// job creates Job app in ns, one pod from pod (restartPolicy Never),
+// backoffLimit 0, with rules as its podFailurePolicy (none when nil), and
+// returns its pod once bound.
+func (r *run) job(t *testing.T, pod *v1.Pod, rules ...batchv1.PodFailurePolicyRule) v1.Pod {
+	t.Helper()
+	r.own(pod)
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}, Spec: batchv1.JobSpec{
+		BackoffLimit: ptr.To[int32](0),
+		Template:     v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec}}}
+	if rules != nil {
+		job.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: rules}
+	}
+	env.Create(t, job)
+	var got v1.Pod
+	env.Poll(t, "the Job's pod bound and Ready", func(ctx context.Context) (bool, error) {
+		ps, err := pods(ctx, pod.Namespace, pod.Labels["app"])
+		if err != nil || len(ps) != 1 || !ready(&ps[0]) {
+			return false, err
+		}
+		got = ps[0]
+		return true, nil
+	})
+	return got
+}
+
+// jobState is Job name's Failed condition and active count.
+func jobState(t *testing.T, ns, name string) (failed bool, active int32) {
+	t.Helper()
+	j, err := env.Client.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget) && c.Status == v1.ConditionTrue {
+			failed = true
+		}
+	}
+	return failed, j.Status.Active
+}
+
+// A Job's pod (backoffLimit 0) in an opted-in namespace whose node leaves
+// its pool: reported protected (job), never evicted, and its Job keeps
+// running; a ReplicaSet's pod beside it, on the same relabel, is evicted.
+func testJobProtected(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	r.nodes(t, 20, map[string]map[string]string{"a": {"pool": "yes"}, "b": {}})
+	sel := map[string]string{"pool": "yes"}
+	job := r.job(t, r.pod(ns, "batch", enforcedProfile).NodeSelector(sel).Obj())
+	r.replicaSet(t, r.pod(ns, "control", enforcedProfile).NodeSelector(sel).Obj(), 1)
+	ctl := waitRunning(t, ns, "control", 1, r.node("a"))[0]
+	enf := r.start(t, defaultEnforcerConfig())
+	w := r.watchPods(t, nil)
+
+	env.SetNodeLabel(t, r.node("b"), "pool", "yes")
+	env.SetNodeLabel(t, r.node("a"), "pool", "")
+	waitReport(t, enf, ns+"/"+job.Name, "protected: job", func(r *framework.EnforcerReport) bool {
+		return r != nil && r.State == "protected" && r.Detail == "job"
+	})
+	env.WaitForEvent(t, ns, job.Name, "PlacementProtected", "job")
+	w.waitEvicted(t, ctl.UID, "the control pod")
+	waitRunning(t, ns, "control", 1, r.node("b"))
+	r.acceptedEvictions(t, 1)
+	r.notEvicted(t, &job)
+	if failed, active := jobState(t, ns, "batch"); failed || active != 1 {
+		t.Errorf("the Job: failed %v, %d active; want running, 1 active", failed, active)
+	}
+}
+
+// With evictJobPods, a Job (backoffLimit 0) whose podFailurePolicy ignores
+// DisruptionTarget has its pod evicted; the eviction does not count, the
+// Job does not fail, and its new pod runs on the node the rule allows.
+func testJobEvictedWhenItsPolicyIgnoresDisruption(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	r.nodes(t, 20, map[string]map[string]string{"a": {"pool": "yes"}, "b": {}})
+	sel := map[string]string{"pool": "yes"}
+	ignore := batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue}}}
+	job := r.job(t, r.pod(ns, "batch", enforcedProfile).NodeSelector(sel).Obj(), ignore)
+	cfg := defaultEnforcerConfig()
+	cfg.evictJobPods = true
+	r.start(t, cfg)
+	w := r.watchPods(t, nil)
+
+	env.SetNodeLabel(t, r.node("b"), "pool", "yes")
+	env.SetNodeLabel(t, r.node("a"), "pool", "")
+	w.waitEvicted(t, job.UID, "the Job's pod")
+	r.acceptedEvictions(t, 1)
+	// KWOK runs no containers: play the kubelet's part, which ends the
+	// evicted pod (phase Failed) after its grace period; the Job then
+	// matches its podFailurePolicy and, as it ignores the disruption,
+	// replaces the pod without counting a failure.
+	env.Poll(t, "the evicted pod Failed, as its kubelet would end it", func(ctx context.Context) (bool, error) {
+		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil || p.Status.Phase == v1.PodFailed {
+			return err == nil || apierrors.IsNotFound(err), nil
+		}
+		p.Status.Phase = v1.PodFailed
+		if _, err := env.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			return false, err
+		}
+		return false, nil // read again: a conflict retries, a success shows next round
+	})
+	env.Poll(t, "the Job's new pod Ready on b", func(ctx context.Context) (bool, error) {
+		ps, err := pods(ctx, ns, "batch")
+		if err != nil || len(ps) != 1 {
+			return false, err
+		}
+		return ps[0].UID != job.UID && ready(&ps[0]) && ps[0].Spec.NodeName == r.node("b"), nil
+	})
+	if failed, active := jobState(t, ns, "batch"); failed || active != 1 {
+		t.Errorf("the Job: failed %v, %d active; want running, 1 active", failed, active)
+	}
+}
+
+// x requires zone affinity to y; y, younger, violates its own
+// anti-affinity (z is in its zone) and its PodDisruptionBudget refuses
+// every eviction. While y is in x's zone, x is never reported nor evicted;
+// y is reported pdb-blocked.
+func testAffinityTargetPDBBlocked(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	zone := r.key("zone")
+	r.nodes(t, 20, map[string]map[string]string{"a1": {zone: "a"}, "a2": {zone: "a"}, "b1": {zone: "b"}})
+	byApp := func(app string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+	}
+	// x and z are older than y (the enforcer judges youngest first), on
+	// a1 by name; y, on a2 by name, is then in x's zone, and so is z.
+	r.replicaSet(t, r.pod(ns, "z", enforcedProfile).NodeName(r.node("a1")).Obj(), 1)
+	waitRunning(t, ns, "z", 1, r.node("a1"))
+	r.replicaSet(t, r.pod(ns, "x", enforcedProfile).NodeName(r.node("a1")).
+		RequiredPodAffinity(v1.PodAffinityTerm{TopologyKey: zone, LabelSelector: byApp("y")}).Obj(), 1)
+	x := waitRunning(t, ns, "x", 1, r.node("a1"))[0]
+	env.Poll(t, "a second past x's creation (creationTimestamp's resolution)", func(context.Context) (bool, error) {
+		return time.Now().After(x.CreationTimestamp.Add(time.Second)), nil
+	})
+	env.Create(t, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "y", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{Selector: byApp("y"), MaxUnavailable: ptr.To(intstr.FromInt32(0))}})
+	r.replicaSet(t, r.pod(ns, "y", enforcedProfile).NodeName(r.node("a2")).
+		RequiredPodAntiAffinity(v1.PodAffinityTerm{TopologyKey: zone, LabelSelector: byApp("z")}).Obj(), 1)
+	y := waitRunning(t, ns, "y", 1, r.node("a2"))[0]
+	cfg := defaultEnforcerConfig()
+	enf := r.start(t, cfg)
+
+	waitReport(t, enf, ns+"/"+y.Name, "pdb-blocked", func(r *framework.EnforcerReport) bool {
+		return r != nil && r.State == "pdb-blocked" && r.Rule == "pod-anti-affinity"
+	})
+	// Past the grace period and a few refusals' backoffs, x is still
+	// neither reported nor evicted, and y is still pdb-blocked.
+	w := r.watchPods(t, nil)
+	holdFor(t, 3*cfg.grace+3*cfg.backoffInitial, "x kept while y is in its zone", func(context.Context) error {
+		reports, err := enf.Violations()
+		if err != nil {
+			return err
+		}
+		for _, rep := range reports {
+			if rep.Pod == ns+"/"+x.Name {
+				return fmt.Errorf("x reported while its affinity target y is in its zone: %s (%s)", rep.State, rep.Reason)
+			}
+		}
+		if len(w.evicted()) > 0 {
+			return errors.New("a pod was evicted although y's budget allows none and x's affinity holds")
+		}
+		return nil
+	})
+	r.notEvicted(t, &x, &y)
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
@@ -466,7 +467,7 @@ type rechecker struct {
 
 func newRechecker(t testing.TB) *rechecker {
 	t.Helper()
-	cfg, err := explain.LoadConfig(manifests.SchedulerConfig(), "the shipped config")
+	cfg, err := profile.LoadConfig(manifests.SchedulerConfig(), "the shipped config")
 	if err != nil {
 		t.Fatal(err)
 	}

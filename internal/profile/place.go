@@ -1,4 +1,4 @@
-package explain
+package profile
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
@@ -19,53 +18,19 @@ import (
 // profile over one cluster state. Each answer is reserved: the replacement
 // stays in the Placer's snapshot on the node it was given, and the evicted
 // pod leaves it, so later calls never promise two pods one free slot. A
-// Placer is for one goroutine and one batch.
+// Placer is for one goroutine.
 type Placer struct {
-	fw *profileFramework
+	fw *Framework
 }
 
-// NewPlacer builds profile's framework over c (as Explain does). Its
-// informers run until ctx is cancelled: cancel it when the batch is done.
-func NewPlacer(ctx context.Context, c *Cluster, profile *config.KubeSchedulerProfile) (*Placer, error) {
-	// A snapshot cannot hold a pod whose node is gone (no Node object):
-	// leave such pods out, as the scheduler's cache does.
-	known := make(map[string]bool, len(c.Nodes))
-	for _, n := range c.Nodes {
-		known[n.Name] = true
-	}
-	onKnown := *c
-	onKnown.Pods = make([]*v1.Pod, 0, len(c.Pods))
-	for _, p := range c.Pods {
-		if p.Spec.NodeName == "" || known[p.Spec.NodeName] {
-			onKnown.Pods = append(onKnown.Pods, p)
-		}
-	}
-	fw, err := newFramework(ctx, &onKnown, &v1.Pod{}, profile)
-	if err != nil {
-		return nil, err
-	}
-	// A mutation session lets Place add and remove pods with the
-	// snapshot's indexes kept in step; it lasts as long as the Placer.
-	if err := fw.snapshot.StartMutations(); err != nil {
-		return nil, err
-	}
-	return &Placer{fw: fw}, nil
-}
-
-// NewPlacerOn is NewPlacer over a snapshot the caller keeps up to date (as
-// the scheduler's cache keeps one), so nothing of the cluster is copied
-// into it: the nodes and bound pods are the snapshot's, and c holds what
-// else the framework reads (namespaces, the nodes for its informers, pods
-// not bound, which nominate). The caller starts the snapshot's mutation
-// session before, and ends it after the batch, which takes back every
-// reservation; Placers of several profiles can share one session, and
-// then one another's reservations.
-func NewPlacerOn(ctx context.Context, snapshot *k8sline.Snapshot, c *Cluster, profile *config.KubeSchedulerProfile) (*Placer, error) {
-	fw, err := newFrameworkOn(ctx, c, &v1.Pod{}, profile, snapshot)
-	if err != nil {
-		return nil, err
-	}
-	return &Placer{fw: fw}, nil
+// NewPlacer places on fw, over its snapshot. The caller opens a mutation
+// session on the snapshot before placing and ends it after the batch,
+// which takes back every reservation; Placers of several profiles can
+// share one session, and then one another's reservations. A Placer built
+// on a snapshot the caller keeps up to date (as the scheduler's cache
+// keeps one) serves batch after batch.
+func NewPlacer(fw *Framework) *Placer {
+	return &Placer{fw: fw}
 }
 
 // Place runs a scheduling cycle for a replacement of pod (the pod unbound,
@@ -76,7 +41,7 @@ func NewPlacerOn(ctx context.Context, snapshot *k8sline.Snapshot, c *Cluster, pr
 // and pod stays in the snapshot.
 func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 	logger := klog.FromContext(ctx)
-	snap := p.fw.snapshot
+	snap := p.fw.Snapshot
 	current := pod.Spec.NodeName
 	removed := false
 	if current != "" {
@@ -106,7 +71,7 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 // placements neither count its slot as free nor its target as taken.
 func (p *Placer) Unplace(ctx context.Context, pod *v1.Pod, node string) error {
 	logger := klog.FromContext(ctx)
-	snap := p.fw.snapshot
+	snap := p.fw.Snapshot
 	repl := replacement(pod)
 	repl.Spec.NodeName = node
 	if err := snap.RemovePod(logger, repl, node); err != nil {
@@ -149,7 +114,7 @@ func reserve(snapshot *k8sline.Snapshot, repl *v1.Pod, node string) error {
 
 // best filters repl on every node but exclude and scores the feasible ones.
 func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string, error) {
-	nodes, err := p.fw.snapshot.Lister().NodeInfos().List()
+	nodes, err := p.fw.Snapshot.Lister().NodeInfos().List()
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package explain
+package profile
 
 import (
 	"context"
@@ -42,8 +42,8 @@ func (in *Instances) Get(name string) fwk.Plugin {
 	return in.m[name]
 }
 
-// all returns every instance by name, once the framework is built.
-func (in *Instances) all() map[string]fwk.Plugin {
+// All returns every instance by name, once the framework is built.
+func (in *Instances) All() map[string]fwk.Plugin {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.m

@@ -1,0 +1,316 @@
+// Package evictions holds what the enforcer does once it has decided that a
+// pod should go: the Eviction API request, and the book of its own
+// evictions in flight, which the caps count, which keeps one pod per owner
+// moving at a time, and which holds the room promised to each replacement
+// until the scheduler counts the replacement itself. The enforcer's loop
+// (package enforcer) decides who goes; this package says whether it may go
+// now and asks the API server.
+package evictions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Result is how the API server answered an eviction request.
+type Result int
+
+const (
+	Accepted Result = iota // the pod is being evicted
+	DryRun                 // a dryRun=All request the server accepted
+	Refused                // 429: a PodDisruptionBudget does not allow it now
+	Gone                   // 404/409: the pod is gone or was replaced (UID precondition)
+	Failed                 // any other error
+)
+
+// Request asks the Eviction API to evict pod, with its UID as a precondition
+// (a pod re-created under the same name is another pod), and dryRun=All
+// when dryRun is set. The error is the server's, for the report.
+func Request(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, dryRun bool) (Result, error) {
+	uid := pod.UID
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+	}
+	if dryRun {
+		ev.DeleteOptions.DryRun = []string{metav1.DryRunAll}
+	}
+	err := client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, ev)
+	switch {
+	case err == nil && dryRun:
+		return DryRun, nil
+	case err == nil:
+		return Accepted, nil
+	case apierrors.IsTooManyRequests(err):
+		return Refused, err
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return Gone, err
+	}
+	return Failed, err
+}
+
+// Limits cap the evictions in flight (evicted, replacement not settled).
+type Limits struct {
+	PerNode      int `json:"perNode,omitempty"`
+	PerNamespace int `json:"perNamespace,omitempty"`
+	Total        int `json:"total,omitempty"`
+}
+
+// Cluster is what the book reads of the cluster: the enforcer's state, kept
+// from its informers.
+type Cluster interface {
+	// Pod is the pod with uid, or nil.
+	Pod(uid types.UID) *v1.Pod
+	// Controlled are the pods whose controller is owner.
+	Controlled(owner types.UID) sets.Set[types.UID]
+	// Terminating are the pods with a deletion timestamp.
+	Terminating() sets.Set[types.UID]
+	// Counted: the scheduler's cache holds the pod (bound, not
+	// terminating, not finished), so it counts the room the pod takes.
+	Counted(pod *v1.Pod) bool
+	// HasNode: the node exists.
+	HasNode(name string) bool
+	// Replacement says how the pod's controller replaces it once it is
+	// gone.
+	Replacement(pod *v1.Pod) Replacement
+}
+
+// Replacement is how a pod's controller replaces an evicted pod: what the
+// eviction waits for before it settles.
+type Replacement int
+
+const (
+	// ReplacedWhenReady: the controller keeps a number of pods running
+	// (a ReplicaSet, a StatefulSet): the eviction settles once the
+	// scheduler counts a replacement and the owner has as many pods Ready
+	// as before.
+	ReplacedWhenReady Replacement = iota
+	// ReplacedOnce: the controller runs pods to completion (a Job): its
+	// other pods finish on their own, so the eviction settles once the
+	// scheduler counts a replacement.
+	ReplacedOnce
+	// NotReplaced: the controller will not replace the pod (its Job has
+	// finished, is suspended or is gone): the eviction settles once the
+	// pod has gone, and holds no cap or room after that.
+	NotReplaced
+)
+
+// InFlight is an eviction the enforcer made whose pod or owner has not
+// settled yet.
+type InFlight struct {
+	// Pod is the evicted pod and Target the node its replacement was
+	// promised ("" when none was).
+	Pod    *v1.Pod
+	Target string
+	Owner  types.UID
+	// ready is how many of the owner's pods were Ready (the evicted one
+	// included) when it was evicted: the eviction settles once as many
+	// are Ready again, so a replacement its controller has not created
+	// yet still counts as in flight.
+	ready int
+	// before holds the owner's pods at the eviction (pod included). Until
+	// a pod of the owner not among them is bound, the replacement takes no
+	// room the scheduler counts, so its room is held (Reservations).
+	before sets.Set[types.UID]
+	at     time.Time
+}
+
+// Timeout forgets an eviction whose owner never recovers its Ready count
+// (scaled down, or its replacement cannot start), so that one stuck owner
+// cannot hold a cap forever.
+const Timeout = 10 * time.Minute
+
+// Book is the enforcer's evictions in flight, kept across passes by the
+// leader that made them.
+type Book struct {
+	limits   Limits
+	inflight map[types.UID]InFlight
+}
+
+// NewBook returns an empty book under limits.
+func NewBook(limits Limits) *Book {
+	return &Book{limits: limits, inflight: map[types.UID]InFlight{}}
+}
+
+// Add records the accepted eviction of pod, whose replacement was promised
+// target, at now.
+func (b *Book) Add(c Cluster, pod *v1.Pod, target string, now time.Time) {
+	owner := metav1.GetControllerOf(pod)
+	f := InFlight{Pod: pod, Target: target, at: now}
+	if owner != nil {
+		f.Owner = owner.UID
+		f.ready = readyOf(c, owner.UID)
+		f.before = c.Controlled(owner.UID).Clone()
+	}
+	b.inflight[pod.UID] = f
+}
+
+// Has: the eviction of the pod with uid was accepted and has not settled.
+func (b *Book) Has(uid types.UID) bool {
+	_, ok := b.inflight[uid]
+	return ok
+}
+
+// Settle forgets evictions whose pod is gone (or finished) and whose owner
+// has every pod Ready again with the replacement counted by the scheduler,
+// or will not replace the pod, or has not recovered within Timeout.
+func (b *Book) Settle(c Cluster, now time.Time) {
+	for uid, f := range b.inflight {
+		if p := c.Pod(uid); p != nil && !finished(p) {
+			continue
+		}
+		switch c.Replacement(f.Pod) {
+		case NotReplaced:
+			delete(b.inflight, uid)
+			continue
+		case ReplacedOnce:
+			if b.replaced(c, f) {
+				delete(b.inflight, uid)
+				continue
+			}
+		}
+		if now.Sub(f.at) > Timeout {
+			delete(b.inflight, uid)
+			continue
+		}
+		busy := false
+		for puid := range c.Controlled(f.Owner) {
+			if p := c.Pod(puid); !finished(p) && (p.DeletionTimestamp != nil || !PodReady(p)) {
+				busy = true
+			}
+		}
+		if !busy && readyOf(c, f.Owner) >= f.ready && b.replaced(c, f) {
+			delete(b.inflight, uid)
+		}
+	}
+}
+
+// replaced: a pod of f's owner that was not there at the eviction is in
+// the scheduler's cache, so the scheduler counts the replacement itself. (A
+// pod the owner adds for another reason, a scale-up, ends the hold as
+// early; a scale-down that never replaces keeps it until Timeout: cautious,
+// never a second promise.)
+func (b *Book) replaced(c Cluster, f InFlight) bool {
+	for uid := range c.Controlled(f.Owner) {
+		if !f.before.Has(uid) && c.Counted(c.Pod(uid)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reservations are the replacements whose room is still to be held in a
+// placement: the evicted pod may be gone and its replacement Pending or not
+// created, and neither takes room the scheduler counts, yet the room is
+// spoken for. Without them a pass would promise the last free slots again
+// and evict pods whose replacements then stay Pending.
+func (b *Book) Reservations(c Cluster) []InFlight {
+	var out []InFlight
+	for _, f := range b.inflight {
+		if f.Target != "" && c.HasNode(f.Target) && !b.replaced(c, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// OwnerBusy: another unfinished pod of the owner is not Ready or is
+// terminating, or an eviction of ours for this owner is still in flight.
+// One pod per owner in flight: the next goes once the last one's
+// replacement is Ready.
+func (b *Book) OwnerBusy(c Cluster, pod *v1.Pod, owner types.UID) bool {
+	for _, f := range b.inflight {
+		if f.Owner == owner {
+			return true
+		}
+	}
+	for uid := range c.Controlled(owner) {
+		other := c.Pod(uid)
+		if other.UID != pod.UID && !finished(other) && (other.DeletionTimestamp != nil || !PodReady(other)) {
+			return true
+		}
+	}
+	return false
+}
+
+// CapReached names the cap that holds pod back, or "". Evictions in flight
+// are ours plus any pod terminating after an eviction (so a new leader
+// counts its predecessor's).
+func (b *Book) CapReached(c Cluster, pod *v1.Pod) string {
+	node, ns, total := 0, 0, 0
+	count := func(n, namespace string) {
+		total++
+		if n == pod.Spec.NodeName {
+			node++
+		}
+		if namespace == pod.Namespace {
+			ns++
+		}
+	}
+	for _, f := range b.inflight {
+		count(f.Pod.Spec.NodeName, f.Pod.Namespace)
+	}
+	for uid := range c.Terminating() {
+		other := c.Pod(uid)
+		if _, ours := b.inflight[uid]; !ours && other.DeletionTimestamp != nil && evicted(other) {
+			count(other.Spec.NodeName, other.Namespace)
+		}
+	}
+	switch {
+	case total >= b.limits.Total:
+		return fmt.Sprintf("limits.total (%d evictions in flight)", total)
+	case node >= b.limits.PerNode:
+		return fmt.Sprintf("limits.perNode (%d evictions in flight on %s)", node, pod.Spec.NodeName)
+	case ns >= b.limits.PerNamespace:
+		return fmt.Sprintf("limits.perNamespace (%d evictions in flight in %s)", ns, pod.Namespace)
+	}
+	return ""
+}
+
+// readyOf counts the owner's pods that are Ready and not terminating.
+func readyOf(c Cluster, owner types.UID) int {
+	n := 0
+	for uid := range c.Controlled(owner) {
+		if p := c.Pod(uid); p.DeletionTimestamp == nil && PodReady(p) {
+			n++
+		}
+	}
+	return n
+}
+
+// PodReady: the pod's Ready condition is True.
+func PodReady(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// finished: the pod ran to completion or failed; its controller has
+// already counted it, and it takes no room.
+func finished(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}
+
+// evicted: the pod carries the DisruptionTarget condition the Eviction API
+// sets.
+func evicted(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue {
+			return strings.Contains(c.Reason, "Eviction")
+		}
+	}
+	return false
+}

@@ -1,0 +1,110 @@
+package evictions
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// cluster is a Cluster over a list of pods, each controlled by the owner
+// its name's first letter names.
+type cluster struct {
+	pods        map[types.UID]*v1.Pod
+	replacement Replacement
+}
+
+func (c *cluster) Pod(uid types.UID) *v1.Pod { return c.pods[uid] }
+func (c *cluster) Controlled(owner types.UID) sets.Set[types.UID] {
+	out := sets.New[types.UID]()
+	for uid, p := range c.pods {
+		if o := metav1.GetControllerOf(p); o != nil && o.UID == owner {
+			out.Insert(uid)
+		}
+	}
+	return out
+}
+func (c *cluster) Terminating() sets.Set[types.UID] {
+	out := sets.New[types.UID]()
+	for uid, p := range c.pods {
+		if p.DeletionTimestamp != nil {
+			out.Insert(uid)
+		}
+	}
+	return out
+}
+func (c *cluster) Counted(p *v1.Pod) bool {
+	return p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !finished(p)
+}
+func (c *cluster) HasNode(string) bool             { return true }
+func (c *cluster) Replacement(*v1.Pod) Replacement { return c.replacement }
+func (c *cluster) add(p *v1.Pod)                   { c.pods[p.UID] = p }
+
+func readyPod(name, owner, node string) *v1.Pod {
+	yes := true
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: owner, UID: types.UID(owner), Controller: &yes}}},
+		Spec:   v1.PodSpec{NodeName: node},
+		Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
+	}
+}
+
+// An eviction holds its node's cap and its owner until it settles: the
+// pod gone, a replacement counted, the owner Ready again; a pod that
+// fails and stays counts as gone; an owner that will not replace settles
+// at once.
+func TestBookSettles(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name  string
+		repl  Replacement
+		after func(c *cluster)
+		want  bool // settled
+	}{
+		{"pod still running", ReplacedWhenReady, func(*cluster) {}, false},
+		{"pod gone, no replacement", ReplacedWhenReady, func(c *cluster) { delete(c.pods, "p") }, false},
+		{"replacement bound, not Ready", ReplacedWhenReady, func(c *cluster) {
+			delete(c.pods, "p")
+			r := readyPod("p2", "rs", "b")
+			r.Status.Conditions = nil
+			c.add(r)
+		}, false},
+		{"replacement Ready", ReplacedWhenReady, func(c *cluster) { delete(c.pods, "p"); c.add(readyPod("p2", "rs", "b")) }, true},
+		{"replaced once, not Ready", ReplacedOnce, func(c *cluster) {
+			c.pods["p"].Status.Phase = v1.PodFailed
+			r := readyPod("p2", "rs", "b")
+			r.Status.Conditions = nil
+			c.add(r)
+		}, true},
+		{"failed and stays, not replaced", NotReplaced, func(c *cluster) { c.pods["p"].Status.Phase = v1.PodFailed }, true},
+		{"running, not replaced", NotReplaced, func(*cluster) {}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: tc.repl}
+			p := readyPod("p", "rs", "a")
+			c.add(p)
+			b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
+			b.Add(c, p, "b", now)
+			other := readyPod("q", "rs2", "a")
+			c.add(other)
+			if got := b.CapReached(c, other); got == "" || !b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") {
+				t.Fatalf("in flight: cap %q, owner busy %v; want limits.perNode and busy", got, b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs"))
+			}
+			tc.after(c)
+			b.Settle(c, now.Add(time.Minute))
+			if got := !b.Has("p"); got != tc.want {
+				t.Errorf("settled %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				b.Settle(c, now.Add(Timeout+time.Second))
+				if b.Has("p") && c.pods["p"] == nil {
+					t.Errorf("still in flight after Timeout")
+				}
+			}
+		})
+	}
+}

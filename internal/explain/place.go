@@ -21,7 +21,8 @@ import (
 // pod leaves it, so later calls never promise two pods one free slot. A
 // Placer is for one goroutine and one batch.
 type Placer struct {
-	fw *profileFramework
+	fw      *profileFramework
+	profile *config.KubeSchedulerProfile
 }
 
 // NewPlacer builds profile's framework over c (as Explain does). Its
@@ -49,7 +50,7 @@ func NewPlacer(ctx context.Context, c *Cluster, profile *config.KubeSchedulerPro
 	if err := fw.snapshot.StartMutations(); err != nil {
 		return nil, err
 	}
-	return &Placer{fw: fw}, nil
+	return &Placer{fw: fw, profile: profile}, nil
 }
 
 // NewPlacerOn is NewPlacer over a snapshot the caller keeps up to date (as
@@ -65,7 +66,7 @@ func NewPlacerOn(ctx context.Context, snapshot *cache.Snapshot, c *Cluster, prof
 	if err != nil {
 		return nil, err
 	}
-	return &Placer{fw: fw}, nil
+	return &Placer{fw: fw, profile: profile}, nil
 }
 
 // Place runs a scheduling cycle for a replacement of pod (the pod unbound,
@@ -85,7 +86,7 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 		}
 	}
 	repl := replacement(pod)
-	node, err := p.best(ctx, repl, current)
+	node, _, err := p.best(ctx, repl, current)
 	if err != nil || node == "" {
 		if removed {
 			if pi, perr := framework.NewPodInfo(pod); perr == nil {
@@ -98,6 +99,55 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 		return "", err
 	}
 	return node, nil
+}
+
+// Assign is Place for a pod not running anywhere yet (a replica of a
+// workload about to be created): it reserves the pod itself on the node the
+// scores rank first and returns it, with every node that shares the top
+// score (the scheduler picks one of those at random; Assign the first by
+// name). "" when no node fits; nothing is reserved then.
+func (p *Placer) Assign(ctx context.Context, pod *v1.Pod) (string, []string, error) {
+	node, tied, err := p.best(ctx, pod, "")
+	if err != nil || node == "" {
+		return "", nil, err
+	}
+	if err := reserve(p.fw.snapshot, pod.DeepCopy(), node); err != nil {
+		return "", nil, err
+	}
+	return node, tied, nil
+}
+
+// Explain is Explain on the Placer's snapshot, its reservations counted:
+// why pod (not in the snapshot) fits no node now, and what preemption
+// would do about it. Nothing is reserved.
+func (p *Placer) Explain(ctx context.Context, pod *v1.Pod) (*Result, error) {
+	return explainWith(ctx, p.fw, pod, &Cluster{}, p.profile)
+}
+
+// Preempt reserves pod on node with victims (namespace/name, pods on node)
+// taken out of the snapshot: the state preemption leads to once the
+// victims are gone and the nominated pod is bound there.
+func (p *Placer) Preempt(ctx context.Context, pod *v1.Pod, node string, victims []Victim) error {
+	logger := klog.FromContext(ctx)
+	snap := p.fw.snapshot
+	ni, err := snap.NodeInfos().Get(node)
+	if err != nil {
+		return fmt.Errorf("preemption on %s: %w", node, err)
+	}
+	byName := map[string]*v1.Pod{}
+	for _, pi := range ni.GetPods() {
+		byName[pi.GetPod().Namespace+"/"+pi.GetPod().Name] = pi.GetPod()
+	}
+	for _, v := range victims {
+		victim, ok := byName[v.Pod]
+		if !ok {
+			return fmt.Errorf("preemption on %s: victim %s is not on the node", node, v.Pod)
+		}
+		if err := snap.RemovePod(logger, victim, node); err != nil {
+			return fmt.Errorf("preemption on %s: removing %s: %w", node, v.Pod, err)
+		}
+	}
+	return reserve(snap, pod.DeepCopy(), node)
 }
 
 // Unplace undoes a Place of pod that returned node: the replacement's
@@ -147,19 +197,20 @@ func reserve(snapshot *cache.Snapshot, repl *v1.Pod, node string) error {
 	return nil
 }
 
-// best filters repl on every node but exclude and scores the feasible ones.
-func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string, error) {
+// best filters repl on every node but exclude and scores the feasible ones:
+// the first by name of those with the top score, and all of them.
+func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string, []string, error) {
 	nodes, err := p.fw.snapshot.NodeInfos().List()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	state := framework.NewCycleState()
 	preRes, st, _ := p.fw.RunPreFilterPlugins(ctx, state, repl)
 	if !st.IsSuccess() {
 		if st.IsRejected() {
-			return "", nil
+			return "", nil, nil
 		}
-		return "", fmt.Errorf("PreFilter plugin %s: %w", st.Plugin(), st.AsError())
+		return "", nil, fmt.Errorf("PreFilter plugin %s: %w", st.Plugin(), st.AsError())
 	}
 	var feasible []fwk.NodeInfo
 	for _, ni := range nodes {
@@ -169,22 +220,22 @@ func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string
 		}
 		st := p.fw.RunFilterPluginsWithNominatedPods(ctx, state, repl, ni)
 		if st.Code() == fwk.Error {
-			return "", fmt.Errorf("filtering node %s: %w", name, st.AsError())
+			return "", nil, fmt.Errorf("filtering node %s: %w", name, st.AsError())
 		}
 		if st.IsSuccess() {
 			feasible = append(feasible, ni)
 		}
 	}
 	if len(feasible) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	sort.Slice(feasible, func(i, j int) bool { return feasible[i].Node().Name < feasible[j].Node().Name })
 	if st := p.fw.RunPreScorePlugins(ctx, state, repl, feasible); !st.IsSuccess() && !st.IsSkip() {
-		return "", fmt.Errorf("PreScore plugin %s: %w", st.Plugin(), st.AsError())
+		return "", nil, fmt.Errorf("PreScore plugin %s: %w", st.Plugin(), st.AsError())
 	}
 	scores, st := p.fw.RunScorePlugins(ctx, state, repl, feasible)
 	if !st.IsSuccess() {
-		return "", fmt.Errorf("Score plugin %s: %w", st.Plugin(), st.AsError())
+		return "", nil, fmt.Errorf("Score plugin %s: %w", st.Plugin(), st.AsError())
 	}
 	best := 0
 	for i := range scores {
@@ -192,7 +243,13 @@ func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string
 			best = i
 		}
 	}
-	return scores[best].Name, nil
+	var tied []string
+	for i := range scores {
+		if scores[i].TotalScore == scores[best].TotalScore {
+			tied = append(tied, scores[i].Name)
+		}
+	}
+	return scores[best].Name, tied, nil
 }
 
 // replacement is what a controller would create in pod's place: the same

@@ -48,7 +48,7 @@ func New(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newExplain(streams, nil), newViolations(streams))
+	root.AddCommand(newExplain(streams, nil), newViolations(streams), newSimulate(streams, nil))
 	setUpKubectlPlugin(root, streams)
 	return root
 }

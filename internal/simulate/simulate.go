@@ -48,12 +48,12 @@ type Result struct {
 	// Ties counts the replicas for which several nodes shared the top
 	// score: the scheduler picks one of them at random, simulate the first
 	// by name, so their node is one possible outcome.
-	Ties     int              `json:"ties"`
-	Replicas []ReplicaResult  `json:"replicas"`
-	Reasons  []PendingReason  `json:"reasons,omitempty"`
-	Drain    *DrainReport     `json:"drain,omitempty"`
-	Warnings []string         `json:"warnings,omitempty"`
-	Notes    []string         `json:"notes,omitempty"`
+	Ties     int             `json:"ties"`
+	Replicas []ReplicaResult `json:"replicas"`
+	Reasons  []PendingReason `json:"reasons,omitempty"`
+	Drain    *DrainReport    `json:"drain,omitempty"`
+	Warnings []string        `json:"warnings,omitempty"`
+	Notes    []string        `json:"notes,omitempty"`
 }
 
 var _ runtime.Object = &Result{}
@@ -139,8 +139,9 @@ func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerP
 	sort.SliceStable(order, func(i, j int) bool {
 		return corev1helpers.PodPriority(order[i].Pod) > corev1helpers.PodPriority(order[j].Pod)
 	})
-	// An explanation holds for the next replica of the same workload as
-	// long as nothing was reserved in between: the snapshot is the same.
+	// An explanation holds for the next replica with the same labels and
+	// spec (the replicas of a workload but a DaemonSet's, pinned each to
+	// its node) as long as nothing was reserved in between.
 	type cached struct {
 		generation int
 		res        *explain.Result
@@ -163,14 +164,18 @@ func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerP
 				res.Ties++
 			}
 		} else {
-			ex, ok := explained[r.Workload]
+			key, err := sameAs(r.Pod)
+			if err != nil {
+				return nil, err
+			}
+			ex, ok := explained[key]
 			if !ok || ex.generation != generation {
 				e, err := placer.Explain(ctx, r.Pod)
 				if err != nil {
 					return nil, fmt.Errorf("explaining %s: %w", rr.Pod, err)
 				}
 				ex = cached{generation: generation, res: e}
-				explained[r.Workload] = ex
+				explained[key] = ex
 			}
 			if pf := ex.res.PostFilter; pf != nil && pf.WouldPreempt {
 				if err := placer.Preempt(ctx, r.Pod, pf.Node, pf.Victims); err != nil {
@@ -202,6 +207,20 @@ func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerP
 		}
 	}
 	return res, nil
+}
+
+// sameAs keys pods that the scheduler cannot tell apart: same namespace,
+// labels and spec.
+func sameAs(p *v1.Pod) (string, error) {
+	raw, err := json.Marshal(struct {
+		NS     string
+		Labels map[string]string
+		Spec   v1.PodSpec
+	}{p.Namespace, p.Labels, p.Spec})
+	if err != nil {
+		return "", fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return string(raw), nil
 }
 
 // reasonOf is the FailedScheduling message the scheduler would give.

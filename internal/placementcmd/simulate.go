@@ -41,11 +41,16 @@ type simulateOptions struct {
 // newSimulate is the simulate verb; newClient, when not nil, replaces the
 // kubeconfig-built client (tests).
 func newSimulate(streams genericiooptions.IOStreams, newClient func() (kubernetes.Interface, error)) *cobra.Command {
-	o := &simulateOptions{
+	return newSimulateWith(&simulateOptions{
 		explainOptions: explainOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams, newClient: newClient},
 		progressMin:    100,
 		progressEvery:  2 * time.Second,
-	}
+	})
+}
+
+// newSimulateWith is the command over o, whose streams, client and
+// progress pacing are set (tests pace the progress line).
+func newSimulateWith(o *simulateOptions) *cobra.Command {
 	if o.newClient == nil {
 		o.newClient = o.client
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
@@ -109,13 +108,10 @@ func printDrain(w io.Writer, d *DrainReport) {
 	}
 }
 
-// topologyHeader names the topology column: ZONE for the zone label,
-// else the label key itself.
+// topologyHeader names the topology column after the label key's name
+// without its prefix: ZONE, HOSTNAME, POOL.
 func topologyHeader(key string) string {
-	if key == v1.LabelTopologyZone {
-		return "ZONE"
-	}
-	return strings.ToUpper(key)
+	return strings.ToUpper(key[strings.LastIndex(key, "/")+1:])
 }
 
 func orDash(s string) string {

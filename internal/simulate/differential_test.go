@@ -337,4 +337,3 @@ func podTerm(r *rand.Rand, app string) v1.PodAffinityTerm {
 	}
 	return t
 }
-

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -99,11 +98,7 @@ the table shows the first by name and says so.`,
 	f.StringArrayVar(&o.edits.Remove, "remove-node", nil, "What-if: remove NODE and its pods; repeatable")
 	f.StringVar(&o.by, "by", v1.LabelTopologyZone, "Node label to show per replica (e.g. kubernetes.io/hostname, or a pool label)")
 	f.BoolVar(&o.failIfPending, "fail-if-pending", false, "Exit non-zero when a replica would stay Pending (for CI)")
-	f.StringSliceVar(&o.fromFile, "from-file", nil, "Offline snapshot: YAML/JSON file(s) of nodes, pods, namespaces (and PDBs, PriorityClasses...) instead of the live cluster")
-	f.StringVar(&o.fromDir, "from-dir", "", "Offline snapshot: every .yaml, .yml and .json file in this directory")
-	f.StringVar(&o.config, "config", "", "KubeSchedulerConfiguration file (default: the installed scheduler's ConfigMap, else the shipped profile)")
-	f.StringVar(&o.profile, "profile", "", "Profile (schedulerName) to place with (default: the pods' schedulerName)")
-	f.StringVar(&o.schedulerNamespace, "scheduler-namespace", installNamespace, "Namespace of the installed scheduler, whose ConfigMap holds its KubeSchedulerConfiguration")
+	o.addSourceFlags(cmd, "Profile (schedulerName) to place with (default: the pods' schedulerName)")
 	f.StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
 	return cmd
 }
@@ -114,31 +109,15 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	default:
 		return fmt.Errorf("-o %q: want table, json or yaml", o.output)
 	}
-	if len(o.fromFile) > 0 && o.fromDir != "" {
-		return errors.New("--from-file and --from-dir: give only one")
-	}
 	ctx = klog.NewContext(ctx, logr.Discard())
-	offline := len(o.fromFile) > 0 || o.fromDir != ""
-	namespace, err := o.namespace(offline)
+	src, err := o.readCluster(ctx)
 	if err != nil {
 		return err
 	}
-	var cluster *explain.Cluster
-	var client kubernetes.Interface
-	if offline {
-		cluster, err = o.loadSnapshot()
-		if err == nil && len(cluster.Namespaces) == 0 {
-			err = errors.New("the snapshot has no namespaces (affinity namespaceSelectors and namespace checks need them): dump them too, e.g. kubectl get nodes,pods,namespaces,pdb,priorityclasses -A -o yaml")
-		}
-	} else {
-		client, err = o.newClient()
-		if err == nil {
-			cluster, err = liveCluster(ctx, client, namespace)
-		}
+	if src.offline && len(src.cluster.Namespaces) == 0 {
+		return errors.New("the snapshot has no namespaces (affinity namespaceSelectors and namespace checks need them): dump them too, e.g. kubectl get nodes,pods,namespaces,pdb,priorityclasses -A -o yaml")
 	}
-	if err != nil {
-		return err
-	}
+	cluster, client, namespace := src.cluster, src.client, src.namespace
 	workloads, err := o.readWorkloads()
 	if err != nil {
 		return err
@@ -218,17 +197,7 @@ func (o *simulateOptions) readWorkloads() (*workloadFile, error) {
 	if o.file == "" {
 		return nil, nil
 	}
-	var r io.Reader = o.streams.In
-	source := "stdin"
-	if o.file != "-" {
-		fh, err := os.Open(o.file)
-		if err != nil {
-			return nil, fmt.Errorf("-f: %w", err)
-		}
-		defer fh.Close()
-		r, source = fh, o.file
-	}
-	objs, err := explain.DecodeObjects(r, source)
+	objs, source, err := o.readFile()
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -42,20 +41,7 @@ func TestSimulateGolden(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", format, err)
 				}
-				golden := filepath.Join(dir, format+".golden")
-				if *update {
-					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run go test ./internal/placementcmd -update to create it)", err)
-				}
-				if diff := cmp.Diff(string(want), got); diff != "" {
-					t.Errorf("%s output differs from %s (-want +got); if intended, rerun with -update:\n%s", format, golden, diff)
-				}
+				checkGolden(t, filepath.Join(dir, format+".golden"), got)
 			}
 		})
 	}
@@ -169,14 +155,7 @@ func decodeFile(t *testing.T, path string) []runtime.Object {
 // TestSimulateBadInput: each bad input fails before anything is placed,
 // with an error naming the fix (main prints it on one line, exit 1).
 func TestSimulateBadInput(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t)
 	snap := "testdata/simulate/drain-with-pdb/cluster.json"
 	deploy := "testdata/simulate/zone-affinity-hostname-anti-affinity/workload.yaml"
 	unknown := write("unknown.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -142,7 +143,7 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	}
 	var notes []string
 	if workloads != nil {
-		if err := namespacesExist(cluster, workloads, namespace); err != nil {
+		if err := namespacesExist(ctx, cluster, client, workloads, namespace); err != nil {
 			return err
 		}
 		more, n, err := simulate.Workloads(workloads.objs, namespace, cluster)
@@ -207,9 +208,11 @@ func (o *simulateOptions) readWorkloads() (*workloadFile, error) {
 	return &workloadFile{objs: objs, source: source}, nil
 }
 
-// namespacesExist: every workload's namespace is in the cluster, when the
-// namespaces could be listed (the apiserver would refuse to create it).
-func namespacesExist(c *explain.Cluster, w *workloadFile, def string) error {
+// namespacesExist: every workload's namespace is in the cluster (the
+// apiserver would refuse to create it). Live, a namespace not among those
+// read is asked for by name: a user who may not list namespaces may still
+// get one, and one who may do neither is not refused for it.
+func namespacesExist(ctx context.Context, c *explain.Cluster, client kubernetes.Interface, w *workloadFile, def string) error {
 	known := map[string]bool{}
 	for _, ns := range c.Namespaces {
 		known[ns.Name] = true
@@ -223,9 +226,20 @@ func namespacesExist(c *explain.Cluster, w *workloadFile, def string) error {
 		if ns == "" {
 			ns = def
 		}
-		if !known[ns] {
-			return fmt.Errorf("%s: %s %s is in namespace %q, which the cluster does not have: create it, or set -n / metadata.namespace", w.source, obj.GetObjectKind().GroupVersionKind().Kind, m.GetName(), ns)
+		if known[ns] {
+			continue
 		}
+		if client != nil {
+			_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err == nil || apierrors.IsForbidden(err) {
+				known[ns] = true
+				continue
+			}
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("reading namespace %s: %w", ns, err)
+			}
+		}
+		return fmt.Errorf("%s: %s %s is in namespace %q, which the cluster does not have: create it, or set -n / metadata.namespace", w.source, obj.GetObjectKind().GroupVersionKind().Kind, m.GetName(), ns)
 	}
 	return nil
 }

@@ -3,17 +3,20 @@ package placementcmd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
@@ -216,4 +219,30 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// Live, a user who may not list namespaces is not refused for a workload's
+// namespace that exists; one that does not exist is still an error.
+func TestSimulateNamespaceNotListable(t *testing.T) {
+	deploy := "testdata/simulate/zone-affinity-hostname-anti-affinity/workload.yaml"
+	run := func(namespace string) error {
+		client := fake.NewSimpleClientset(decodeFile(t, "testdata/zone-affinity-anti-affinity/cluster.json")...) //nolint:staticcheck // nothing here applies
+		client.PrependReactor("list", "namespaces", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("no list"))
+		})
+		var out bytes.Buffer
+		cmd := newSimulate(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
+			func() (kubernetes.Interface, error) { return client, nil })
+		cmd.SetArgs([]string{"-f", deploy, "-n", namespace})
+		return cmd.Execute()
+	}
+	// The manifest's namespace is default; with -n elsewhere only
+	// elsewhere is read, and default is asked for by name.
+	if err := run("elsewhere"); err != nil {
+		t.Errorf("workload in an existing namespace, namespaces not listable: %v", err)
+	}
+	deploy = fileWriter(t)("absent.yaml", strings.Replace(mustRead(t, deploy), "namespace: default", "namespace: absent", 1))
+	if err := run("default"); err == nil || !strings.Contains(err.Error(), `namespace "absent"`) {
+		t.Errorf("workload in a missing namespace: %v", err)
+	}
 }

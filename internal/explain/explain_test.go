@@ -37,11 +37,12 @@ func decodeFile(t *testing.T, path string) *Cluster {
 // scheduler uses, and RunScorePlugins) must reach the same feasible set and
 // the same totals on every seed scenario.
 func TestAgreesWithTheFramework(t *testing.T) {
-	dirs, err := filepath.Glob("../placementcmd/testdata/*")
-	if err != nil || len(dirs) == 0 {
+	pods, err := filepath.Glob("../placementcmd/testdata/*/pod.json")
+	if err != nil || len(pods) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}
-	for _, dir := range dirs {
+	for _, p := range pods {
+		dir := filepath.Dir(p)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ctx := context.Background()
 			c := decodeFile(t, filepath.Join(dir, "cluster.json"))

@@ -99,11 +99,19 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, prof *config.Ku
 	return &profileFramework{Framework: fw, client: client}, nil
 }
 
+// Placer is the profile's placer over a Cluster with explain's own
+// answers on its snapshot (simulate asks both).
+type Placer struct {
+	*profile.Placer
+	fw   *profileFramework
+	prof *config.KubeSchedulerProfile
+}
+
 // NewPlacer builds profile's framework over c (as Explain does) and a
 // Placer on it, in a mutation session that lasts as long as the Placer.
 // Its informers run until ctx is cancelled: cancel it when the batch is
 // done.
-func NewPlacer(ctx context.Context, c *Cluster, prof *config.KubeSchedulerProfile) (*profile.Placer, error) {
+func NewPlacer(ctx context.Context, c *Cluster, prof *config.KubeSchedulerProfile) (*Placer, error) {
 	// A snapshot cannot hold a pod whose node is gone (no Node object):
 	// leave such pods out, as the scheduler's cache does.
 	known := make(map[string]bool, len(c.Nodes))
@@ -124,7 +132,23 @@ func NewPlacer(ctx context.Context, c *Cluster, prof *config.KubeSchedulerProfil
 	if err := fw.Snapshot.StartMutations(); err != nil {
 		return nil, err
 	}
-	return profile.NewPlacer(fw.Framework), nil
+	return &Placer{Placer: profile.NewPlacer(fw.Framework), fw: fw, prof: prof}, nil
+}
+
+// Explain is Explain on the Placer's snapshot, its reservations counted:
+// why pod (not in the snapshot) fits no node now, and what preemption
+// would do about it. Nothing is reserved.
+func (p *Placer) Explain(ctx context.Context, pod *v1.Pod) (*Result, error) {
+	return explainWith(ctx, p.fw, pod, &Cluster{}, p.prof)
+}
+
+// Preempt reserves pod on node with victims taken out of the snapshot.
+func (p *Placer) Preempt(ctx context.Context, pod *v1.Pod, node string, victims []Victim) error {
+	names := make([]string, len(victims))
+	for i, v := range victims {
+		names[i] = v.Pod
+	}
+	return p.Placer.Preempt(ctx, pod, node, names)
 }
 
 // nominator serves the snapshot's nominated pods (status.nominatedNodeName

@@ -1,7 +1,6 @@
 package placementcmd
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,14 +10,7 @@ import (
 // what to fix. main prints it on one line and exits 1 (the integration
 // test checks the binary's exit code and stderr).
 func TestBadInputNamesTheFix(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t)
 	snap := "testdata/nodeselector-disktype/cluster.json"
 	pod := "testdata/nodeselector-disktype/pod.json"
 	malformed := write("malformed.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
@@ -40,7 +32,7 @@ current-context: c
 		{"unknown pod", []string{"explain", "nope", "-n", "default", "--from-file", snap}, []string{`pod "nope" not found in namespace "default"`, "-n"}},
 		{"malformed -f", []string{"explain", "-f", malformed, "--from-file", snap}, []string{malformed, "not valid YAML or JSON"}},
 		{"malformed snapshot", []string{"explain", "-f", pod, "--from-file", malformed}, []string{malformed, "not valid YAML or JSON"}},
-		{"missing file", []string{"explain", "-f", filepath.Join(dir, "absent.yaml"), "--from-file", snap}, []string{"-f", "absent.yaml", "no such file"}},
+		{"missing file", []string{"explain", "-f", filepath.Join(t.TempDir(), "absent.yaml"), "--from-file", snap}, []string{"-f", "absent.yaml", "no such file"}},
 		{"kind without pod template", []string{"explain", "-f", service, "--from-file", snap}, []string{"Service has no pod template"}},
 		{"config with unknown plugin", []string{"explain", "-f", pod, "--from-file", snap, "--config", badConfig}, []string{"profile \"placement-scheduler\"", "NoSuchPlugin"}},
 		{"config of the wrong kind", []string{"explain", "-f", pod, "--from-file", snap, "--config", notConfig}, []string{"--config " + notConfig, "KubeSchedulerConfiguration"}},

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,5 +137,57 @@ func BenchmarkExplainPreemption500Nodes1000Pods(b *testing.B) {
 		if !bytes.Contains(out.Bytes(), []byte(`"wouldPreempt": true`)) {
 			b.Fatalf("no preemption found:\n%.2000s", out.String())
 		}
+	}
+}
+
+// BenchmarkSimulate1000Replicas: the whole offline simulate path (decode,
+// build the profile's framework, place 1000 replicas one by one with each
+// reserved, explain the Pending reason) for a Deployment whose replicas
+// must not share a host and must share a zone with app-3's pods, on
+// snapshots of 500, 1000 and 5000 nodes with 10 pods a node (the 5000-node
+// one is the 50,000-pod cluster). With fewer nodes than replicas the rest
+// stays Pending: the breakdown is computed once per reason.
+func BenchmarkSimulate1000Replicas(b *testing.B) {
+	for _, nodes := range []int{500, 1000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			dir := b.TempDir()
+			snap := filepath.Join(dir, "snapshot.json")
+			writeBenchSnapshot(b, snap, filepath.Join(dir, "unused.json"), nodes, 10*nodes)
+			deploy := filepath.Join(dir, "deploy.json")
+			replicas := int32(1000)
+			term := func(app, key string) v1.PodAffinityTerm {
+				return v1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, TopologyKey: key}
+			}
+			writeJSON(b, deploy, &appsv1.Deployment{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+				ObjectMeta: metav1.ObjectMeta{Name: "spread", Namespace: "default"},
+				Spec: appsv1.DeploymentSpec{
+					Replicas: &replicas,
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+					Template: v1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "spread"}},
+						Spec: v1.PodSpec{
+							SchedulerName: "placement-scheduler",
+							Affinity: &v1.Affinity{
+								PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term("spread", "kubernetes.io/hostname")}},
+								PodAffinity:     &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term("app-3", "topology.kubernetes.io/zone")}},
+							},
+							Containers: []v1.Container{{Name: "c", Image: "x", Resources: v1.ResourceRequirements{
+								Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
+							}}},
+						},
+					},
+				},
+			})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				cmd := New(genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard})
+				cmd.SetArgs([]string{"simulate", "-f", deploy, "--from-file", snap, "-o", "json"})
+				if err := cmd.Execute(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

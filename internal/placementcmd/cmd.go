@@ -49,7 +49,7 @@ func New(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newExplain(streams, nil), newViolations(streams))
+	root.AddCommand(newExplain(streams, nil), newViolations(streams), newSimulate(streams, nil))
 	setUpKubectlPlugin(root, streams)
 	return root
 }
@@ -100,13 +100,50 @@ evicted or nominated.`,
 	}
 	o.flags.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "What-if: a Pod, or a Deployment/ReplicaSet/StatefulSet/DaemonSet/Job whose pod template is explained (- for stdin); not created")
-	cmd.Flags().StringSliceVar(&o.fromFile, "from-file", nil, "Offline snapshot: YAML/JSON file(s) of nodes, pods, namespaces (and PVCs, StorageClasses...) instead of the live cluster")
-	cmd.Flags().StringVar(&o.fromDir, "from-dir", "", "Offline snapshot: every .yaml, .yml and .json file in this directory")
-	cmd.Flags().StringVar(&o.config, "config", "", "KubeSchedulerConfiguration file (default: the installed scheduler's ConfigMap, else the shipped profile)")
-	cmd.Flags().StringVar(&o.profile, "profile", "", "Profile (schedulerName) to use when the config has several (default: the pod's schedulerName)")
-	cmd.Flags().StringVar(&o.schedulerNamespace, "scheduler-namespace", installNamespace, "Namespace of the installed scheduler, whose ConfigMap holds its KubeSchedulerConfiguration")
+	o.addSourceFlags(cmd, "Profile (schedulerName) to use when the config has several (default: the pod's schedulerName)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output format: table, wide, json or yaml")
 	return cmd
+}
+
+// addSourceFlags adds the flags saying where the cluster and the profile
+// come from, which explain and simulate share.
+func (o *explainOptions) addSourceFlags(cmd *cobra.Command, profileUsage string) {
+	f := cmd.Flags()
+	f.StringSliceVar(&o.fromFile, "from-file", nil, "Offline snapshot: YAML/JSON file(s) of nodes, pods, namespaces (and PVCs, StorageClasses, PDBs, PriorityClasses...) instead of the live cluster")
+	f.StringVar(&o.fromDir, "from-dir", "", "Offline snapshot: every .yaml, .yml and .json file in this directory")
+	f.StringVar(&o.config, "config", "", "KubeSchedulerConfiguration file (default: the installed scheduler's ConfigMap, else the shipped profile)")
+	f.StringVar(&o.profile, "profile", "", profileUsage)
+	f.StringVar(&o.schedulerNamespace, "scheduler-namespace", installNamespace, "Namespace of the installed scheduler, whose ConfigMap holds its KubeSchedulerConfiguration")
+}
+
+// source is where the cluster was read from: the snapshot (client nil)
+// or the live cluster, and the namespace commands default to.
+type source struct {
+	cluster   *explain.Cluster
+	client    kubernetes.Interface
+	namespace string
+	offline   bool
+}
+
+// readCluster reads the offline snapshot or the live cluster, read-only.
+func (o *explainOptions) readCluster(ctx context.Context) (*source, error) {
+	if len(o.fromFile) > 0 && o.fromDir != "" {
+		return nil, errors.New("--from-file and --from-dir: give only one")
+	}
+	src := &source{offline: len(o.fromFile) > 0 || o.fromDir != ""}
+	var err error
+	if src.namespace, err = o.namespace(src.offline); err != nil {
+		return nil, err
+	}
+	if src.offline {
+		src.cluster, err = o.loadSnapshot()
+		return src, err
+	}
+	if src.client, err = o.newClient(); err != nil {
+		return nil, err
+	}
+	src.cluster, err = liveCluster(ctx, src.client, src.namespace)
+	return src, err
 }
 
 func (o *explainOptions) run(ctx context.Context, args []string) error {
@@ -118,30 +155,13 @@ func (o *explainOptions) run(ctx context.Context, args []string) error {
 	if (len(args) == 1) == (o.file != "") {
 		return errors.New("name exactly one pod: either POD or -f FILE")
 	}
-	if len(o.fromFile) > 0 && o.fromDir != "" {
-		return errors.New("--from-file and --from-dir: give only one")
-	}
 	// Plugins log through the context; the explanation is the output.
 	ctx = klog.NewContext(ctx, logr.Discard())
-
-	offline := len(o.fromFile) > 0 || o.fromDir != ""
-	namespace, err := o.namespace(offline)
+	src, err := o.readCluster(ctx)
 	if err != nil {
 		return err
 	}
-	var cluster *explain.Cluster
-	var client kubernetes.Interface
-	if offline {
-		cluster, err = o.loadSnapshot()
-	} else {
-		client, err = o.newClient()
-		if err == nil {
-			cluster, err = liveCluster(ctx, client, namespace)
-		}
-	}
-	if err != nil {
-		return err
-	}
+	cluster, client, namespace := src.cluster, src.client, src.namespace
 
 	var pod *v1.Pod
 	var podNotes []string
@@ -210,18 +230,24 @@ func (o *explainOptions) namespace(offline bool) (string, error) {
 	return ns, nil
 }
 
-func (o *explainOptions) podFromFile(namespace string) (*v1.Pod, error) {
+// readFile decodes -f (- is stdin), and names it for errors.
+func (o *explainOptions) readFile() ([]runtime.Object, string, error) {
 	var r io.Reader = o.streams.In
 	source := "stdin"
 	if o.file != "-" {
 		f, err := os.Open(o.file)
 		if err != nil {
-			return nil, fmt.Errorf("-f: %w", err)
+			return nil, "", fmt.Errorf("-f: %w", err)
 		}
 		defer f.Close()
 		r, source = f, o.file
 	}
 	objs, err := explain.DecodeObjects(r, source)
+	return objs, source, err
+}
+
+func (o *explainOptions) podFromFile(namespace string) (*v1.Pod, error) {
+	objs, source, err := o.readFile()
 	if err != nil {
 		return nil, err
 	}

@@ -83,9 +83,13 @@ func namespaceUser(t *testing.T, snapshot, namespace string) *fake.Clientset {
 // and JSON outputs with the golden files. Run with -update to rewrite them,
 // then read the diff: the goldens are the reviewed expectations.
 func TestGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/*")
+	pods, err := filepath.Glob("testdata/*/pod.json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var dirs []string
+	for _, p := range pods {
+		dirs = append(dirs, filepath.Dir(p))
 	}
 	if len(dirs) < 12 {
 		t.Fatalf("found %d scenarios in testdata, want the 7 seed scenarios and the 5 of resources, preemption and namespace-scoped reading", len(dirs))
@@ -112,21 +116,41 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", format, err)
 				}
-				golden := filepath.Join(dir, format+".golden")
-				if *update {
-					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run go test ./internal/placementcmd -update to create it)", err)
-				}
-				if diff := cmp.Diff(string(want), got); diff != "" {
-					t.Errorf("%s output differs from %s (-want +got); if intended, rerun with -update:\n%s", format, golden, diff)
-				}
+				checkGolden(t, filepath.Join(dir, format+".golden"), got)
 			}
 		})
+	}
+}
+
+// checkGolden compares got with the golden file, or rewrites it with
+// -update (then read the diff: the goldens are the reviewed expectations).
+func checkGolden(t *testing.T, golden, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/placementcmd -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (-want +got); if intended, rerun with -update:\n%s", golden, diff)
+	}
+}
+
+// fileWriter returns a function writing test input files into a fresh
+// temporary directory, returning each one's path.
+func fileWriter(t *testing.T) func(name, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	return func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }

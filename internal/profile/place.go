@@ -50,7 +50,7 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 		}
 	}
 	repl := replacement(pod)
-	node, err := p.best(ctx, repl, current)
+	node, _, err := p.best(ctx, repl, current)
 	if err != nil || node == "" {
 		if removed {
 			if pi, perr := framework.NewPodInfo(pod); perr == nil {
@@ -64,6 +64,51 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 	}
 	return node, nil
 }
+
+// Assign is Place for a pod not running anywhere yet (a replica of a
+// workload about to be created): it reserves the pod itself on the node the
+// scores rank first and returns it, with every node that shares the top
+// score (the scheduler picks one of those at random; Assign the first by
+// name). "" when no node fits; nothing is reserved then.
+func (p *Placer) Assign(ctx context.Context, pod *v1.Pod) (string, []string, error) {
+	node, tied, err := p.best(ctx, pod, "")
+	if err != nil || node == "" {
+		return "", nil, err
+	}
+	if err := reserve(p.fw.Snapshot, pod.DeepCopy(), node); err != nil {
+		return "", nil, err
+	}
+	return node, tied, nil
+}
+
+// Preempt reserves pod on node with victims (namespace/name of pods on
+// node) taken out of the snapshot: the state preemption leads to once the
+// victims are gone and the nominated pod is bound there.
+func (p *Placer) Preempt(ctx context.Context, pod *v1.Pod, node string, victims []string) error {
+	logger := klog.FromContext(ctx)
+	snap := p.fw.Snapshot
+	ni, err := snap.Lister().NodeInfos().Get(node)
+	if err != nil {
+		return fmt.Errorf("preemption on %s: %w", node, err)
+	}
+	byName := map[string]*v1.Pod{}
+	for _, pi := range ni.GetPods() {
+		byName[pi.GetPod().Namespace+"/"+pi.GetPod().Name] = pi.GetPod()
+	}
+	for _, v := range victims {
+		victim, ok := byName[v]
+		if !ok {
+			return fmt.Errorf("preemption on %s: victim %s is not on the node", node, v)
+		}
+		if err := snap.RemovePod(logger, victim, node); err != nil {
+			return fmt.Errorf("preemption on %s: removing %s: %w", node, v, err)
+		}
+	}
+	return reserve(snap, pod.DeepCopy(), node)
+}
+
+// Framework is the framework the Placer places with.
+func (p *Placer) Framework() *Framework { return p.fw }
 
 // Unplace undoes a Place of pod that returned node: the replacement's
 // reservation is dropped and pod is back on its own node, for a pod that
@@ -112,19 +157,20 @@ func reserve(snapshot *k8sline.Snapshot, repl *v1.Pod, node string) error {
 	return nil
 }
 
-// best filters repl on every node but exclude and scores the feasible ones.
-func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string, error) {
+// best filters repl on every node but exclude and scores the feasible ones:
+// the first by name of those with the top score, and all of them.
+func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string, []string, error) {
 	nodes, err := p.fw.Snapshot.Lister().NodeInfos().List()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	state := framework.NewCycleState()
 	preRes, st, _ := p.fw.RunPreFilterPlugins(ctx, state, repl)
 	if !st.IsSuccess() {
 		if st.IsRejected() {
-			return "", nil
+			return "", nil, nil
 		}
-		return "", fmt.Errorf("PreFilter plugin %s: %w", st.Plugin(), st.AsError())
+		return "", nil, fmt.Errorf("PreFilter plugin %s: %w", st.Plugin(), st.AsError())
 	}
 	var feasible []fwk.NodeInfo
 	for _, ni := range nodes {
@@ -134,22 +180,22 @@ func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string
 		}
 		st := p.fw.RunFilterPluginsWithNominatedPods(ctx, state, repl, ni)
 		if st.Code() == fwk.Error {
-			return "", fmt.Errorf("filtering node %s: %w", name, st.AsError())
+			return "", nil, fmt.Errorf("filtering node %s: %w", name, st.AsError())
 		}
 		if st.IsSuccess() {
 			feasible = append(feasible, ni)
 		}
 	}
 	if len(feasible) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	sort.Slice(feasible, func(i, j int) bool { return feasible[i].Node().Name < feasible[j].Node().Name })
 	if st := p.fw.RunPreScorePlugins(ctx, state, repl, feasible); !st.IsSuccess() && !st.IsSkip() {
-		return "", fmt.Errorf("PreScore plugin %s: %w", st.Plugin(), st.AsError())
+		return "", nil, fmt.Errorf("PreScore plugin %s: %w", st.Plugin(), st.AsError())
 	}
 	scores, st := p.fw.RunScorePlugins(ctx, state, repl, feasible)
 	if !st.IsSuccess() {
-		return "", fmt.Errorf("Score plugin %s: %w", st.Plugin(), st.AsError())
+		return "", nil, fmt.Errorf("Score plugin %s: %w", st.Plugin(), st.AsError())
 	}
 	best := 0
 	for i := range scores {
@@ -157,7 +203,13 @@ func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string
 			best = i
 		}
 	}
-	return scores[best].Name, nil
+	var tied []string
+	for i := range scores {
+		if scores[i].TotalScore == scores[best].TotalScore {
+			tied = append(tied, scores[i].Name)
+		}
+	}
+	return scores[best].Name, tied, nil
 }
 
 // replacement is what a controller would create in pod's place: the same

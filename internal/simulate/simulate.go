@@ -1,0 +1,233 @@
+// Package simulate answers what-if questions about many pods at once: where
+// every replica of a workload would land, where the pods of drained nodes
+// would go, what a change to the node pool does, by placing each pod in
+// turn through the real framework of a scheduler profile
+// (internal/explain.Placer, the placer the enforcer's fit check uses),
+// each placement reserved before the next. It only reads the cluster.
+package simulate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+)
+
+// The type of the -o json/yaml output.
+const (
+	APIVersion = "simulate.placement-scheduler.io/v1alpha1"
+	Kind       = "PlacementSimulation"
+)
+
+// Result is a whole simulation; its JSON form is the -o json output.
+type Result struct {
+	metav1.TypeMeta `json:",inline"`
+
+	Profile string `json:"profile"`
+	Config  string `json:"config,omitempty"`
+	// Nodes counts the nodes placed on, after the what-if edits.
+	Nodes int `json:"nodes"`
+	// Edits says what each what-if edit did to the snapshot.
+	Edits []string `json:"edits,omitempty"`
+	// Placed, Pending and Preempting count the replicas: placed on a node
+	// as things are, staying Pending, and placed only by preempting
+	// lower-priority pods.
+	Placed     int `json:"placed"`
+	Pending    int `json:"pending"`
+	Preempting int `json:"preempting"`
+	// TopologyKey is the node label the replicas' TOPOLOGY column shows.
+	TopologyKey string `json:"topologyKey"`
+	// Ties counts the replicas for which several nodes shared the top
+	// score: the scheduler picks one of them at random, simulate the first
+	// by name, so their node is one possible outcome.
+	Ties     int             `json:"ties"`
+	Replicas []ReplicaResult `json:"replicas"`
+	Reasons  []PendingReason `json:"reasons,omitempty"`
+	Drain    *DrainReport    `json:"drain,omitempty"`
+	Warnings []string        `json:"warnings,omitempty"`
+	Notes    []string        `json:"notes,omitempty"`
+}
+
+var _ runtime.Object = &Result{}
+
+// DeepCopyObject makes Result a runtime.Object for cli-runtime's printers
+// (a JSON round trip: exact for plain data, and it cannot drift).
+func (r *Result) DeepCopyObject() runtime.Object {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("simulate.Result is plain data and always marshals: %v", err))
+	}
+	out := &Result{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		panic(fmt.Sprintf("simulate.Result round trip: %v", err))
+	}
+	return out
+}
+
+// ReplicaResult is where one replica goes.
+type ReplicaResult struct {
+	Pod      string `json:"pod"`
+	Workload string `json:"workload"`
+	// From is the node a drained pod ran on.
+	From string `json:"from,omitempty"`
+	// Node is where it lands (or is nominated, when it preempts); empty
+	// when it stays Pending.
+	Node string `json:"node,omitempty"`
+	// Topology is Node's value of the TopologyKey label.
+	Topology string `json:"topology,omitempty"`
+	// Tied is how many nodes shared the top score, when more than one.
+	Tied int `json:"tied,omitempty"`
+	// Preempts lists the pods preemption would evict to make room.
+	Preempts []string `json:"preempts,omitempty"`
+	// Reason is why it stays Pending: kube-scheduler's FailedScheduling
+	// message, with its preemption part.
+	Reason string `json:"reason,omitempty"`
+}
+
+// PendingReason is one distinct reason replicas stay Pending, with the
+// explanation of the first replica it held for.
+type PendingReason struct {
+	Reason      string          `json:"reason"`
+	Replicas    int             `json:"replicas"`
+	Explanation *explain.Result `json:"explanation"`
+}
+
+// Options tune a run.
+type Options struct {
+	// TopologyKey is the node label reported per replica (default the zone).
+	TopologyKey string
+	// Progress, when set, is called after each replica.
+	Progress func(done, total int)
+}
+
+// Run places replicas in scheduling-queue order (priority first, then as
+// given) through profile's framework over c, each reserved before the next
+// so the replicas' own (anti-)affinity and spreading count. A replica no
+// node fits gets the preemption dry run; when preemption would help, its
+// victims leave the snapshot and the replica takes the nominated node.
+func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, replicas []Replica, opts Options) (*Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the placer's informers
+	if opts.TopologyKey == "" {
+		opts.TopologyKey = v1.LabelTopologyZone
+	}
+	placer, err := explain.NewPlacer(ctx, c, profile)
+	if err != nil {
+		return nil, err
+	}
+	labelsOf := map[string]map[string]string{}
+	for _, n := range c.Nodes {
+		labelsOf[n.Name] = n.Labels
+	}
+	res := &Result{
+		TypeMeta:    metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+		Profile:     profile.SchedulerName,
+		Nodes:       len(c.Nodes),
+		TopologyKey: opts.TopologyKey,
+		Replicas:    []ReplicaResult{},
+	}
+	order := make([]Replica, len(replicas))
+	copy(order, replicas)
+	sort.SliceStable(order, func(i, j int) bool {
+		return corev1helpers.PodPriority(order[i].Pod) > corev1helpers.PodPriority(order[j].Pod)
+	})
+	// An explanation holds for the next replica with the same labels and
+	// spec (the replicas of a workload but a DaemonSet's, pinned each to
+	// its node) as long as nothing was reserved in between.
+	type cached struct {
+		generation int
+		res        *explain.Result
+	}
+	explained := map[string]cached{}
+	generation := 0
+	reasons := map[string]int{}
+	for i, r := range order {
+		rr := ReplicaResult{Pod: r.Pod.Namespace + "/" + r.Pod.Name, Workload: r.Workload, From: r.From}
+		node, tied, err := placer.Assign(ctx, r.Pod)
+		if err != nil {
+			return nil, fmt.Errorf("placing %s: %w", rr.Pod, err)
+		}
+		if node != "" {
+			generation++
+			res.Placed++
+			rr.Node = node
+			if len(tied) > 1 {
+				rr.Tied = len(tied)
+				res.Ties++
+			}
+		} else {
+			key, err := sameAs(r.Pod)
+			if err != nil {
+				return nil, err
+			}
+			ex, ok := explained[key]
+			if !ok || ex.generation != generation {
+				e, err := placer.Explain(ctx, r.Pod)
+				if err != nil {
+					return nil, fmt.Errorf("explaining %s: %w", rr.Pod, err)
+				}
+				ex = cached{generation: generation, res: e}
+				explained[key] = ex
+			}
+			if pf := ex.res.PostFilter; pf != nil && pf.WouldPreempt {
+				if err := placer.Preempt(ctx, r.Pod, pf.Node, pf.Victims); err != nil {
+					return nil, err
+				}
+				generation++
+				res.Preempting++
+				rr.Node = pf.Node
+				for _, v := range pf.Victims {
+					rr.Preempts = append(rr.Preempts, v.Pod)
+				}
+			} else {
+				res.Pending++
+				rr.Reason = reasonOf(ex.res)
+				if k, ok := reasons[rr.Reason]; ok {
+					res.Reasons[k].Replicas++
+				} else {
+					reasons[rr.Reason] = len(res.Reasons)
+					res.Reasons = append(res.Reasons, PendingReason{Reason: rr.Reason, Replicas: 1, Explanation: ex.res})
+				}
+			}
+		}
+		if rr.Node != "" {
+			rr.Topology = labelsOf[rr.Node][opts.TopologyKey]
+		}
+		res.Replicas = append(res.Replicas, rr)
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(order))
+		}
+	}
+	return res, nil
+}
+
+// sameAs keys pods that the scheduler cannot tell apart: same namespace,
+// labels and spec.
+func sameAs(p *v1.Pod) (string, error) {
+	raw, err := json.Marshal(struct {
+		NS     string
+		Labels map[string]string
+		Spec   v1.PodSpec
+	}{p.Namespace, p.Labels, p.Spec})
+	if err != nil {
+		return "", fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return string(raw), nil
+}
+
+// reasonOf is the FailedScheduling message the scheduler would give.
+func reasonOf(e *explain.Result) string {
+	msg := e.SchedulerMessage
+	if e.PostFilter != nil && e.PostFilter.Message != "" {
+		msg += " " + e.PostFilter.Message
+	}
+	return msg
+}

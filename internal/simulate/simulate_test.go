@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ import (
 
 func shipped(t *testing.T) *config.KubeSchedulerProfile {
 	t.Helper()
-	cfg, err := explain.LoadConfig(manifests.SchedulerConfig(), "shipped config")
+	cfg, err := profile.LoadConfig(manifests.SchedulerConfig(), "shipped config")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,12 +71,14 @@ func newEnv(t testing.TB, args runtime.Object, fts feature.Features, pods []*v1.
 // the caches' paths (admission has tests of its own: the plugin scans
 // until a signature recurs).
 func (c *caches) admitEverything() {
-	c.existingAnti.admitFirst = true
-	c.incoming.admitFirst = true
-	c.score.admitFirst = true
-	c.keys.admitFirst = true
-	c.topology.primed = true
-	c.summaries.primed = true
+	for _, x := range []any{c.existingAnti, c.incoming, c.score, c.keys, c.topology, c.summaries} {
+		if a, ok := x.(interface{ AdmitEverySignature() }); ok {
+			a.AdmitEverySignature()
+		}
+		if p, ok := x.(interface{ Prime() }); ok {
+			p.Prime()
+		}
+	}
 }
 
 func (e *testEnv) allNodes(t testing.TB) []fwk.NodeInfo {

@@ -3,6 +3,7 @@ package interpodaffinity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
 // Name is the name the plugin is registered under. The in-tree name
@@ -171,4 +174,25 @@ func matchesAny(terms []fwk.AffinityTerm, pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// stored is what the cycle state holds under key, or nil: the fast path
+// of preFilterStateOf and preScoreStateOf, which Filter and Score take for
+// every node (no generic assertion, no error test).
+func stored(cycleState fwk.CycleState, key fwk.StateKey) fwk.StateData {
+	data, _ := cycleState.Read(key)
+	return data
+}
+
+// readState is their slow path: a missing state (PreFilter or PreScore
+// Skipped, or is not enabled) is reported in upstream's words, missing
+// (a format of the key and the error), which users see in the Error
+// status; a state of another type keeps cyclestate.Read's explanation.
+func readState[T fwk.StateData](cycleState fwk.CycleState, key fwk.StateKey, missing string) (T, error) {
+	s, err := cyclestate.Read[T](cycleState, key)
+	if errors.Is(err, fwk.ErrNotFound) {
+		var none T
+		return none, fmt.Errorf(missing, key, err)
+	}
+	return s, err
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
 )
 
 func TestScoring(t *testing.T) {
@@ -255,9 +256,9 @@ func TestNormalizeScore(t *testing.T) {
 	e := newEnv(t, nil, feature.Features{}, nil, nil)
 	for _, tc := range tests {
 		cs := framework.NewCycleState()
-		sum := newScoreSum()
-		sum.apply(nodeTally{{pair: topologyPair{key: zone, value: "z1"}, count: 1}}, 1)
-		cs.Write(preScoreStateKey, newPreScoreState(sum, nil))
+		// One scored key, whatever its weights: NormalizeScore reads the
+		// scores alone.
+		cs.Write(preScoreStateKey, &preScoreState{weights: &scoreWeights{keys: counts.KeyTally{{Key: zone, N: 1}}}})
 		list := make(fwk.NodeScoreList, len(tc.raw))
 		for i, s := range tc.raw {
 			list[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}

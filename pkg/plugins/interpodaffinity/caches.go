@@ -304,10 +304,37 @@ func (s *preFilterState) topologyOf(nodeInfo fwk.NodeInfo) nodeTopology {
 	return topology.Located(s.cache.topology, nodeInfo)
 }
 
-// domainCount is c's count of the node's domain of key, whose column in
-// the view is col; ok is false when the node lacks key. The count is read
-// through l while it is current (countsRead).
-func (s *preFilterState) domainCount(nt *nodeTopology, key string, col int, c *topologyCounts, l *counts.Lookup[int64]) (n int64, ok bool) {
+// countKind names one of a preFilterState's count maps.
+type countKind uint8
+
+const (
+	// affinityCounts: s.affinity, by counted affinity term.
+	affinityCounts countKind = iota
+	// antiAffinityCounts: s.antiAffinity, by counted anti-affinity term.
+	antiAffinityCounts
+	// existingAntiCounts: s.existingAntiAffinity, by its keys.
+	existingAntiCounts
+)
+
+// countInDomain is the count, in counts k, of the node's domain of the
+// i-th key of k (a counted term's topology key, or existingAntiAffinity's
+// i-th key); ok is false when the node lacks the key. The count is read
+// through the lookup made for it while it is current (countsRead), and
+// existingAntiCounts only then.
+func (s *preFilterState) countInDomain(nt *nodeTopology, k countKind, i int) (n int64, ok bool) {
+	r := s.cache.reads
+	var key string
+	var col int
+	var c *topologyCounts
+	var l *counts.Lookup[int64]
+	switch k {
+	case affinityCounts:
+		key, col, c, l = s.terms.affinity[i].TopologyKey, r.affinityCols[i], &s.affinity, &r.affinity
+	case antiAffinityCounts:
+		key, col, c, l = s.terms.antiAffinity[i].TopologyKey, r.antiAffinityCols[i], &s.antiAffinity, &r.antiAffinity
+	default:
+		key, col, c, l = s.existingAntiAffinity.Keys()[i].Key, r.existingAntiCols[i], &s.existingAntiAffinity, &r.existingAnti
+	}
 	v, ok := nt.At(col, key)
 	if !ok {
 		return 0, false
@@ -319,18 +346,6 @@ func (s *preFilterState) domainCount(nt *nodeTopology, key string, col int, c *t
 	return c.Get(p), true
 }
 
-// affinityCount is the count of counted affinity term i in the node's
-// domain of its key; ok is false when the node lacks the key.
-func (s *preFilterState) affinityCount(nt *nodeTopology, i int) (int64, bool) {
-	return s.domainCount(nt, s.terms.affinity[i].TopologyKey, s.cache.reads.affinityCols[i], &s.affinity, &s.cache.reads.affinity)
-}
-
-// antiAffinityCount is the count of counted anti-affinity term i in the
-// node's domain of its key; ok is false when the node lacks the key.
-func (s *preFilterState) antiAffinityCount(nt *nodeTopology, i int) (int64, bool) {
-	return s.domainCount(nt, s.terms.antiAffinity[i].TopologyKey, s.cache.reads.antiAffinityCols[i], &s.antiAffinity, &s.cache.reads.antiAffinity)
-}
-
 // inExistingAntiDomain reports whether the node lies in a domain where the
 // existing pods' anti-affinity counts are positive. Only the keys that
 // have domains are looked up: usually one or two, while nodes carry a
@@ -339,8 +354,8 @@ func (s *preFilterState) inExistingAntiDomain(nt *nodeTopology) bool {
 	if !s.cache.countsRead {
 		return s.existingAntiAffinity.CoversNode(nt)
 	}
-	for i, kc := range s.existingAntiAffinity.Keys() {
-		if n, ok := s.domainCount(nt, kc.Key, s.cache.reads.existingAntiCols[i], &s.existingAntiAffinity, &s.cache.reads.existingAnti); ok && n > 0 {
+	for i := range s.existingAntiAffinity.Keys() {
+		if n, ok := s.countInDomain(nt, existingAntiCounts, i); ok && n > 0 {
 			return true
 		}
 	}

@@ -170,25 +170,6 @@ func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta in
 	}
 }
 
-// hasPodAffinityTerms reports whether pod has any pod affinity or
-// anti-affinity term, required or preferred. Without one there is nothing
-// for NewPodInfo to parse, so it cannot fail.
-func hasPodAffinityTerms(pod *v1.Pod) bool {
-	a := pod.Spec.Affinity
-	if a == nil {
-		return false
-	}
-	if pa := a.PodAffinity; pa != nil &&
-		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
-		return true
-	}
-	if pa := a.PodAntiAffinity; pa != nil &&
-		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
-		return true
-	}
-	return false
-}
-
 // antiAffinityHolders are the snapshot's nodes hosting pods with required
 // anti-affinity, from the snapshot's own indexes.
 type antiAffinityHolders struct {
@@ -468,7 +449,7 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bo
 	}
 	everyDomainHasOne := true
 	for i := range s.terms.affinity {
-		n, ok := s.affinityCount(nt, i)
+		n, ok := s.countInDomain(nt, affinityCounts, i)
 		if !ok {
 			return false
 		}
@@ -497,7 +478,7 @@ func (s *preFilterState) mayBeFirstOfSeries() bool {
 func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if s.antiAffinity.Len() > 0 {
 		for i := range s.terms.antiAffinity {
-			if n, ok := s.antiAffinityCount(nt, i); ok && n > 0 {
+			if n, ok := s.countInDomain(nt, antiAffinityCounts, i); ok && n > 0 {
 				return true
 			}
 		}

@@ -148,6 +148,25 @@ func (pl *InterPodAffinity) namespaceLabels(logger klog.Logger, name string) lab
 	return labels.Set(maps.Clone(ns.Labels))
 }
 
+// hasPodAffinityTerms reports whether pod has any pod affinity or
+// anti-affinity term, required or preferred. Without one there is nothing
+// for NewPodInfo to parse, so it cannot fail.
+func hasPodAffinityTerms(pod *v1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	if pa := a.PodAffinity; pa != nil &&
+		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		return true
+	}
+	if pa := a.PodAntiAffinity; pa != nil &&
+		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		return true
+	}
+	return false
+}
+
 // matchesAll reports whether pod matches every term, and false when there are
 // none: required pod affinity asks for a single pod that satisfies all terms.
 // nsLabels are nil because it is used with the incoming pod's terms, whose

@@ -159,7 +159,7 @@ func (t *KeyTally) Add(key string, delta int64) {
 // unique per key; there are only as many as distinct term keys, which makes
 // a linear scan cheaper than a map. Nodes that contribute nothing allocate
 // nothing, and the plain scan builds each node's tally in the storage of
-// the one before (computeSum), so that only the index keeps tallies.
+// the one before (nodeindex.Scan), so that only the index keeps tallies.
 type NodeTally []DomainCount
 
 type DomainCount struct {
@@ -167,14 +167,14 @@ type DomainCount struct {
 	count int64
 }
 
-// Reset empties t and keeps its storage for the next node (sumOps.compute).
+// Reset empties t and keeps its storage for the next node (nodeindex.Ops.Compute).
 func (t NodeTally) Reset() NodeTally { return t[:0] }
 
-// empty: t adds nothing to a sum (sumOps.empty).
+// Empty: t adds nothing to a sum (nodeindex.Ops.Empty).
 func (t NodeTally) Empty() bool { return len(t) == 0 }
 
 // Add reads the node's value of key through nt, so that a key and value
-// read through a view are the view's own strings (topologyTable.sync).
+// read through a view are the view's own strings (topology.Table.Sync).
 func (t *NodeTally) Add(nt *topology.Node, key string, delta int64) {
 	key, v, ok := nt.Pair(key)
 	if !ok {
@@ -192,12 +192,12 @@ func (t *NodeTally) Add(nt *topology.Node, key string, delta int64) {
 // ExistingAnti is one holder node's part of s.existingAntiAffinity.
 type ExistingAnti struct {
 	Tally NodeTally
-	// hostScoped (fast path): a pod on the node has a hostScoped required
+	// HostScoped (fast path): a pod on the node has a topology.HostScoped required
 	// anti-affinity term, which Filter checks on the node itself.
 	HostScoped bool
 }
 
-// empty: v adds nothing to a sum (sumOps.empty).
+// Empty: v adds nothing to a sum (nodeindex.Ops.Empty).
 func (v ExistingAnti) Empty() bool { return len(v.Tally) == 0 && !v.HostScoped }
 
 // ExistingAntiSum is s.existingAntiAffinity over all holder nodes, and how
@@ -236,7 +236,7 @@ type IncomingMatches struct {
 	HostAffinity           int64
 }
 
-// empty: v adds nothing to a sum (sumOps.empty).
+// Empty: v adds nothing to a sum (nodeindex.Ops.Empty).
 func (v IncomingMatches) Empty() bool {
 	return len(v.Affinity) == 0 && len(v.AntiAffinity) == 0 && v.HostAffinity == 0
 }

@@ -1,6 +1,6 @@
 package counts
 
-// This file holds a speed structure of the index (index.go): a map that a
+// This file holds a speed structure of the sums (package nodeindex): a map that a
 // cycle can keep reading while the index goes on patching the sum for the
 // next cycles, without copying the whole map each time.
 

@@ -29,8 +29,10 @@
 // the number of signatures, and about 90 bytes a slot when one node in
 // eight adds something (interleaved Deployments). Per index, not per
 // entry: the node names' numbers (at most the longest list plus numsSlack)
-// and one call's scratch. Measured by the plugin package's
-// BenchmarkIndexBound (docs/performance.md has the command and figures).
+// and one call's scratch. BenchmarkIndexBound (bound_test.go) measures an
+// index at its bound; its figures are in docs/performance.md:
+//
+//	go test ./pkg/plugins/interpodaffinity/internal/nodeindex -run '^$' -bench IndexBound -benchtime 1x
 package nodeindex
 
 import (

@@ -447,3 +447,8 @@ func entriesOf(x any) int {
 	}
 	return 0
 }
+
+// oneScoredKey is a PreScore state that scores key, with no weights.
+func oneScoredKey(key string) *preScoreState {
+	return &preScoreState{weights: &scoreWeights{keys: counts.KeyTally{{Key: key, N: 1}}}}
+}

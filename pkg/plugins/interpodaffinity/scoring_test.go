@@ -13,7 +13,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
 )
 
 func TestScoring(t *testing.T) {
@@ -258,7 +257,7 @@ func TestNormalizeScore(t *testing.T) {
 		cs := framework.NewCycleState()
 		// One scored key, whatever its weights: NormalizeScore reads the
 		// scores alone.
-		cs.Write(preScoreStateKey, &preScoreState{weights: &scoreWeights{keys: counts.KeyTally{{Key: zone, N: 1}}}})
+		cs.Write(preScoreStateKey, oneScoredKey(zone))
 		list := make(fwk.NodeScoreList, len(tc.raw))
 		for i, s := range tc.raw {
 			list[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}

@@ -57,7 +57,7 @@ func (pl *InterPodAffinity) ExplainFilter(_ context.Context, cycleState fwk.Cycl
 	es := pl.explainIndex(cycleState, s)
 	nl := nodeLabels(nodeInfo)
 	// Explanations read the node's own labels, as they read its pods.
-	nt := topologyOf(nil, nodeInfo)
+	nt := ownTopology(nodeInfo)
 	var out []explanation.Cause
 	if !s.satisfiesAffinity(nodeInfo, &nt) {
 		out = append(out, affinityCauses(s, nl)...)
@@ -66,29 +66,29 @@ func (pl *InterPodAffinity) ExplainFilter(_ context.Context, cycleState fwk.Cycl
 		for i, t := range s.terms.antiAffinity {
 			if v, ok := nl[t.TopologyKey]; ok && len(es.antiAffinity[i][v]) > 0 {
 				out = append(out, explanation.Cause{Message: fmt.Sprintf("required anti-affinity %s is violated in %s=%s by %s",
-					term(t), t.TopologyKey, v, examples(es.antiAffinity[i][v]))})
+					describeTerm(t), t.TopologyKey, v, someOf(es.antiAffinity[i][v]))})
 			}
 		}
 		for _, t := range s.terms.hostAntiAffinity {
 			var on []string
 			for _, p := range nodeInfo.GetPods() {
 				if t.Matches(p.GetPod(), nil) {
-					on = append(on, podRef(p.GetPod()))
+					on = append(on, describePod(p.GetPod()))
 				}
 			}
 			if len(on) > 0 {
-				out = append(out, explanation.Cause{Message: fmt.Sprintf("required anti-affinity %s is violated on this node by %s", term(t), examples(on))})
+				out = append(out, explanation.Cause{Message: fmt.Sprintf("required anti-affinity %s is violated on this node by %s", describeTerm(t), someOf(on))})
 			}
 		}
 	}
 	var rejecting []string
 	for _, r := range es.rejecting {
 		if v, ok := nl[r.term.TopologyKey]; ok && r.hasKey && v == r.keyValue {
-			rejecting = append(rejecting, fmt.Sprintf("%s (anti-affinity %s)", r.pod, term(r.term)))
+			rejecting = append(rejecting, fmt.Sprintf("%s (anti-affinity %s)", r.pod, describeTerm(r.term)))
 		}
 	}
 	if len(rejecting) > 0 {
-		out = append(out, explanation.Cause{Message: "existing pod's required anti-affinity rejects this pod: " + examples(rejecting)})
+		out = append(out, explanation.Cause{Message: "existing pod's required anti-affinity rejects this pod: " + someOf(rejecting)})
 	}
 	return out
 }
@@ -106,11 +106,11 @@ func affinityCauses(s *preFilterState, nl map[string]string) []explanation.Cause
 		v, ok := nl[t.TopologyKey]
 		switch {
 		case !ok:
-			out = append(out, explanation.Cause{Message: fmt.Sprintf("required affinity %s: node has no label %s", term(t), t.TopologyKey)})
-		case len(s.terms.hostAffinity) == 0 && s.affinity.get(topologyPair{key: t.TopologyKey, value: v}) > 0:
+			out = append(out, explanation.Cause{Message: fmt.Sprintf("required affinity %s: node has no label %s", describeTerm(t), t.TopologyKey)})
+		case len(s.terms.hostAffinity) == 0 && s.affinity.Get(topologyPair{Key: t.TopologyKey, Value: v}) > 0:
 			// This term's domain is satisfied; another one is not.
 		default:
-			msg := fmt.Sprintf("required affinity %s: no pod matching all required affinity terms in %s=%s", term(t), t.TopologyKey, v)
+			msg := fmt.Sprintf("required affinity %s: no pod matching all required affinity terms in %s=%s", describeTerm(t), t.TopologyKey, v)
 			if !s.selfMatch {
 				msg += " (the pod does not match its own terms, so it cannot be the first of its group)"
 			}
@@ -139,7 +139,7 @@ func (pl *InterPodAffinity) explainIndex(cycleState fwk.CycleState, s *preFilter
 			existing := p.GetPod()
 			for i, t := range s.terms.antiAffinity {
 				if v, ok := nl[t.TopologyKey]; ok && t.Matches(existing, nil) {
-					es.antiAffinity[i][v] = append(es.antiAffinity[i][v], podRef(existing))
+					es.antiAffinity[i][v] = append(es.antiAffinity[i][v], describePod(existing))
 				}
 			}
 		}
@@ -147,7 +147,7 @@ func (pl *InterPodAffinity) explainIndex(cycleState fwk.CycleState, s *preFilter
 			for _, t := range p.GetRequiredAntiAffinityTerms() {
 				if t.Matches(incoming, s.nsLabels) {
 					v, ok := nl[t.TopologyKey]
-					es.rejecting = append(es.rejecting, rejectingPod{pod: podRef(p.GetPod()), term: t, keyValue: v, hasKey: ok})
+					es.rejecting = append(es.rejecting, rejectingPod{pod: describePod(p.GetPod()), term: t, keyValue: v, hasKey: ok})
 				}
 			}
 		}
@@ -163,8 +163,8 @@ func (pl *InterPodAffinity) explainIndex(cycleState fwk.CycleState, s *preFilter
 	return es
 }
 
-// term renders an affinity term: its topology key, selector and namespaces.
-func term(t fwk.AffinityTerm) string {
+// describeTerm renders an affinity term: its topology key, selector and namespaces.
+func describeTerm(t fwk.AffinityTerm) string {
 	where := "namespaces [" + strings.Join(sets.List(t.Namespaces), " ") + "]"
 	if t.NamespaceSelector != nil && !t.NamespaceSelector.Empty() {
 		if _, some := t.NamespaceSelector.Requirements(); some {
@@ -176,12 +176,13 @@ func term(t fwk.AffinityTerm) string {
 	return fmt.Sprintf("(topologyKey %s, selector %s, %s)", t.TopologyKey, explanation.Selector(t.Selector), where)
 }
 
-func podRef(p *v1.Pod) string {
+// describePod names an existing pod and its node.
+func describePod(p *v1.Pod) string {
 	return fmt.Sprintf("pod %s/%s on node %s", p.Namespace, p.Name, p.Spec.NodeName)
 }
 
-// examples joins at most maxExamples names and counts the rest.
-func examples(names []string) string {
+// someOf joins at most maxExamples names and counts the rest.
+func someOf(names []string) string {
 	if len(names) <= maxExamples {
 		return strings.Join(names, ", ")
 	}

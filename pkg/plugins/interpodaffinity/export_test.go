@@ -18,7 +18,13 @@ func NewScanning(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feat
 // indexes, so that a test can tell that the caches were used at all.
 func IndexEntries(p fwk.Plugin) int {
 	c := p.(*InterPodAffinity).caches
-	return len(c.existingAnti.entries) + len(c.incoming.entries) + len(c.score.entries) + len(c.keys.entries)
+	n := 0
+	for _, x := range []any{c.existingAnti, c.incoming, c.score, c.keys} {
+		if e, ok := x.(interface{ Entries() int }); ok {
+			n += e.Entries()
+		}
+	}
+	return n
 }
 
 // SummarySkips counts, among the nodes with pods, those that the pod
@@ -28,14 +34,15 @@ func IndexEntries(p fwk.Plugin) int {
 // wrote no state or had no summaries.
 func SummarySkips(cs fwk.CycleState, nodes []fwk.NodeInfo) (skipped, computed int) {
 	s, err := preFilterStateOf(cs)
-	if err != nil || s.summaries == nil {
+	if err != nil || s.cache.summaries == nil {
 		return 0, 0
 	}
+	q := s.cache.summaries
 	for _, ni := range nodes {
-		if s.summaries.summaries().of(-1, ni) == nil || len(ni.GetPods()) == 0 {
+		if q.Summaries().Of(-1, ni) == nil || len(ni.GetPods()) == 0 {
 			continue
 		}
-		if s.summaries.skipsIncoming(nil, -1, ni) {
+		if q.SkipsIncoming(nil, -1, ni) {
 			skipped++
 		} else {
 			computed++
@@ -43,7 +50,7 @@ func SummarySkips(cs fwk.CycleState, nodes []fwk.NodeInfo) (skipped, computed in
 		if len(ni.GetPodsWithRequiredAntiAffinity()) == 0 {
 			continue
 		}
-		if skip, _ := s.summaries.skipsExistingAnti(-1, ni); skip {
+		if skip, _ := q.SkipsExistingAnti(-1, ni); skip {
 			skipped++
 		} else {
 			computed++

@@ -2,7 +2,6 @@ package interpodaffinity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"slices"
@@ -12,8 +11,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
 const (
@@ -97,7 +94,7 @@ type preFilterState struct {
 	antiAffinity topologyCounts
 	// ownsCounts: the three count maps are this state's own. Until then
 	// they are shared with the cross-cycle index and with clones, and are
-	// read-only.
+	// read-only (ownCounts).
 	ownsCounts bool
 
 	// selfMatch: the incoming pod matches all of its own required affinity
@@ -115,79 +112,8 @@ type preFilterState struct {
 	// snapshot holds and only AddPod sets it later.
 	existingHostAnti bool
 
-	// topology holds the topology labels of the cycle's nodes (nil: read
-	// them from the nodes). Shared by clones: never modified.
-	topology *topologyView
-
-	// summaries are the incoming pod and its required terms compiled for
-	// the pod summaries of the cycle's nodes (nil: none; every node is
-	// computed): the scans skip the nodes that provably contribute
-	// nothing (podsummary.go). Shared by clones: never modified.
-	summaries *requiredQueries
-
-	// read is how Filter reads the above for each node (prepareFilter).
-	// Shared by clones: never modified once written.
-	read *filterReads
-	// readCounts: the counts are still the ones read's lookups read. The
-	// first AddPod or RemovePod changes the counts and clears it.
-	readCounts bool
-}
-
-// filterReads is what Filter needs of a preFilterState resolved once per
-// cycle, so that per node it reads the counts hashing a domain at most
-// once (lookup.go) and the node's labels without searching the view's
-// keys.
-type filterReads struct {
-	// The counts' lookups (lookup.go), while readCounts.
-	affinity, antiAffinity, existingAnti domainLookup[int64]
-	// The view's columns (topologyView.col) of the counted terms' keys, in
-	// the terms' order, and of the hostname label. They depend on the
-	// view and the terms alone, which clones share and never change.
-	affinityCols, antiAffinityCols []int
-	hostnameCol                    int
-	// existingAntiCols are the columns of existingAntiAffinity.keys,
-	// which change with the counts: read while readCounts.
-	existingAntiCols []int
-}
-
-// prepareFilter fills s.read once s is complete, before it is written to
-// the cycle state. The terms, the view and the counts are then fixed until
-// an AddPod or RemovePod changes the counts.
-func (s *preFilterState) prepareFilter() {
-	r := &filterReads{}
-	r.affinity = lookupOf(&s.affinity.domains)
-	r.antiAffinity = lookupOf(&s.antiAffinity.domains)
-	r.existingAnti = lookupOf(&s.existingAntiAffinity.domains)
-	r.hostnameCol = s.topology.col(v1.LabelHostname)
-	// One array for the three lists of columns.
-	na, nn := len(s.terms.affinity), len(s.terms.antiAffinity)
-	cols := make([]int, 0, na+nn+len(s.existingAntiAffinity.keys))
-	for i := range s.terms.affinity {
-		cols = append(cols, s.topology.col(s.terms.affinity[i].TopologyKey))
-	}
-	for i := range s.terms.antiAffinity {
-		cols = append(cols, s.topology.col(s.terms.antiAffinity[i].TopologyKey))
-	}
-	for _, kc := range s.existingAntiAffinity.keys {
-		cols = append(cols, s.topology.col(kc.key))
-	}
-	r.affinityCols, r.antiAffinityCols, r.existingAntiCols = cols[:na:na], cols[na:na+nn:na+nn], cols[na+nn:]
-	s.read, s.readCounts = r, true
-}
-
-// domainCount is c's count of the node's domain of key, whose column in
-// the view is col; ok is false when the node lacks key. The count is read
-// through l while it is current (readCounts).
-func (s *preFilterState) domainCount(nt *nodeTopology, key string, col int, c *topologyCounts, l *domainLookup[int64]) (n int64, ok bool) {
-	v, ok := nt.at(col, key)
-	if !ok {
-		return 0, false
-	}
-	p := topologyPair{key: key, value: v}
-	if s.readCounts {
-		return l.get(p), true
-	}
-	return c.get(p), true
+	// cache is how the counts and the nodes' labels are read (caches.go).
+	cache filterCache
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the
@@ -200,9 +126,9 @@ func (s *preFilterState) Clone() fwk.StateData {
 	}
 	c := *s
 	if s.ownsCounts {
-		c.existingAntiAffinity = s.existingAntiAffinity.fork()
-		c.affinity = s.affinity.fork()
-		c.antiAffinity = s.antiAffinity.fork()
+		c.existingAntiAffinity = s.existingAntiAffinity.Fork()
+		c.affinity = s.affinity.Fork()
+		c.antiAffinity = s.antiAffinity.Fork()
 	}
 	return &c
 }
@@ -211,13 +137,7 @@ func (s *preFilterState) Clone() fwk.StateData {
 // (delta -1) the node of ni, exactly as PreFilter would have counted it.
 // The first update copies the shared counts (copy on write).
 func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta int64) {
-	if !s.ownsCounts {
-		s.existingAntiAffinity = s.existingAntiAffinity.fork()
-		s.affinity = s.affinity.fork()
-		s.antiAffinity = s.antiAffinity.fork()
-		s.ownsCounts = true
-		s.readCounts = false
-	}
+	s.ownCounts()
 	nl := nodeLabels(ni)
 	incoming := s.podInfo.GetPod()
 	theirs := pi.GetRequiredAntiAffinityTerms()
@@ -232,42 +152,23 @@ func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta in
 			continue
 		}
 		if theirs[i].Matches(incoming, s.nsLabels) {
-			s.existingAntiAffinity.add(nl, theirs[i].TopologyKey, delta)
+			s.existingAntiAffinity.Add(nl, theirs[i].TopologyKey, delta)
 		}
 	}
 	pod := pi.GetPod()
 	if matchesAll(s.terms.affinity, pod) {
 		for i := range s.terms.affinity {
-			s.affinity.add(nl, s.terms.affinity[i].TopologyKey, delta)
+			s.affinity.Add(nl, s.terms.affinity[i].TopologyKey, delta)
 		}
 	}
 	for i := range s.terms.antiAffinity {
 		if s.terms.antiAffinity[i].Matches(pod, nil) {
-			s.antiAffinity.add(nl, s.terms.antiAffinity[i].TopologyKey, delta)
+			s.antiAffinity.Add(nl, s.terms.antiAffinity[i].TopologyKey, delta)
 		}
 	}
 	if matchesAll(s.terms.hostAffinity, pod) {
 		s.hostAffinityMatches += delta
 	}
-}
-
-// hasPodAffinityTerms reports whether pod has any pod affinity or
-// anti-affinity term, required or preferred. Without one there is nothing
-// for NewPodInfo to parse, so it cannot fail.
-func hasPodAffinityTerms(pod *v1.Pod) bool {
-	a := pod.Spec.Affinity
-	if a == nil {
-		return false
-	}
-	if pa := a.PodAffinity; pa != nil &&
-		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
-		return true
-	}
-	if pa := a.PodAntiAffinity; pa != nil &&
-		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
-		return true
-	}
-	return false
 }
 
 // antiAffinityHolders are the snapshot's nodes hosting pods with required
@@ -356,15 +257,15 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 		}
 	}
 	if len(affinityTerms) > 0 || len(antiAffinityTerms) > 0 || !holders.none() {
-		// Some scan may run below; the summaries let it skip nodes.
-		s.summaries = newRequiredQueries(pl.caches.summaries.sync(ctx, cycleState, pl.parallelizer, Name, allNodes),
-			pod, s.terms.affinity, s.terms.antiAffinity, s.terms.hostAffinity)
+		// Some count may scan below and skip the nodes whose pods
+		// cannot count.
+		pl.summarizeNodes(ctx, cycleState, s, pod, allNodes)
 	}
 	pl.countExistingAntiAffinity(ctx, cycleState, s, holders)
 	pl.countIncomingTerms(ctx, cycleState, s, allNodes)
 
 	ownTerms := len(affinityTerms) > 0 || len(antiAffinityTerms) > 0
-	if !ownTerms && s.existingAntiAffinity.len() == 0 && !s.existingHostAnti {
+	if !ownTerms && s.existingAntiAffinity.Len() == 0 && !s.existingHostAnti {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	s.prepareFilter()
@@ -390,48 +291,31 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 		s.existingAntiAffinity = topologyCounts{}
 		return
 	}
-	incoming := s.podInfo.GetPod()
-	// A node's part depends on its pods and labels and on what the
-	// holders' terms read of the incoming pod: its namespace, its labels
-	// and its namespace's labels.
-	sum := keyedSum(ctx, cycleState, pl.parallelizer, nodes, nil, &pl.caches.keys, "anti-affinity holders", &pl.caches.existingAnti,
-		func(inputs *termInputs) string {
-			var sig signature
-			inputs.encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
-			return sig.String()
-		}, nil, existingAntiOps(s.existingAntiOn))
-	s.existingAntiAffinity = sum.counts
-	if sum.hostScopedNodes > 0 {
+	var hostScopedNodes int64
+	s.existingAntiAffinity, hostScopedNodes = pl.existingAntiAffinityCounts(ctx, cycleState, s, nodes)
+	if hostScopedNodes > 0 {
 		s.existingHostAnti = true
 	}
 }
 
-// existingAntiOn is what holder node ni contributes to
-// s.existingAntiAffinity: each required anti-affinity term of its pods
-// that selects the incoming pod counts once in the node's domain of the
-// term's key. With the fast path, a hostname-scoped term is not counted
-// but noted: Filter checks it on the candidate node itself. The result is
-// built in reuse's storage (sumOps.compute); i is ni's position in the
-// list summed, or -1, where its summary is found without hashing.
-func (s *preFilterState) existingAntiOn(i int, ni fwk.NodeInfo, reuse existingAnti) existingAnti {
-	if skip, hostAnti := s.summaries.skipsExistingAnti(i, ni); skip {
-		// No term on the node can select the incoming pod (its summary
-		// proves it); whether one is hostname-scoped is noted all the same.
-		return existingAnti{tally: reuse.tally.reset(), hostScoped: s.hostnameFastPath && hostAnti}
-	}
-	// No view yet: its keys include these counts' (filterKeys).
-	nt := topologyOf(nil, ni)
+// existingAntiOn is what holder node ni (labels read through nt)
+// contributes to s.existingAntiAffinity: each required anti-affinity term
+// of its pods that selects the incoming pod counts once in the node's
+// domain of the term's key. With the fast path, a hostname-scoped term is
+// not counted but noted: Filter checks it on the candidate node itself.
+// The result is built in reuse's storage, which the caller holds no more.
+func (s *preFilterState) existingAntiOn(ni fwk.NodeInfo, nt *nodeTopology, reuse existingAnti) existingAnti {
 	incoming := s.podInfo.GetPod()
-	r := existingAnti{tally: reuse.tally.reset()}
+	r := existingAnti{Tally: reuse.Tally.Reset()}
 	for _, existing := range ni.GetPodsWithRequiredAntiAffinity() {
 		terms := existing.GetRequiredAntiAffinityTerms()
 		for j := range terms {
 			if s.hostnameFastPath && hostScoped(terms[j]) {
-				r.hostScoped = true
+				r.HostScoped = true
 				continue
 			}
 			if terms[j].Matches(incoming, s.nsLabels) {
-				r.tally.add(&nt, terms[j].TopologyKey, 1)
+				r.Tally.Add(nt, terms[j].TopologyKey, 1)
 			}
 		}
 	}
@@ -449,82 +333,35 @@ func (pl *InterPodAffinity) countIncomingTerms(ctx context.Context, cycleState f
 		s.affinity, s.antiAffinity = topologyCounts{}, topologyCounts{}
 		return
 	}
-	// A node's part depends on its pods and labels and on the terms
-	// (their namespaces resolved), sorted as Filter evaluates them.
-	var sig signature
-	sig.terms(t.affinity)
-	sig.terms(t.antiAffinity)
-	sig.terms(t.hostAffinity)
-	// This is the cycle's one walk over all nodes, and Filter will look
-	// up the keys of the counted terms on hundreds of them: the topology
-	// table reads the generations for both. The nodes' labels are read
-	// through the view (nil: from the nodes); view is a parameter, never
-	// assigned, so the closure copies it instead of boxing a variable in
-	// every cycle.
-	var sum *incomingSum
-	s.topology = pl.caches.topology.sync(cycleState, allNodes, s.filterKeys(), func(gens []int64, view *topologyView) {
-		ops := incomingOps(func(i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-			return t.matchesOn(view, s.summaries, gens, i, ni, reuse)
-		})
-		sum = pl.caches.incoming.sum(ctx, cycleState, pl.parallelizer, sig.String(), allNodes, gens, ops)
-	})
-	s.affinity, s.antiAffinity, s.hostAffinityMatches = sum.affinity, sum.antiAffinity, sum.hostAffinity
+	s.affinity, s.antiAffinity, s.hostAffinityMatches = pl.incomingCounts(ctx, cycleState, s, allNodes)
 }
 
-// matchesOn is what node ni contributes to the counts of the incoming
-// pod's required terms t: a pod matching all counted affinity terms
-// counts once in the node's domain of each; a pod matching a counted
-// anti-affinity term counts in the node's domain of that term; a pod
-// matching all host-scoped affinity terms counts in hostAffinity. Labels
-// are read through view (nil: from the node). A node whose summary (q:
-// t compiled for it, nil: none; i is ni's position in the list summed, or
-// -1, and gens that list's generations, if read) proves that no pod on it
-// matches any counted term contributes nothing and is not looked at. The
-// result is built in reuse's storage (sumOps.compute).
-func (t *requiredTerms) matchesOn(view *topologyView, q *requiredQueries, gens []int64, i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
-	r := incomingMatches{affinity: reuse.affinity.reset(), antiAffinity: reuse.antiAffinity.reset()}
-	if q.skipsIncoming(gens, i, ni) {
-		// No pod on the node matches a counted term: its summary proves it.
-		return r
-	}
-	nt := topologyOf(view, ni)
+// matchesOn is what node ni (labels read through nt) contributes to the
+// counts of the incoming pod's required terms t: a pod matching all
+// counted affinity terms counts once in the node's domain of each; a pod
+// matching a counted anti-affinity term counts in the node's domain of
+// that term; a pod matching all host-scoped affinity terms counts in
+// hostAffinity. The result is built in reuse's storage, which the caller
+// holds no more.
+func (t *requiredTerms) matchesOn(ni fwk.NodeInfo, nt *nodeTopology, reuse incomingMatches) incomingMatches {
+	r := incomingMatches{Affinity: reuse.Affinity.Reset(), AntiAffinity: reuse.AntiAffinity.Reset()}
 	for _, existing := range ni.GetPods() {
 		pod := existing.GetPod()
 		if matchesAll(t.affinity, pod) {
 			for j := range t.affinity {
-				r.affinity.add(&nt, t.affinity[j].TopologyKey, 1)
+				r.Affinity.Add(nt, t.affinity[j].TopologyKey, 1)
 			}
 		}
 		for j := range t.antiAffinity {
 			if t.antiAffinity[j].Matches(pod, nil) {
-				r.antiAffinity.add(&nt, t.antiAffinity[j].TopologyKey, 1)
+				r.AntiAffinity.Add(nt, t.antiAffinity[j].TopologyKey, 1)
 			}
 		}
 		if matchesAll(t.hostAffinity, pod) {
-			r.hostAffinity++
+			r.HostAffinity++
 		}
 	}
 	return r
-}
-
-// filterKeys are the node labels Filter reads for s: the counted terms'
-// topology keys, the existing anti-affinity's, and the hostname label
-// where node-local checks need it.
-func (s *preFilterState) filterKeys() []string {
-	var keys []string
-	for i := range s.terms.affinity {
-		keys = addKey(keys, s.terms.affinity[i].TopologyKey)
-	}
-	for i := range s.terms.antiAffinity {
-		keys = addKey(keys, s.terms.antiAffinity[i].TopologyKey)
-	}
-	for _, kc := range s.existingAntiAffinity.keys {
-		keys = addKey(keys, kc.key)
-	}
-	if len(s.terms.hostAffinity) > 0 || len(s.terms.hostAntiAffinity) > 0 || s.existingHostAnti {
-		keys = addKey(keys, v1.LabelHostname)
-	}
-	return keys
 }
 
 // PreFilterExtensions returns the plugin itself: nominated pods and
@@ -556,17 +393,10 @@ func (pl *InterPodAffinity) RemovePod(_ context.Context, cycleState fwk.CycleSta
 // words, which users see in Filter's Error status; a state of another type
 // keeps cyclestate.Read's own explanation.
 func preFilterStateOf(cycleState fwk.CycleState) (*preFilterState, error) {
-	// Filter's path, for every node: no generic assertion, no error test.
-	if data, err := cycleState.Read(preFilterStateKey); err == nil {
-		if s, ok := data.(*preFilterState); ok {
-			return s, nil
-		}
+	if s, ok := stored(cycleState, preFilterStateKey).(*preFilterState); ok {
+		return s, nil
 	}
-	s, err := cyclestate.Read[*preFilterState](cycleState, preFilterStateKey)
-	if errors.Is(err, fwk.ErrNotFound) {
-		return nil, fmt.Errorf("error reading %q from cycleState: %w", preFilterStateKey, err)
-	}
-	return s, err
+	return readState[*preFilterState](cycleState, preFilterStateKey, "error reading %q from cycleState: %w")
 }
 
 // Filter checks, in upstream's order (the first failure decides the status
@@ -582,7 +412,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	nt := locatedTopology(s.topology, nodeInfo)
+	nt := s.topologyOf(nodeInfo)
 	if !s.satisfiesAffinity(nodeInfo, &nt) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 	}
@@ -601,7 +431,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState fwk.CycleState,
 // labelled is false and no pod is looked at. Otherwise found reports whether
 // one of pods passes test.
 func (s *preFilterState) scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test func(fwk.PodInfo) bool) (labelled, found bool) {
-	if _, labelled = nt.at(s.read.hostnameCol, v1.LabelHostname); !labelled {
+	if !s.hasHostname(nt) {
 		return false, false
 	}
 	return true, slices.ContainsFunc(pods, test)
@@ -620,7 +450,7 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bo
 	}
 	everyDomainHasOne := true
 	for i := range s.terms.affinity {
-		n, ok := s.domainCount(nt, s.terms.affinity[i].TopologyKey, s.read.affinityCols[i], &s.affinity, &s.read.affinity)
+		n, ok := s.countInDomain(nt, affinityCounts, i)
 		if !ok {
 			return false
 		}
@@ -633,7 +463,7 @@ func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bo
 	}
 	// A matching pod somewhere else (in any domain) means the group has
 	// started; the pod must then join it.
-	return s.affinity.len() == 0 && s.mayBeFirstOfSeries()
+	return s.affinity.Len() == 0 && s.mayBeFirstOfSeries()
 }
 
 // mayBeFirstOfSeries lets the first pod of a group with affinity to itself
@@ -647,9 +477,9 @@ func (s *preFilterState) mayBeFirstOfSeries() bool {
 // violatesAntiAffinity: some anti-affinity term's domain of the node holds a
 // pod the term selects. A node lacking the key is never rejected by a term.
 func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
-	if s.antiAffinity.len() > 0 {
+	if s.antiAffinity.Len() > 0 {
 		for i := range s.terms.antiAffinity {
-			if n, ok := s.domainCount(nt, s.terms.antiAffinity[i].TopologyKey, s.read.antiAffinityCols[i], &s.antiAffinity, &s.read.antiAffinity); ok && n > 0 {
+			if n, ok := s.countInDomain(nt, antiAffinityCounts, i); ok && n > 0 {
 				return true
 			}
 		}
@@ -664,15 +494,7 @@ func (s *preFilterState) violatesAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology)
 // violatesExistingAntiAffinity: some domain the node belongs to holds an
 // existing pod whose required anti-affinity selects the incoming pod.
 func (s *preFilterState) violatesExistingAntiAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
-	// Only the keys that have domains: usually one or two, while nodes
-	// carry a dozen labels.
-	if s.readCounts {
-		for i, kc := range s.existingAntiAffinity.keys {
-			if n, ok := s.domainCount(nt, kc.key, s.read.existingAntiCols[i], &s.existingAntiAffinity, &s.read.existingAnti); ok && n > 0 {
-				return true
-			}
-		}
-	} else if s.existingAntiAffinity.coversNode(nt) {
+	if s.inExistingAntiDomain(nt) {
 		return true
 	}
 	if !s.existingHostAnti {

@@ -430,7 +430,7 @@ func TestAddRemovePod(t *testing.T) {
 			}
 		}
 		s := mustState(t, cs)
-		if s.existingAntiAffinity.len() != 0 || s.antiAffinity.len() != 0 || s.affinity.len() != 0 {
+		if s.existingAntiAffinity.Len() != 0 || s.antiAffinity.Len() != 0 || s.affinity.Len() != 0 {
 			t.Errorf("counts not back to empty: %v %v %v", s.existingAntiAffinity, s.antiAffinity, s.affinity)
 		}
 	})
@@ -441,7 +441,7 @@ func TestAddRemovePod(t *testing.T) {
 		cs, _ := e.preFilter(t, pod)
 		web := mustPodInfo(t, tu.MakePod("default", "web").Label("app", "web").Obj())
 		e.pl.RemovePod(e.ctx, cs, pod, web, e.nodeInfo(t, "n1"))
-		if got, want := mustState(t, cs).antiAffinity.toMap(), (map[topologyPair]int64{{zone, "z1"}: -1}); !cmp.Equal(got, want) {
+		if got, want := mustState(t, cs).antiAffinity.ToMap(), (map[topologyPair]int64{{Key: zone, Value: "z1"}: -1}); !cmp.Equal(got, want) {
 			t.Errorf("antiAffinity = %v, want %v", got, want)
 		}
 		if diff := cmp.Diff(statuses(pass, pass, pass, pass), e.filterAll(t, cs, pod)); diff != "" {
@@ -480,15 +480,15 @@ func TestCloneIsIndependent(t *testing.T) {
 	}
 	orig := mustState(t, cs)
 	for name, pair := range map[string][2]map[topologyPair]int64{
-		"existingAntiAffinity": {snapshot.existingAntiAffinity.toMap(), orig.existingAntiAffinity.toMap()},
-		"affinity":             {snapshot.affinity.toMap(), orig.affinity.toMap()},
-		"antiAffinity":         {snapshot.antiAffinity.toMap(), orig.antiAffinity.toMap()},
+		"existingAntiAffinity": {snapshot.existingAntiAffinity.ToMap(), orig.existingAntiAffinity.ToMap()},
+		"affinity":             {snapshot.affinity.ToMap(), orig.affinity.ToMap()},
+		"antiAffinity":         {snapshot.antiAffinity.ToMap(), orig.antiAffinity.ToMap()},
 	} {
 		if !cmp.Equal(pair[0], pair[1]) {
 			t.Errorf("%s changed: %v -> %v", name, pair[0], pair[1])
 		}
 	}
-	if cmp.Equal(mustState(t, clone).affinity.toMap(), orig.affinity.toMap()) {
+	if cmp.Equal(mustState(t, clone).affinity.ToMap(), orig.affinity.ToMap()) {
 		t.Errorf("clone's counts did not change; the test proves nothing")
 	}
 }

@@ -19,13 +19,14 @@ import (
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
 )
 
 // Topology keys used throughout the tests.
 const (
-	zone = v1.LabelTopologyZone
-	rack = "example.com/rack"
-	host = v1.LabelHostname
+	zone = affinitytest.Zone
+	rack = affinitytest.Rack
+	host = affinitytest.Host
 )
 
 // Expected statuses, rendered by testutil.StatusString.
@@ -71,12 +72,14 @@ func newEnv(t testing.TB, args runtime.Object, fts feature.Features, pods []*v1.
 // the caches' paths (admission has tests of its own: the plugin scans
 // until a signature recurs).
 func (c *caches) admitEverything() {
-	c.existingAnti.admitFirst = true
-	c.incoming.admitFirst = true
-	c.score.admitFirst = true
-	c.keys.admitFirst = true
-	c.topology.primed = true
-	c.summaries.primed = true
+	for _, x := range []any{c.existingAnti, c.incoming, c.score, c.keys, c.topology, c.summaries} {
+		if a, ok := x.(interface{ AdmitEverySignature() }); ok {
+			a.AdmitEverySignature()
+		}
+		if p, ok := x.(interface{ Prime() }); ok {
+			p.Prime()
+		}
+	}
 }
 
 func (e *testEnv) allNodes(t testing.TB) []fwk.NodeInfo {
@@ -183,22 +186,12 @@ func fixtureNodes() []*v1.Node {
 	}
 }
 
-func sel(kv ...string) *metav1.LabelSelector {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return tu.Selector(m)
-}
+// sel, placed and incoming are affinitytest's, shorter.
+func sel(kv ...string) *metav1.LabelSelector { return affinitytest.Sel(kv...) }
 
-// placed builds an existing pod bound to node.
-func placed(ns, name, node string) *tu.PodWrapper {
-	return tu.MakePod(ns, name).UID(ns + "/" + name).NodeName(node)
-}
+func placed(ns, name, node string) *tu.PodWrapper { return affinitytest.Placed(ns, name, node) }
 
-func incoming(ns string) *tu.PodWrapper {
-	return tu.MakePod(ns, "incoming").UID("incoming")
-}
+func incoming(ns string) *tu.PodWrapper { return affinitytest.Incoming(ns) }
 
 func statuses(n1, n2, n3, n4 string) map[string]string {
 	return map[string]string{"n1": n1, "n2": n2, "n3": n3, "n4": n4}

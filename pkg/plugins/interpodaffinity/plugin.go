@@ -3,6 +3,7 @@ package interpodaffinity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"maps"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
 // Name is the name the plugin is registered under. The in-tree name
@@ -147,6 +150,25 @@ func (pl *InterPodAffinity) namespaceLabels(logger klog.Logger, name string) lab
 	return labels.Set(maps.Clone(ns.Labels))
 }
 
+// hasPodAffinityTerms reports whether pod has any pod affinity or
+// anti-affinity term, required or preferred. Without one there is nothing
+// for NewPodInfo to parse, so it cannot fail.
+func hasPodAffinityTerms(pod *v1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	if pa := a.PodAffinity; pa != nil &&
+		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		return true
+	}
+	if pa := a.PodAntiAffinity; pa != nil &&
+		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		return true
+	}
+	return false
+}
+
 // matchesAll reports whether pod matches every term, and false when there are
 // none: required pod affinity asks for a single pod that satisfies all terms.
 // nsLabels are nil because it is used with the incoming pod's terms, whose
@@ -173,4 +195,25 @@ func matchesAny(terms []fwk.AffinityTerm, pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// stored is what the cycle state holds under key, or nil: the fast path
+// of preFilterStateOf and preScoreStateOf, which Filter and Score take for
+// every node (no generic assertion, no error test).
+func stored(cycleState fwk.CycleState, key fwk.StateKey) fwk.StateData {
+	data, _ := cycleState.Read(key)
+	return data
+}
+
+// readState is their slow path: a missing state (PreFilter or PreScore
+// Skipped, or is not enabled) is reported in upstream's words, missing
+// (a format of the key and the error), which users see in the Error
+// status; a state of another type keeps cyclestate.Read's explanation.
+func readState[T fwk.StateData](cycleState fwk.CycleState, key fwk.StateKey, missing string) (T, error) {
+	s, err := cyclestate.Read[T](cycleState, key)
+	if errors.Is(err, fwk.ErrNotFound) {
+		var none T
+		return none, fmt.Errorf(missing, key, err)
+	}
+	return s, err
 }

@@ -2,7 +2,6 @@ package interpodaffinity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -10,8 +9,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
 // preScoreStateKey is upstream's key (policy in package cyclestate).
@@ -19,31 +16,8 @@ const preScoreStateKey fwk.StateKey = "PreScoreInterPodAffinity"
 
 // preScoreState is never modified after PreScore.
 type preScoreState struct {
-	// keys are the scored topology keys (the sum's, shared). A node
-	// scores the sum, over the keys it has, of its domain's weight;
-	// integer addition does not care about the order.
-	keys keyTally
-	// domains is the index's sum, shared and read-only.
-	domains layered[topologyPair, domainWeight]
-	// topology holds the topology labels of the cycle's nodes (nil: read
-	// them from the nodes).
-	topology *topologyView
-	// lookup reads domains with one hashed lookup for most (lookup.go),
-	// and cols are the view's columns of keys, in the keys' order: Score
-	// resolves neither per node.
-	lookup domainLookup[domainWeight]
-	cols   []int
-}
-
-// newPreScoreState returns the state for a sum that is no longer changed,
-// read through topology.
-func newPreScoreState(sum *scoreSum, topology *topologyView) *preScoreState {
-	s := &preScoreState{keys: sum.keys, domains: sum.domains, topology: topology, lookup: lookupOf(&sum.domains)}
-	s.cols = make([]int, len(s.keys))
-	for i, kc := range s.keys {
-		s.cols[i] = topology.col(kc.key)
-	}
-	return s
+	// weights are the summed weights per topology domain (caches.go).
+	weights *scoreWeights
 }
 
 // Clone returns the receiver: the state is immutable.
@@ -98,95 +72,19 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, cycleState fwk.CycleSt
 	}
 	nsLabels := pl.namespaceLabels(klog.FromContext(ctx), pod.Namespace)
 
-	// A node's tally depends on its pods and labels and on the incoming
-	// pod: its preferred terms (namespaces resolved), what the existing
-	// pods' terms read of it (namespace, labels, namespace labels), and
-	// which of the node's pods are visited.
-	list := "nodes with pod affinity"
-	if hasPreferred {
-		list = "all nodes"
-	}
-	// sumOver returns the score sum over nodes, or nil when it is
-	// known to be empty; gens are the nodes' generations, if read, and
-	// view the topology view synced with them, if any (the nodes' labels
-	// are read through it; view is a parameter, never assigned, so the
-	// closure copies it instead of boxing a variable in every cycle).
-	sumOver := func(gens []int64, view *topologyView) *scoreSum {
-		sq := pl.scoreQueries(ctx, cycleState, nodes, hasPreferred, pi)
-		ops := scoreOps(func(i int, ni fwk.NodeInfo, reuse nodeTally) nodeTally {
-			return pl.tallyNode(view, sq, gens, i, ni, pi, nsLabels, hasPreferred, reuse)
-		})
-		return keyedSum(ctx, cycleState, pl.parallelizer, nodes, gens, &pl.caches.keys, list, &pl.caches.score,
-			func(inputs *termInputs) string {
-				var sig signature
-				sig.flag(hasPreferred)
-				sig.weightedTerms(preferred)
-				sig.weightedTerms(preferredAnti)
-				inputs.encode(&sig, pod.Namespace, pod.Labels, nsLabels)
-				return sig.String()
-			},
-			func(inputs *termInputs) bool {
-				// Only existing pods' terms could score, and none of
-				// the listed pods has one that does.
-				return !hasPreferred && inputs.scoringNodes == 0
-			}, ops)
-	}
-	var sum *scoreSum
-	var topology *topologyView
-	if hasPreferred {
-		// The walk over all nodes serves the topology table too, for
-		// the keys of the incoming pod's terms (existing pods' terms
-		// usually share them; others are read from the nodes).
-		var keys []string
-		for _, ts := range [][]fwk.WeightedAffinityTerm{preferred, preferredAnti} {
-			for i := range ts {
-				keys = addKey(keys, ts[i].TopologyKey)
-			}
-		}
-		topology = pl.caches.topology.sync(cycleState, nodes, keys, func(gens []int64, view *topologyView) {
-			sum = sumOver(gens, view)
-		})
-	} else {
-		sum = sumOver(nil, nil)
-	}
-	if sum == nil || sum.domains.len() == 0 {
+	weights := pl.scoreSums(ctx, cycleState, nodes, hasPreferred, pi, nsLabels)
+	if weights == nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	if topology == nil {
-		if s, err := preFilterStateOf(cycleState); err == nil {
-			// PreFilter's view of this cycle's nodes, if it made one.
-			topology = s.topology
-		}
-	}
-	cycleState.Write(preScoreStateKey, newPreScoreState(sum, topology))
+	cycleState.Write(preScoreStateKey, &preScoreState{weights: weights})
 	return nil
 }
 
-// scoreQueries are the incoming pod's preferred terms and labels, compiled
-// for the summaries of this cycle's nodes (podsummary.go), or nil when
-// there are none. With preferred terms, nodes are all nodes, which the
-// summaries are synced with; otherwise the summaries are
-// PreFilter's, if it made any: the list of nodes with affinity pods alone
-// would cost a pass over all nodes to sync.
-func (pl *InterPodAffinity) scoreQueries(ctx context.Context, cs fwk.CycleState, nodes []fwk.NodeInfo, hasPreferred bool, pi fwk.PodInfo) *scoreQueries {
-	var v *summaryView
-	if s, err := preFilterStateOf(cs); err == nil {
-		v = s.summaries.summaries()
-	}
-	if v == nil && hasPreferred {
-		v = pl.caches.summaries.sync(ctx, cs, pl.parallelizer, Name, nodes)
-	}
-	return newScoreQueries(v, pi)
-}
-
-// tallyNode is what node ni contributes to the score sum: the weights of
+// tallyNode is what node ni contributes to the score sums: the weights of
 // every (incoming, existing) pair over the node's pods (all of them when
 // the incoming pod has preferred terms, otherwise those with affinity
-// terms of their own), in the node's domains. Labels are read through
-// view (nil: from the node). The tally is built in reuse's storage
-// (sumOps.compute). A node that sq (nil: none) proves adds nothing is not
-// looked at; i is ni's position in the list summed, or -1, and gens that
-// list's generations, if read.
+// terms of their own), in the node's domains (labels read through nt).
+// The tally is built in reuse's storage, which the caller holds no more.
 //
 // A node without labels is in no domain, and upstream skips its pods
 // outright. Here its pods are matched all the same and add nothing (every
@@ -195,19 +93,14 @@ func (pl *InterPodAffinity) scoreQueries(ctx context.Context, cs fwk.CycleState,
 // labels are never read, while reading them costs a cache miss on the
 // Node object and one on the map per node, about a fifth of a cold
 // PreScore at 5000 nodes (ColdStartDeployments100 CPU profile).
-func (pl *InterPodAffinity) tallyNode(view *topologyView, sq *scoreQueries, gens []int64, i int, ni fwk.NodeInfo, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool, reuse nodeTally) nodeTally {
-	if sq.skips(gens, i, ni) {
-		// No pair on the node scores: its summary proves it.
-		return reuse.reset()
-	}
+func (pl *InterPodAffinity) tallyNode(ni fwk.NodeInfo, nt *nodeTopology, pi fwk.PodInfo, nsLabels labels.Set, hasPreferred bool, reuse nodeTally) nodeTally {
 	existingPods := ni.GetPodsWithAffinity()
 	if hasPreferred {
 		existingPods = ni.GetPods()
 	}
-	nt := topologyOf(view, ni)
-	tally := reuse.reset()
+	tally := reuse.Reset()
 	for _, existing := range existingPods {
-		pl.scoreExistingPod(&tally, &nt, pi, nsLabels, existing)
+		pl.scoreExistingPod(&tally, nt, pi, nsLabels, existing)
 	}
 	return tally
 }
@@ -225,7 +118,7 @@ func (pl *InterPodAffinity) scoreExistingPod(tally *nodeTally, nt *nodeTopology,
 		terms := existing.GetRequiredAffinityTerms()
 		for i := range terms {
 			if terms[i].Matches(pod, nsLabels) {
-				tally.add(nt, terms[i].TopologyKey, int64(w))
+				tally.Add(nt, terms[i].TopologyKey, int64(w))
 			}
 		}
 	}
@@ -240,7 +133,7 @@ func addWeighted(tally *nodeTally, nt *nodeTopology, terms []fwk.WeightedAffinit
 	for i := range terms {
 		if terms[i].Matches(pod, nsLabels) {
 			// int32 product, then widened, exactly as upstream.
-			tally.add(nt, terms[i].TopologyKey, int64(terms[i].Weight*sign))
+			tally.Add(nt, terms[i].TopologyKey, int64(terms[i].Weight*sign))
 		}
 	}
 }
@@ -249,17 +142,10 @@ func addWeighted(tally *nodeTally, nt *nodeTopology, terms []fwk.WeightedAffinit
 // state is reported in upstream's words (Score's and NormalizeScore's Error
 // status); a state of another type keeps cyclestate.Read's explanation.
 func preScoreStateOf(cycleState fwk.CycleState) (*preScoreState, error) {
-	// Score's path, for every node: no generic assertion, no error test.
-	if data, err := cycleState.Read(preScoreStateKey); err == nil {
-		if s, ok := data.(*preScoreState); ok {
-			return s, nil
-		}
+	if s, ok := stored(cycleState, preScoreStateKey).(*preScoreState); ok {
+		return s, nil
 	}
-	s, err := cyclestate.Read[*preScoreState](cycleState, preScoreStateKey)
-	if errors.Is(err, fwk.ErrNotFound) {
-		return nil, fmt.Errorf("failed to read %q from cycleState: %w", preScoreStateKey, err)
-	}
-	return s, err
+	return readState[*preScoreState](cycleState, preScoreStateKey, "failed to read %q from cycleState: %w")
 }
 
 // Score is the node's raw score: the sum over the scored topology keys it
@@ -269,14 +155,7 @@ func (pl *InterPodAffinity) Score(_ context.Context, cycleState fwk.CycleState, 
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	nt := locatedTopology(s.topology, nodeInfo)
-	var score int64
-	for i, kc := range s.keys {
-		if v, ok := nt.at(s.cols[i], kc.key); ok {
-			score += s.lookup.get(topologyPair{key: kc.key, value: v}).weight
-		}
-	}
-	return score, nil
+	return s.weights.scoreOf(nodeInfo), nil
 }
 
 // ScoreExtensions returns the plugin itself for NormalizeScore.
@@ -294,7 +173,7 @@ func (pl *InterPodAffinity) NormalizeScore(_ context.Context, cycleState fwk.Cyc
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if len(s.keys) == 0 || len(scores) == 0 {
+	if !s.weights.scored() || len(scores) == 0 {
 		return nil
 	}
 	lowest, highest := scores[0].Score, scores[0].Score

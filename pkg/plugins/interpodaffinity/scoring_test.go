@@ -255,9 +255,9 @@ func TestNormalizeScore(t *testing.T) {
 	e := newEnv(t, nil, feature.Features{}, nil, nil)
 	for _, tc := range tests {
 		cs := framework.NewCycleState()
-		sum := newScoreSum()
-		sum.apply(nodeTally{{pair: topologyPair{key: zone, value: "z1"}, count: 1}}, 1)
-		cs.Write(preScoreStateKey, newPreScoreState(sum, nil))
+		// One scored key, whatever its weights: NormalizeScore reads the
+		// scores alone.
+		cs.Write(preScoreStateKey, oneScoredKey(zone))
 		list := make(fwk.NodeScoreList, len(tc.raw))
 		for i, s := range tc.raw {
 			list[i] = fwk.NodeScore{Name: string(rune('a' + i)), Score: s}

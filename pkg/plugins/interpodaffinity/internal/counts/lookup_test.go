@@ -1,9 +1,11 @@
-package interpodaffinity
+package counts
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
 // TestLookupReadsAsLayered drives layered sums of domains through random
@@ -17,27 +19,27 @@ import (
 func TestLookupReadsAsLayered(t *testing.T) {
 	for _, domains := range []int{2, maxSmallLookup, maxSmallLookup + 1, 40, 400} {
 		t.Run(fmt.Sprintf("domains=%d", domains), func(t *testing.T) {
-			var space []topologyPair
+			var space []topology.Pair
 			for i := range domains {
-				space = append(space, topologyPair{key: "zone", value: fmt.Sprintf("n-%d", i)})
+				space = append(space, topology.Pair{Key: "zone", Value: fmt.Sprintf("n-%d", i)})
 			}
 			space = append(space,
-				topologyPair{key: "zone", value: ""}, topologyPair{key: "zone", value: "a"},
-				topologyPair{key: "zone", value: "ab"}, topologyPair{key: "rack", value: "n-1"})
-			absent := []topologyPair{{key: "zone", value: "n-x"}, {key: "host", value: "n-1"}, {key: "zone", value: "n-10000"}}
+				topology.Pair{Key: "zone", Value: ""}, topology.Pair{Key: "zone", Value: "a"},
+				topology.Pair{Key: "zone", Value: "ab"}, topology.Pair{Key: "rack", Value: "n-1"})
+			absent := []topology.Pair{{Key: "zone", Value: "n-x"}, {Key: "host", Value: "n-1"}, {Key: "zone", Value: "n-10000"}}
 			rng := rand.New(rand.NewPCG(uint64(domains), 7))
-			m := newLayered[topologyPair, int64]()
+			m := newLayered[topology.Pair, int64]()
 			type lent struct {
-				m    layered[topologyPair, int64]
-				look domainLookup[int64]
+				m    layered[topology.Pair, int64]
+				look Lookup[int64]
 			}
 			var handedOut []lent
 			check := func(step int, h lent) {
 				t.Helper()
 				for _, p := range append(space, absent...) {
-					want, _ := h.m.get(p)
-					if got := h.look.get(p); got != want {
-						t.Fatalf("step %d: lookup of %v = %d, layered get %d (small %v, %d domains)", step, p, got, want, h.look.isSmall, h.m.len())
+					want, _ := h.m.Get(p)
+					if got := h.look.Get(p); got != want {
+						t.Fatalf("step %d: lookup of %v = %d, layered get %d (small %v, %d domains)", step, p, got, want, h.look.isSmall, h.m.Len())
 					}
 				}
 			}
@@ -46,18 +48,18 @@ func TestLookupReadsAsLayered(t *testing.T) {
 				switch r := rng.IntN(100); {
 				case r < 4:
 					if rng.IntN(2) == 0 {
-						m.seal()
+						m.Seal()
 					}
-					h := lent{m: m, look: lookupOf(&m)}
+					h := lent{m: m, look: LookupOf(&m)}
 					smallSeen = smallSeen || h.look.isSmall
 					deltaSeen = deltaSeen || h.look.delta != nil
 					check(step, h)
 					handedOut = append(handedOut, h)
-					m = m.fork()
+					m = m.Fork()
 				case r < 35:
-					m.set(space[rng.IntN(len(space))], 0)
+					m.Set(space[rng.IntN(len(space))], 0)
 				default:
-					m.set(space[rng.IntN(len(space))], 1+rng.Int64N(5))
+					m.Set(space[rng.IntN(len(space))], 1+rng.Int64N(5))
 				}
 				if step%500 == 0 {
 					for _, h := range handedOut {

@@ -1,19 +1,31 @@
-package interpodaffinity
-
-// This file holds a speed structure for Filter: the topology labels of the
-// cycle's nodes, kept across cycles in arrays, so that Filter finds a
-// node's domain for a term without reading the node's label map. Filter
-// runs for hundreds of nodes per cycle, and each node's Node object and
-// label map are cold in memory: reading one label cost more than the rest
-// of the check. The labels are still the nodes' own; a node whose
-// NodeInfo is not one of the cycle's list (a clone for nominated pods or
-// preemption) is read directly.
+// Package topology is the topology table of the PlacementInterPodAffinity
+// plugin: the topology labels of the cycle's nodes, kept across cycles in
+// arrays, so that Filter and Score find a node's domain for a term without
+// reading the node's label map. Filter runs for hundreds of nodes per
+// cycle, and each node's Node object and label map are cold in memory:
+// reading one label cost more than the rest of the check. The labels are
+// still the nodes' own; a node whose NodeInfo is not one of the cycle's list
+// (a clone for nominated pods or preemption) is read directly.
+//
+// Syncer is what the plugin asks; Table keeps the labels, PassThrough keeps
+// nothing (every label is read from its node, as upstream reads it).
+//
+// Invariants: a view handed out never changes (the table copies before it
+// changes one lent); a row is refreshed whenever its node's generation
+// moved (the snapshot changes a node's labels only by SetNode, which takes
+// a new generation; 0 proves nothing); a pod-group cycle gets no view.
+//
+// Memory: per listed node, a row map entry, a copy of the list's pointer
+// and generation, and a 24-byte value per copied key (at most
+// maxTopologyKeys keys), the values' strings interned.
+package topology
 
 import (
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"slices"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -24,16 +36,48 @@ import (
 // least recently asked for makes room.
 const maxTopologyKeys = 8
 
-// topologyValue is one node's label value for one key.
-type topologyValue struct {
+// Pair names a topology domain: the nodes whose label Key has Value.
+type Pair struct {
+	Key   string
+	Value string
+}
+
+// HostScoped reports whether a term's domain is a single node (by its
+// kubernetes.io/hostname label), which the hostname fast path checks
+// against the candidate node's own pods instead of counting cluster-wide.
+// The one rule for the decisions and for the pod summaries, which must
+// note exactly the terms the decisions do.
+func HostScoped(t fwk.AffinityTerm) bool { return t.TopologyKey == v1.LabelHostname }
+
+// Syncer hands a cycle the topology labels of its node list.
+type Syncer interface {
+	// Sync calls use with the generation of each of nodes (nil: not
+	// read) and the view of their labels for keys (nil: none, read every
+	// label from the node), and returns that view, which the caller must
+	// not change.
+	Sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use func(gens []int64, view *View)) *View
+}
+
+// PassThrough is the Syncer that keeps nothing: no view, every label read
+// from its node, as upstream reads it.
+type PassThrough struct{}
+
+// Sync calls use(nil, nil) and returns nil.
+func (PassThrough) Sync(_ fwk.CycleState, _ []fwk.NodeInfo, _ []string, use func(gens []int64, view *View)) *View {
+	use(nil, nil)
+	return nil
+}
+
+// label is one node's label value for one key.
+type label struct {
 	value string
 	ok    bool
 }
 
-// topologyView answers, for the NodeInfos of one cycle's node list, the
+// View answers, for the NodeInfos of one cycle's node list, the
 // value of each key the table copies. It is never changed once handed
 // out; the table makes a new one when labels or the list change.
-type topologyView struct {
+type View struct {
 	// row is each listed NodeInfo's row in the columns. The key is the
 	// NodeInfo's pointer, which says nothing about what the NodeInfo holds
 	// in another cycle (the snapshot reuses NodeInfos); the view is only
@@ -41,47 +85,47 @@ type topologyView struct {
 	row map[*framework.NodeInfo]int32
 	// keys and cols: the copied keys, and for each a value per row.
 	keys []string
-	cols [][]topologyValue
+	cols [][]label
 }
 
-// nodeTopology reads the topology labels of one node: from the view if the
+// Node reads the topology labels of one node: from the view if the
 // node is one of its rows, otherwise from the node.
-type nodeTopology struct {
+type Node struct {
 	ni   fwk.NodeInfo
-	view *topologyView
+	view *View
 	row  int32
 	// inView: ni is one of view's rows; known once looked is set.
 	inView, looked bool
 }
 
-// topologyOf returns how to read ni's topology labels in a cycle that was
+// Of returns how to read ni's topology labels in a cycle that was
 // handed view (nil: no view). The node's row is looked up on the first
 // read: a scan visits thousands of nodes whose pods match nothing and
 // never read a label.
-func topologyOf(view *topologyView, ni fwk.NodeInfo) nodeTopology {
-	return nodeTopology{ni: ni, view: view}
+func Of(view *View, ni fwk.NodeInfo) Node {
+	return Node{ni: ni, view: view}
 }
 
-// locatedTopology is topologyOf with the node's row looked up at once, for
+// Located is Of with the node's row looked up at once, for
 // Filter and Score, which read a label of nearly every node they are
 // given, through at.
-func locatedTopology(view *topologyView, ni fwk.NodeInfo) nodeTopology {
-	t := nodeTopology{ni: ni, view: view}
+func Located(view *View, ni fwk.NodeInfo) Node {
+	t := Node{ni: ni, view: view}
 	if view != nil {
 		t.located()
 	}
 	return t
 }
 
-// get returns the node's value for key, and whether it has the label.
-func (t *nodeTopology) get(key string) (string, bool) {
-	_, v, ok := t.pair(key)
+// Get returns the node's value for key, and whether it has the label.
+func (t *Node) Get(key string) (string, bool) {
+	_, v, ok := t.Pair(key)
 	return v, ok
 }
 
-// pair is get that also returns the key: the view's own string for it when
+// Pair is get that also returns the key: the view's own string for it when
 // read through the view (the same for every node), key otherwise.
-func (t *nodeTopology) pair(key string) (string, string, bool) {
+func (t *Node) Pair(key string) (string, string, bool) {
 	if t.view != nil && t.located() {
 		for i, k := range t.view.keys {
 			if k == key {
@@ -90,16 +134,16 @@ func (t *nodeTopology) pair(key string) (string, string, bool) {
 			}
 		}
 	}
-	v, ok := nodeLabels(t.ni)[key]
+	v, ok := NodeLabels(t.ni)[key]
 	return key, v, ok
 }
 
-// at is get for a key whose column in the view is col (topologyView.col),
+// At is get for a key whose column in the view is col (View.col),
 // which Filter and Score resolve once per cycle instead of searching the
 // keys for every node; col -1: the view does not copy key. t comes from
-// locatedTopology (otherwise at reads the node's labels), which keeps at
+// Located (otherwise at reads the node's labels), which keeps at
 // small enough to be inlined.
-func (t *nodeTopology) at(col int, key string) (string, bool) {
+func (t *Node) At(col int, key string) (string, bool) {
 	if col >= 0 && t.inView {
 		v := &t.view.cols[col][t.row]
 		return v.value, v.ok
@@ -108,14 +152,18 @@ func (t *nodeTopology) at(col int, key string) (string, bool) {
 }
 
 // fromNode reads key from the node's own labels.
-func (t *nodeTopology) fromNode(key string) (string, bool) {
-	v, ok := nodeLabels(t.ni)[key]
+func (t *Node) fromNode(key string) (string, bool) {
+	v, ok := NodeLabels(t.ni)[key]
 	return v, ok
 }
 
+// InView reports whether the node's labels are read through the view
+// (tests check that counted domains share the view's strings).
+func (t *Node) InView() bool { return t.view != nil && t.located() }
+
 // located looks the node's row up in the view on the first call and
 // reports whether it has one. t.view must not be nil.
-func (t *nodeTopology) located() bool {
+func (t *Node) located() bool {
 	if !t.looked {
 		t.looked = true
 		if p, ok := t.ni.(*framework.NodeInfo); ok {
@@ -125,25 +173,24 @@ func (t *nodeTopology) located() bool {
 	return t.inView
 }
 
-// col is key's column in v, or -1 when v (nil: no view) does not copy key.
-func (v *topologyView) col(key string) int {
+// Col is key's column in v, or -1 when v (nil: no view) does not copy key.
+func (v *View) Col(key string) int {
 	if v == nil {
 		return -1
 	}
 	return slices.Index(v.keys, key)
 }
 
-// topologyTable keeps the view across cycles. The zero value is disabled.
-type topologyTable struct {
-	enabled bool
-	mu      sync.Mutex
+// Table is the Syncer that keeps the view across cycles.
+type Table struct {
+	mu sync.Mutex
 	// primed: sync was called before; the view is built from the
 	// second call on.
 	primed bool
 	// nodes and gens are the list last synced and its generations.
 	nodes []fwk.NodeInfo
 	gens  []int64
-	view  *topologyView
+	view  *View
 	// lent: view has been handed out and must not change.
 	lent bool
 	// ownCol: the view's column of the same index is not shared with a
@@ -157,7 +204,7 @@ type topologyTable struct {
 	intern map[string]string
 }
 
-// sync brings the view up to date with nodes for keys, calls use with the
+// Sync brings the view up to date with nodes for keys, calls use with the
 // generation of each of nodes (read once here, so that the indexes over
 // the same list need not read them again) and with the view, and returns
 // the view, which the caller must not change. The indexes read the labels
@@ -165,10 +212,10 @@ type topologyTable struct {
 // table's interned copies, so the domains they count hold the very strings
 // Filter and Score later look up, and a hit compares pointers instead of
 // bytes in the nodes' cold label maps. It returns nil (and use gets nils)
-// when disabled, and in a pod-group cycle, which the indexes answer by a
+// in a pod-group cycle, which the indexes answer by a
 // plain scan too.
-func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use func(gens []int64, view *topologyView)) *topologyView {
-	if !t.enabled || k8sline.PodGroupCycle(cs) {
+func (t *Table) Sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use func(gens []int64, view *View)) *View {
+	if k8sline.PodGroupCycle(cs) {
 		use(nil, nil)
 		return nil
 	}
@@ -209,15 +256,19 @@ func (t *topologyTable) sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []str
 	return t.view
 }
 
+// Prime makes the table build its view from its first call on (tests of
+// the paths through a view).
+func (t *Table) Prime() { t.primed = true }
+
 // rebuild starts over from list nodes: every row, every copied key. A list
 // of NodeInfos of another implementation than the framework's has no view.
-func (t *topologyTable) rebuild(nodes []fwk.NodeInfo) bool {
+func (t *Table) rebuild(nodes []fwk.NodeInfo) bool {
 	var keys []string
 	if t.view != nil {
 		keys = t.view.keys
 	}
 	t.nodes, t.gens, t.view = nil, nil, nil
-	v := &topologyView{row: make(map[*framework.NodeInfo]int32, len(nodes)), keys: slices.Clone(keys)}
+	v := &View{row: make(map[*framework.NodeInfo]int32, len(nodes)), keys: slices.Clone(keys)}
 	for i, ni := range nodes {
 		p, ok := ni.(*framework.NodeInfo)
 		if !ok {
@@ -231,7 +282,7 @@ func (t *topologyTable) rebuild(nodes []fwk.NodeInfo) bool {
 	for i, ni := range nodes {
 		t.gens[i] = ni.GetGeneration()
 	}
-	v.cols = make([][]topologyValue, len(v.keys))
+	v.cols = make([][]label, len(v.keys))
 	t.intern = make(map[string]string)
 	for j, k := range v.keys {
 		v.cols[j] = t.column(k)
@@ -246,13 +297,13 @@ func (t *topologyTable) rebuild(nodes []fwk.NodeInfo) bool {
 
 // refresh rereads row i's values, copying the view first if a value
 // changed while the view is lent.
-func (t *topologyTable) refresh(i int) {
+func (t *Table) refresh(i int) {
 	if len(t.intern) > 2*len(t.nodes)*maxTopologyKeys {
 		// Values that came and went: start a new set (the columns keep
 		// their strings).
 		t.intern = make(map[string]string)
 	}
-	nl := nodeLabels(t.nodes[i])
+	nl := NodeLabels(t.nodes[i])
 	for j, k := range t.view.keys {
 		val, ok := nl[k]
 		if cur := t.view.cols[j][i]; cur.ok == ok && cur.value == val {
@@ -269,7 +320,7 @@ func (t *topologyTable) refresh(i int) {
 
 // own makes the view changeable: a copy, if it was handed out. Columns
 // are still shared; a change copies the one it changes.
-func (t *topologyTable) own() {
+func (t *Table) own() {
 	if !t.lent {
 		return
 	}
@@ -283,7 +334,7 @@ func (t *topologyTable) own() {
 // useKey makes sure key is copied, making room if needed. A key is not
 // evicted in the call that asked for it: beyond maxTopologyKeys keys in
 // one call, the rest are read from the nodes.
-func (t *topologyTable) useKey(key string) {
+func (t *Table) useKey(key string) {
 	if j := slices.Index(t.view.keys, key); j >= 0 {
 		t.lastUse[j] = t.clock
 		return
@@ -314,39 +365,39 @@ func (t *topologyTable) useKey(key string) {
 }
 
 // column reads key's value on every node of the list.
-func (t *topologyTable) column(key string) []topologyValue {
-	col := make([]topologyValue, len(t.nodes))
+func (t *Table) column(key string) []label {
+	col := make([]label, len(t.nodes))
 	for i, ni := range t.nodes {
-		v, ok := nodeLabels(ni)[key]
+		v, ok := NodeLabels(ni)[key]
 		col[i] = t.valueOf(v, ok)
 	}
 	return col
 }
 
-// addKey appends key to keys unless it is there already.
-func addKey(keys []string, key string) []string {
+// AddKey appends key to keys unless it is there already.
+func AddKey(keys []string, key string) []string {
 	if slices.Contains(keys, key) {
 		return keys
 	}
 	return append(keys, key)
 }
 
-func (t *topologyTable) valueOf(v string, ok bool) topologyValue {
+func (t *Table) valueOf(v string, ok bool) label {
 	if !ok {
-		return topologyValue{}
+		return label{}
 	}
 	s, seen := t.intern[v]
 	if !seen {
 		s = string([]byte(v))
 		t.intern[s] = s
 	}
-	return topologyValue{value: s, ok: true}
+	return label{value: s, ok: true}
 }
 
-// nodeLabels returns the labels of a NodeInfo's node, tolerating a NodeInfo
+// NodeLabels returns the labels of a NodeInfo's node, tolerating a NodeInfo
 // without a node (test snapshots create those for pods bound to unknown node
 // names), which then simply has no topology domains.
-func nodeLabels(ni fwk.NodeInfo) map[string]string {
+func NodeLabels(ni fwk.NodeInfo) map[string]string {
 	if n := ni.Node(); n != nil {
 		return n.Labels
 	}

@@ -1,6 +1,6 @@
-package interpodaffinity
+package counts
 
-// This file holds a speed structure of the index (index.go): a map that a
+// This file holds a speed structure of the sums (package nodeindex): a map that a
 // cycle can keep reading while the index goes on patching the sum for the
 // next cycles, without copying the whole map each time.
 
@@ -30,8 +30,8 @@ func newLayered[K comparable, V comparable]() layered[K, V] {
 	return layered[K, V]{base: map[K]V{}, delta: map[K]V{}}
 }
 
-// get returns k's value and whether k is present.
-func (m *layered[K, V]) get(k K) (V, bool) {
+// Get returns k's value and whether k is present.
+func (m *layered[K, V]) Get(k K) (V, bool) {
 	var zero V
 	if len(m.base) == 0 {
 		// A sum being built from scratch (the scan): all in delta.
@@ -45,22 +45,22 @@ func (m *layered[K, V]) get(k K) (V, bool) {
 	return v, ok
 }
 
-// len is the number of keys present.
-func (m *layered[K, V]) len() int { return m.n }
+// Len is the number of keys present.
+func (m *layered[K, V]) Len() int { return m.n }
 
-// set sets k to v, or deletes k when v is the zero V. m must not be shared.
-func (m *layered[K, V]) set(k K, v V) {
+// Set sets k to v, or deletes k when v is the zero V. m must not be shared.
+func (m *layered[K, V]) Set(k K, v V) {
 	var zero V
 	if len(m.base) == 0 {
-		m.update(k, v, m.delta[k] != zero)
+		m.Update(k, v, m.delta[k] != zero)
 		return
 	}
 	m.setOverBase(k, v)
 }
 
-// update is set for a key whose presence the caller just read (get), which
+// Update is set for a key whose presence the caller just read (get), which
 // spares a sum built from scratch a second lookup per key.
-func (m *layered[K, V]) update(k K, v V, had bool) {
+func (m *layered[K, V]) Update(k K, v V, had bool) {
 	var zero V
 	if len(m.base) == 0 {
 		// Over an empty base, delta holds no deletion marks.
@@ -105,8 +105,8 @@ func (m *layered[K, V]) count(had, has bool) {
 	}
 }
 
-// all yields the keys present with their values, in no particular order.
-func (m *layered[K, V]) all() iter.Seq2[K, V] {
+// All yields the keys present with their values, in no particular order.
+func (m *layered[K, V]) All() iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
 		var zero V
 		for k, v := range m.delta {
@@ -122,10 +122,10 @@ func (m *layered[K, V]) all() iter.Seq2[K, V] {
 	}
 }
 
-// fork returns a copy of m that may be changed while m, shared, is not.
+// Fork returns a copy of m that may be changed while m, shared, is not.
 // The zero layered (nil maps) is an empty map that can only be read until
 // forked.
-func (m *layered[K, V]) fork() layered[K, V] {
+func (m *layered[K, V]) Fork() layered[K, V] {
 	if !m.foldDue() {
 		delta := maps.Clone(m.delta)
 		if delta == nil {
@@ -136,12 +136,12 @@ func (m *layered[K, V]) fork() layered[K, V] {
 	return layered[K, V]{base: m.folded(), delta: map[K]V{}, n: m.n}
 }
 
-// seal readies m to be shared: its owner folds a delta that is large next
+// Seal readies m to be shared: its owner folds a delta that is large next
 // to base now, once, instead of every fork made of m later (AddPod forks
 // the counts a cycle was handed, once per clone). A sum built from scratch
 // is all delta over an empty base, which then becomes the base as it is.
 // m must not be shared yet.
-func (m *layered[K, V]) seal() {
+func (m *layered[K, V]) Seal() {
 	switch {
 	case !m.foldDue():
 	case len(m.base) == 0:

@@ -1,8 +1,14 @@
-package interpodaffinity
-
-// This file holds the keys of the index's entries (index.go): what a sum
-// depends on besides the nodes, encoded so that different inputs never
-// encode alike.
+// Package signature holds the keys of the node index's entries (package
+// nodeindex): what a sum depends on besides the nodes, encoded so that
+// different inputs never encode alike, and the selector keys (TermInputs):
+// what existing pods' terms read of an incoming pod, kept per node list in
+// an index of their own, so that the signatures of sums over existing
+// pods' terms hold only what those terms can read.
+//
+// Invariant: every input of a contribution beyond the node is in the
+// signature; two incoming pods that agree on TermInputs.Encode match every
+// existing pod's term alike.
+package signature
 
 import (
 	"encoding/binary"
@@ -12,20 +18,24 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodeindex"
 )
 
-// signature encodes what a sum depends on besides the nodes. Every part is
+// Signature encodes what a sum depends on besides the nodes. Every part is
 // length-prefixed, so different inputs never encode alike.
-type signature struct{ b []byte }
+type Signature struct{ b []byte }
 
-func (w *signature) String() string { return string(w.b) }
+// String is the encoding, the key of an index entry.
+func (w *Signature) String() string { return string(w.b) }
 
-func (w *signature) str(s string) {
+func (w *Signature) str(s string) {
 	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
 	w.b = append(w.b, s...)
 }
 
-func (w *signature) flag(b bool) {
+// Flag encodes a boolean.
+func (w *Signature) Flag(b bool) {
 	if b {
 		w.b = append(w.b, 1)
 	} else {
@@ -33,11 +43,11 @@ func (w *signature) flag(b bool) {
 	}
 }
 
-func (w *signature) int(n int64) { w.b = binary.AppendVarint(w.b, n) }
+func (w *Signature) int(n int64) { w.b = binary.AppendVarint(w.b, n) }
 
 // labelSet encodes a label set in key order; nil and empty differ.
-func (w *signature) labelSet(m map[string]string) {
-	w.flag(m == nil)
+func (w *Signature) labelSet(m map[string]string) {
+	w.Flag(m == nil)
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -54,7 +64,7 @@ func (w *signature) labelSet(m map[string]string) {
 // selectors term parsing produces (keys and values are validated, so they
 // cannot contain the separators), except that Nothing and Everything both
 // print as "", hence the kind byte.
-func (w *signature) selector(s labels.Selector) {
+func (w *Signature) selector(s labels.Selector) {
 	switch {
 	case s == nil:
 		w.b = append(w.b, 'n')
@@ -70,7 +80,7 @@ func (w *signature) selector(s labels.Selector) {
 	}
 }
 
-func (w *signature) term(t fwk.AffinityTerm) {
+func (w *Signature) affinityTerm(t fwk.AffinityTerm) {
 	w.str(t.TopologyKey)
 	w.int(int64(t.Namespaces.Len()))
 	for _, ns := range sets.List(t.Namespaces) {
@@ -80,18 +90,20 @@ func (w *signature) term(t fwk.AffinityTerm) {
 	w.selector(t.NamespaceSelector)
 }
 
-func (w *signature) terms(ts []fwk.AffinityTerm) {
+// Terms encodes required terms in order.
+func (w *Signature) Terms(ts []fwk.AffinityTerm) {
 	w.int(int64(len(ts)))
 	for i := range ts {
-		w.term(ts[i])
+		w.affinityTerm(ts[i])
 	}
 }
 
-func (w *signature) weightedTerms(ts []fwk.WeightedAffinityTerm) {
+// WeightedTerms encodes weighted terms in order.
+func (w *Signature) WeightedTerms(ts []fwk.WeightedAffinityTerm) {
 	w.int(int64(len(ts)))
 	for i := range ts {
 		w.int(int64(ts[i].Weight))
-		w.term(ts[i].AffinityTerm)
+		w.affinityTerm(ts[i].AffinityTerm)
 	}
 }
 
@@ -109,16 +121,16 @@ func (c keyCounts) apply(names []string, sign int64) {
 	}
 }
 
-// termInputs is what the terms of the existing pods with pod
+// TermInputs is what the terms of the existing pods with pod
 // (anti-)affinity read of an incoming pod, counted per node of a list:
 // existing pods' terms are matched against the incoming pod, so a sum
 // that depends on them depends on the incoming pod only through these.
 // Two pods that agree on them match every such term alike. Keying by the
 // whole pod instead would miss whenever pods carry a label of their own
-// (a StatefulSet's pod name, scheduler_perf's per-pod signature label),
+// (a StatefulSet's pod name, scheduler_perf's per-pod Signature label),
 // or come from many namespaces (every namespace carries its own
 // kubernetes.io/metadata.name label).
-type termInputs struct {
+type TermInputs struct {
 	// podKeys are the label keys the terms' label selectors select on.
 	podKeys keyCounts
 	// nsKeys are the namespace label keys the terms' namespace selectors
@@ -131,19 +143,19 @@ type termInputs struct {
 	// scores an incoming pod by: a preferred term, or a required affinity
 	// term (hardPodAffinityWeight). Without one, an incoming pod without
 	// preferred terms of its own scores nothing.
-	scoringNodes int64
+	ScoringNodes int64
 }
 
-// nodeTermInputs is one node's part of termInputs, each name once.
-type nodeTermInputs struct {
+// NodeTermInputs is one node's part of TermInputs, each name once.
+type NodeTermInputs struct {
 	podKeys, nsKeys, namespaces []string
 	scoring                     bool
 }
 
-// selectorKeys is an index's sumOps for termInputs.
-var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
-	compute: func(ni fwk.NodeInfo, _ nodeTermInputs) nodeTermInputs {
-		var in nodeTermInputs
+// SelectorKeys is an index's nodeindex.Ops for TermInputs.
+var SelectorKeys = nodeindex.Ops[NodeTermInputs, *TermInputs]{
+	Compute: func(ni fwk.NodeInfo, _ NodeTermInputs) NodeTermInputs {
+		var in NodeTermInputs
 		addKeys := func(keys *[]string, s labels.Selector) {
 			if reqs, selectsSome := s.Requirements(); selectsSome {
 				for _, r := range reqs {
@@ -178,40 +190,40 @@ var selectorKeys = sumOps[nodeTermInputs, *termInputs]{
 		}
 		return in
 	},
-	newSum: func() *termInputs {
-		return &termInputs{podKeys: keyCounts{}, nsKeys: keyCounts{}, namespaces: keyCounts{}}
+	NewSum: func() *TermInputs {
+		return &TermInputs{podKeys: keyCounts{}, nsKeys: keyCounts{}, namespaces: keyCounts{}}
 	},
-	apply: func(sum *termInputs, in nodeTermInputs, sign int64) {
+	Apply: func(sum *TermInputs, in NodeTermInputs, sign int64) {
 		sum.podKeys.apply(in.podKeys, sign)
 		sum.nsKeys.apply(in.nsKeys, sign)
 		sum.namespaces.apply(in.namespaces, sign)
 		if in.scoring {
-			sum.scoringNodes += sign
+			sum.ScoringNodes += sign
 		}
 	},
-	merge: func(dst, src *termInputs) {
+	Merge: func(dst, src *TermInputs) {
 		for _, m := range [][2]keyCounts{{dst.podKeys, src.podKeys}, {dst.nsKeys, src.nsKeys}, {dst.namespaces, src.namespaces}} {
 			for k, n := range m[1] {
 				m[0][k] += n
 			}
 		}
-		dst.scoringNodes += src.scoringNodes
+		dst.ScoringNodes += src.ScoringNodes
 	},
-	clone: func(sum *termInputs) *termInputs {
-		return &termInputs{podKeys: maps.Clone(sum.podKeys), nsKeys: maps.Clone(sum.nsKeys), namespaces: maps.Clone(sum.namespaces), scoringNodes: sum.scoringNodes}
+	Clone: func(sum *TermInputs) *TermInputs {
+		return &TermInputs{podKeys: maps.Clone(sum.podKeys), nsKeys: maps.Clone(sum.nsKeys), namespaces: maps.Clone(sum.namespaces), ScoringNodes: sum.ScoringNodes}
 	},
-	empty: func(in nodeTermInputs) bool {
+	Empty: func(in NodeTermInputs) bool {
 		return len(in.podKeys) == 0 && len(in.nsKeys) == 0 && len(in.namespaces) == 0 && !in.scoring
 	},
 }
 
-// encode writes to w what the terms can read of a pod in namespace ns
+// Encode writes to w what the terms can read of a pod in namespace ns
 // with labels podLabels, in a namespace labelled nsLabels. A namespace no
 // term lists is encoded as unlisted, whatever its name: Matches asks of
 // the name only whether a term lists it.
-func (in *termInputs) encode(w *signature, ns string, podLabels, nsLabels map[string]string) {
+func (in *TermInputs) Encode(w *Signature, ns string, podLabels, nsLabels map[string]string) {
 	listed := in.namespaces[ns] > 0
-	w.flag(listed)
+	w.Flag(listed)
 	if listed {
 		w.str(ns)
 	}

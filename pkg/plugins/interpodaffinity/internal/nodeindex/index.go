@@ -1,14 +1,39 @@
-package interpodaffinity
-
-// This file holds the node index (doc.go lists every cache): it keeps,
-// across scheduling cycles, what each node contributed to a cluster-wide
-// sum (topology counts in PreFilter, weights in PreScore) and the sum
-// itself. Between two cycles usually one node changed (the last bind), so
-// a cycle recomputes that node's contribution and patches the sum instead
-// of scanning every pod on every node. The behaviour is still the scan's:
-// the operations (ops.go) say what a node contributes; the index only
-// decides which contributions are still valid, and whether a signature is
-// worth keeping at all.
+// Package nodeindex is the node index of the PlacementInterPodAffinity
+// plugin: it keeps, across scheduling cycles, what each node contributed
+// to a cluster-wide sum (topology counts in PreFilter, weights in
+// PreScore, the selector keys of existing pods' terms) and the sum itself.
+// Between two cycles usually one node changed (the last bind), so a cycle
+// recomputes that node's contribution and patches the sum instead of
+// scanning every pod on every node. The behaviour is still the scan's: the
+// operations (Ops) say what a node contributes; the index only decides
+// which contributions are still valid, and whether a signature is worth
+// keeping at all.
+//
+// Summer is what the plugin asks; Index keeps the sums, PassThrough keeps
+// nothing and scans every time (Scan, the same work as upstream's).
+//
+// Invariants: a slot recorded at a node's generation is valid while the
+// node's NodeInfo still has it (generations come from one process-wide
+// counter; 0 proves nothing); a sum handed out is never changed again (the
+// next update patches a clone); a contribution depends only on the node
+// and on what the signature encodes; a pod-group cycle neither reads nor
+// changes the index.
+//
+// Memory: at most slotsPerNode × N node slots per index (N the listed
+// nodes) and maxEntries entries, least recently used dropped first. A slot
+// costs 56 bytes (the slot, its place in the entry's order, generations
+// and node numbers) plus, only when its node adds something, the node's
+// contribution and its share of the sum: about 260 bytes in all when every
+// node adds a domain of its own (hostname-scoped terms), so one index
+// holds at most about 16 × 5000 × 260 B = 21 MB at 5000 nodes, whatever
+// the number of signatures, and about 90 bytes a slot when one node in
+// eight adds something (interleaved Deployments). Per index, not per
+// entry: the node names' numbers (at most the longest list plus numsSlack)
+// and one call's scratch. BenchmarkIndexBound (bound_test.go) measures an
+// index at its bound; its figures are in docs/performance.md:
+//
+//	go test ./pkg/plugins/interpodaffinity/internal/nodeindex -run '^$' -bench IndexBound -benchtime 1x
+package nodeindex
 
 import (
 	"context"
@@ -26,7 +51,7 @@ const (
 	// it was last asked about (an entry holds one slot per listed node),
 	// the least recently used entry making room. With lists of one
 	// length that is slotsPerNode entries. A slot costs 56 bytes, plus
-	// its node's contribution if the node adds something (doc.go).
+	// its node's contribution if the node adds something (package doc).
 	slotsPerNode = 16
 	// maxEntries bounds the entries whatever the lists' length (an empty
 	// list costs no slot, but an entry and its sum).
@@ -41,7 +66,7 @@ const (
 // pointers: the pointer says nothing. The one place where a NodeInfo
 // changes and keeps its generation is a pod-group cycle
 // (Snapshot.AssumePod/ForgetPod, gate GenericWorkload): see lookup, and
-// newIndexes, which keeps the index off while that gate is on.
+// the plugin's newCaches, which keeps the index off while that gate is on.
 //
 // A slot is 32 bytes and holds one pointer: an index holds up to
 // slotsPerNode of them per node.
@@ -51,47 +76,57 @@ type nodeSlot[V any] struct {
 	// is only kept up to date when nodes left the list.
 	seen uint64
 	// v is the node's contribution, nil when it adds nothing
-	// (sumOps.empty): most nodes, for most signatures, so that their
+	// (Ops.Empty): most nodes, for most signatures, so that their
 	// slots hold no V.
 	v *V
 	// pos is the slot's position in its entry's order, while the entry's
 	// posValid holds (see indexEntry.position).
 	pos int32
-	// num is the node's number (nodeIndex.nums), which stands for its
+	// num is the node's number (Index.nums), which stands for its
 	// name.
 	num int32
 }
 
-// sumOps says how per-node values of type V add up into a sum of type A (a
-// pointer type, mutated in place by apply). ops.go builds them.
-type sumOps[V, A any] struct {
+// Ops says how per-node values of type V add up into a sum of type A (a
+// pointer type, mutated in place by Apply). The plugin builds them
+// (counts.OpsOf, signature.SelectorKeys).
+type Ops[V, A any] struct {
 	// compute is one node's contribution; it must depend only on the node
 	// (its labels and pods) and on what the signature encodes. reuse is
 	// the zero V or an earlier result that the caller has applied and
 	// holds no more: compute may build its result in reuse's storage, so
 	// that the plain scan allocates nothing per node.
-	compute func(ni fwk.NodeInfo, reuse V) V
-	newSum  func() A
+	Compute func(ni fwk.NodeInfo, reuse V) V
+	NewSum  func() A
 	// computeAt, if set, is compute told ni's position i in the list
 	// summed, which the plain scan knows: per-node data kept by position
-	// (podsummary.go) is then found without hashing.
-	computeAt func(i int, ni fwk.NodeInfo, reuse V) V
+	// (package podsummary) is then found without hashing.
+	ComputeAt func(i int, ni fwk.NodeInfo, reuse V) V
 	// apply adds v to the sum (sign 1) or takes it out again (sign -1).
-	apply func(sum A, v V, sign int64)
+	Apply func(sum A, v V, sign int64)
 	// merge adds src, a sum built by apply alone, into dst.
-	merge func(dst, src A)
-	clone func(A) A
+	Merge func(dst, src A)
+	Clone func(A) A
 	// seal, if set, readies a sum to be handed out (layered.seal).
-	seal func(A)
+	Seal func(A)
 	// empty, if set, tells a contribution that adds nothing: apply with
 	// it changes no sum. The index keeps no copy of such a one.
-	empty func(V) bool
+	Empty func(V) bool
+}
+
+// At sets ops' Compute to computeAt, told ni's position i in the list
+// summed (-1: unknown): the plain scan and recompute know it, and per-node
+// data kept by position (package podsummary) is then found without hashing.
+func (ops Ops[V, A]) At(computeAt func(i int, ni fwk.NodeInfo, reuse V) V) Ops[V, A] {
+	ops.ComputeAt = computeAt
+	ops.Compute = func(ni fwk.NodeInfo, reuse V) V { return computeAt(-1, ni, reuse) }
+	return ops
 }
 
 // indexEntry is the state of one signature: a slot per node of the list
 // last seen, and their sum.
 type indexEntry[V, A any] struct {
-	// byNum is the entry's slots by node number (nodeIndex.nums), nil
+	// byNum is the entry's slots by node number (Index.nums), nil
 	// where it has none; n counts the slots.
 	byNum []*nodeSlot[V]
 	n     int
@@ -118,10 +153,49 @@ type indexEntry[V, A any] struct {
 	lastUse uint64
 }
 
-// nodeIndex is the cross-cycle index for one kind of sum. The zero value
-// is disabled (recomputes everything every time, keeping nothing).
-type nodeIndex[V, A any] struct {
-	enabled bool
+// Summer hands a cycle the sum of ops' contributions over a node list.
+type Summer[V, A any] interface {
+	// Sum returns the sum of ops.Compute over nodes for signature sig,
+	// which the caller must not modify; gens, if not nil, are the nodes'
+	// generations, already read by the caller.
+	Sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops Ops[V, A]) A
+	// Lookup is Sum when the sum is kept, and false when the caller must
+	// scan instead (Lookup never does).
+	Lookup(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops Ops[V, A]) (A, bool)
+}
+
+// PassThrough is the Summer that keeps nothing: every Sum scans (Scan),
+// as upstream's plugin does, and Lookup never answers. Op names the scan's
+// parallel work in the parallelizer's metrics.
+type PassThrough[V, A any] struct{ Op string }
+
+// Sum scans.
+func (p PassThrough[V, A]) Sum(ctx context.Context, _ fwk.CycleState, par fwk.Parallelizer, _ string, nodes []fwk.NodeInfo, _ []int64, ops Ops[V, A]) A {
+	return Scan(ctx, par, p.Op, nodes, ops)
+}
+
+// Lookup answers nothing.
+func (PassThrough[V, A]) Lookup(context.Context, fwk.CycleState, fwk.Parallelizer, string, []fwk.NodeInfo, []int64, Ops[V, A]) (A, bool) {
+	var none A
+	return none, false
+}
+
+// New returns an empty index whose parallel work is reported as op.
+func New[V, A any](op string) *Index[V, A] { return &Index[V, A]{op: op} }
+
+// AdmitEverySignature gives every signature an entry the first time it is
+// seen (tests of what an entry does once it exists).
+func (x *Index[V, A]) AdmitEverySignature() { x.admitFirst = true }
+
+// Entries counts the signatures that have an entry.
+func (x *Index[V, A]) Entries() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.entries)
+}
+
+// Index is the Summer that keeps sums across cycles.
+type Index[V, A any] struct {
 	// op names the index's parallel work in the parallelizer's metrics.
 	op string
 	// admitFirst admits a signature the first time it is seen (tests of
@@ -157,20 +231,20 @@ type nodeIndex[V, A any] struct {
 	nextGhost int
 }
 
-// sum returns the sum of ops.compute over nodes for signature sig: from
+// Sum returns the sum of ops.Compute over nodes for signature sig: from
 // the index when sig has an entry or earns one (admit), otherwise by the
 // plain scan. The result may be shared with later cycles and must not be
 // modified. gens, if not nil, are the nodes' generations, already read by
 // the caller.
-func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) A {
-	if s, ok := x.lookup(ctx, cs, par, sig, nodes, gens, ops); ok {
+func (x *Index[V, A]) Sum(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops Ops[V, A]) A {
+	if s, ok := x.Lookup(ctx, cs, par, sig, nodes, gens, ops); ok {
 		return s
 	}
-	return computeSum(ctx, par, x.op, nodes, ops)
+	return Scan(ctx, par, x.op, nodes, ops)
 }
 
-// lookup returns the indexed sum for sig, and false when the index does
-// not answer: it is off, the cycle is a pod-group cycle, sig is not
+// Lookup returns the indexed sum for sig, and false when the index does
+// not answer: the cycle is a pod-group cycle, sig is not
 // admitted, or the entry cannot stand for the list (then it is dropped).
 // The caller then scans; lookup never does, so that a caller that only
 // wants an indexed answer (the selector keys, which only serve to key
@@ -181,9 +255,9 @@ func (x *nodeIndex[V, A]) sum(ctx context.Context, cs fwk.CycleState, par fwk.Pa
 // generation, so within it a generation does not identify a node's pods.
 // Its ForgetPod calls restore the nodes exactly, so what the index holds
 // is valid again afterwards.
-func (x *nodeIndex[V, A]) lookup(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
+func (x *Index[V, A]) Lookup(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, sig string, nodes []fwk.NodeInfo, gens []int64, ops Ops[V, A]) (A, bool) {
 	var none A
-	if !x.enabled || k8sline.PodGroupCycle(cs) {
+	if k8sline.PodGroupCycle(cs) {
 		return none, false
 	}
 	if len(gens) != len(nodes) {
@@ -202,7 +276,7 @@ func (x *nodeIndex[V, A]) lookup(ctx context.Context, cs fwk.CycleState, par fwk
 			return none, false
 		}
 		x.makeRoom(len(nodes), len(nodes), true)
-		e = &indexEntry[V, A]{sum: ops.newSum()}
+		e = &indexEntry[V, A]{sum: ops.NewSum()}
 		if x.entries == nil {
 			x.entries = make(map[string]*indexEntry[V, A])
 		}
@@ -229,7 +303,7 @@ func (x *nodeIndex[V, A]) lookup(ctx context.Context, cs fwk.CycleState, par fwk
 // One seen once, or coming back only after more signatures than that, is
 // answered by the scan and leaves nothing but its ghost: its hash, in a
 // ring of the last slotsPerNode ghosts.
-func (x *nodeIndex[V, A]) admit(sig string) bool {
+func (x *Index[V, A]) admit(sig string) bool {
 	if x.admitFirst {
 		return true
 	}
@@ -250,7 +324,7 @@ func (x *nodeIndex[V, A]) admit(sig string) bool {
 // makeRoom drops the least recently used entries until want more slots
 // fit within the budget for lists of length n, and, if adding, one more
 // entry within maxEntries. Otherwise the entry just used is never dropped.
-func (x *nodeIndex[V, A]) makeRoom(n, want int, adding bool) {
+func (x *Index[V, A]) makeRoom(n, want int, adding bool) {
 	budget := slotsPerNode * max(n, 1)
 	maxKept := maxEntries
 	if adding {
@@ -274,7 +348,7 @@ func (x *nodeIndex[V, A]) makeRoom(n, want int, adding bool) {
 }
 
 // drop forgets sig's entry.
-func (x *nodeIndex[V, A]) drop(sig string) {
+func (x *Index[V, A]) drop(sig string) {
 	if e := x.entries[sig]; e != nil {
 		x.slots -= e.n
 		delete(x.entries, sig)
@@ -288,7 +362,7 @@ const numsSlack = 1024
 
 // reset drops every entry and the node numbers, which then start over
 // from the nodes listed from now on.
-func (x *nodeIndex[V, A]) reset() {
+func (x *Index[V, A]) reset() {
 	x.entries, x.slots, x.nums, x.names, x.longest = nil, 0, nil, nil, 0
 	clear(x.found)
 }
@@ -311,7 +385,7 @@ func (e *indexEntry[V, A]) slotNumbered(n int32) *nodeSlot[V] {
 
 // addSlot files s, a new slot, under the number of the node named name,
 // numbering the node if it has none yet.
-func (e *indexEntry[V, A]) addSlot(x *nodeIndex[V, A], s *nodeSlot[V], name string) {
+func (e *indexEntry[V, A]) addSlot(x *Index[V, A], s *nodeSlot[V], name string) {
 	n, ok := x.nums[name]
 	if !ok {
 		if x.nums == nil {
@@ -333,7 +407,7 @@ func (e *indexEntry[V, A]) addSlot(x *nodeIndex[V, A], s *nodeSlot[V], name stri
 // marked as lent. False: the slots cannot stand for the list (a node
 // without a name, a name listed twice, an abandoned cycle); the caller
 // drops the entry, whatever state it was left in.
-func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, x *nodeIndex[V, A], nodes []fwk.NodeInfo, gens []int64, ops sumOps[V, A]) (A, bool) {
+func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, x *Index[V, A], nodes []fwk.NodeInfo, gens []int64, ops Ops[V, A]) (A, bool) {
 	var none A
 	e.epoch++
 	found, stale, moved, ok := e.locate(x, nodes, gens)
@@ -351,8 +425,8 @@ func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, x *
 		return none, false
 	}
 	e.reorder(x, found, moved, stale)
-	if ops.seal != nil {
-		ops.seal(e.sum)
+	if ops.Seal != nil {
+		ops.Seal(e.sum)
 	}
 	e.lent = true
 	return e.sum, true
@@ -372,7 +446,7 @@ func (e *indexEntry[V, A]) update(ctx context.Context, par fwk.Parallelizer, x *
 // hand-built NodeInfos carry, proves nothing). Otherwise the name decides,
 // and only a node that joined, left or moved costs a map lookup, which also
 // finds where to go on.
-func (e *indexEntry[V, A]) locate(x *nodeIndex[V, A], nodes []fwk.NodeInfo, gens []int64) (found []*nodeSlot[V], stale []int, moved, ok bool) {
+func (e *indexEntry[V, A]) locate(x *Index[V, A], nodes []fwk.NodeInfo, gens []int64) (found []*nodeSlot[V], stale []int, moved, ok bool) {
 	found = slices.Grow(x.found[:0], len(nodes))[:len(nodes)]
 	x.found = found
 	foundGens := slices.Grow(x.foundGens[:0], len(nodes))[:len(nodes)]
@@ -464,14 +538,14 @@ func (e *indexEntry[V, A]) locate(x *nodeIndex[V, A], nodes []fwk.NodeInfo, gens
 // in parallel when there are more than a few. False: the cycle was
 // abandoned and some may be missing. op names the work in the
 // parallelizer's metrics.
-func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, stale []int, ops sumOps[V, A]) ([]V, bool) {
+func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, stale []int, ops Ops[V, A]) ([]V, bool) {
 	fresh := make([]V, len(stale))
 	var none V
 	one := func(j int) {
-		if i := stale[j]; ops.computeAt != nil {
-			fresh[j] = ops.computeAt(i, nodes[i], none)
+		if i := stale[j]; ops.ComputeAt != nil {
+			fresh[j] = ops.ComputeAt(i, nodes[i], none)
 		} else {
-			fresh[j] = ops.compute(nodes[i], none)
+			fresh[j] = ops.Compute(nodes[i], none)
 		}
 	}
 	if len(stale) <= 4 {
@@ -487,9 +561,9 @@ func recompute[V, A any](ctx context.Context, par fwk.Parallelizer, op string, n
 // settle patches the sum (a copy, if the sum was lent) with the fresh
 // contributions, makes slots for nodes that joined and drops the slots
 // of nodes that left. False: a name was listed twice.
-func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, found []*nodeSlot[V], stale []int, fresh []V, ops sumOps[V, A]) bool {
+func (e *indexEntry[V, A]) settle(x *Index[V, A], nodes []fwk.NodeInfo, found []*nodeSlot[V], stale []int, fresh []V, ops Ops[V, A]) bool {
 	if e.lent {
-		e.sum = ops.clone(e.sum)
+		e.sum = ops.Clone(e.sum)
 		e.lent = false
 	}
 	// New slots come from one allocation, and so do the contributions
@@ -516,11 +590,11 @@ func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, foun
 			found[i] = s
 		}
 		if s.v != nil {
-			ops.apply(e.sum, *s.v, -1)
+			ops.Apply(e.sum, *s.v, -1)
 		}
 		s.gen = x.foundGens[i]
 		switch v := fresh[j]; {
-		case ops.empty != nil && ops.empty(v):
+		case ops.Empty != nil && ops.Empty(v):
 			s.v = nil
 		case s.v != nil:
 			// Only this slot holds its contribution.
@@ -533,7 +607,7 @@ func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, foun
 			*s.v = v
 		}
 		if s.v != nil {
-			ops.apply(e.sum, *s.v, 1)
+			ops.Apply(e.sum, *s.v, 1)
 		}
 	}
 	if e.n > len(nodes) {
@@ -542,7 +616,7 @@ func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, foun
 		for n, s := range e.byNum {
 			if s != nil && s.seen != e.epoch {
 				if s.v != nil {
-					ops.apply(e.sum, *s.v, -1)
+					ops.Apply(e.sum, *s.v, -1)
 				}
 				e.byNum[n] = nil
 				e.n--
@@ -552,14 +626,14 @@ func (e *indexEntry[V, A]) settle(x *nodeIndex[V, A], nodes []fwk.NodeInfo, foun
 	return e.n == len(nodes)
 }
 
-// countAdding is how many of vs add something (sumOps.empty).
-func countAdding[V, A any](vs []V, ops sumOps[V, A]) int {
-	if ops.empty == nil {
+// countAdding is how many of vs add something (Ops.Empty).
+func countAdding[V, A any](vs []V, ops Ops[V, A]) int {
+	if ops.Empty == nil {
 		return len(vs)
 	}
 	n := 0
 	for _, v := range vs {
-		if !ops.empty(v) {
+		if !ops.Empty(v) {
 			n++
 		}
 	}
@@ -586,7 +660,7 @@ func markSeen[V any](found []*nodeSlot[V], epoch uint64) (twice bool) {
 // scratch may keep an earlier order's slots alive (of any entry of the
 // index, even a dropped one) until a call that does not find every node
 // in place overwrites it: at most one list's worth per index.
-func (e *indexEntry[V, A]) reorder(x *nodeIndex[V, A], found []*nodeSlot[V], moved bool, stale []int) {
+func (e *indexEntry[V, A]) reorder(x *Index[V, A], found []*nodeSlot[V], moved bool, stale []int) {
 	if moved {
 		e.order, x.found = found, e.order
 		e.gens, x.foundGens = x.foundGens, e.gens
@@ -617,31 +691,31 @@ func (e *indexEntry[V, A]) position(s *nodeSlot[V]) int {
 // More parts than workers keep the workers busy to the end.
 const scanParts = 32
 
-// computeSum is the plain scan, the same work as upstream's: every node's
+// Scan is the plain scan, the same work as upstream's: every node's
 // contribution computed in parallel and added up. Each part of the list
 // (scanParts) adds its nodes into a sum of its own, building every node's
-// contribution in the storage of the one before (ops.compute's reuse), and
+// contribution in the storage of the one before (ops.Compute's reuse), and
 // the parts' sums are then merged: integer sums in maps, which neither
 // the order of the nodes nor the split changes. Nothing is kept. op names
 // the work in the parallelizer's metrics.
-func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, ops sumOps[V, A]) A {
+func Scan[V, A any](ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, ops Ops[V, A]) A {
 	parts := min(len(nodes), scanParts)
 	sums := make([]A, parts)
 	done := make([]bool, parts)
 	par.Until(ctx, parts, func(p int) {
-		sum := ops.newSum()
+		sum := ops.NewSum()
 		var v V
 		for i := p * len(nodes) / parts; i < (p+1)*len(nodes)/parts; i++ {
-			if ops.computeAt != nil {
-				v = ops.computeAt(i, nodes[i], v)
+			if ops.ComputeAt != nil {
+				v = ops.ComputeAt(i, nodes[i], v)
 			} else {
-				v = ops.compute(nodes[i], v)
+				v = ops.Compute(nodes[i], v)
 			}
-			ops.apply(sum, v, 1)
+			ops.Apply(sum, v, 1)
 		}
 		sums[p], done[p] = sum, true
 	}, op)
-	sum := ops.newSum()
+	sum := ops.NewSum()
 	if parts > 0 && done[0] {
 		sum = sums[0]
 	}
@@ -649,11 +723,11 @@ func computeSum[V, A any](ctx context.Context, par fwk.Parallelizer, op string, 
 		// A part not done belongs to an abandoned cycle, whose
 		// result nobody reads.
 		if done[p] {
-			ops.merge(sum, sums[p])
+			ops.Merge(sum, sums[p])
 		}
 	}
-	if ops.seal != nil {
-		ops.seal(sum)
+	if ops.Seal != nil {
+		ops.Seal(sum)
 	}
 	return sum
 }

@@ -1,7 +1,5 @@
-package interpodaffinity
-
-// This file holds a speed structure for the scans of PreFilter and
-// PreScore: per node of the cycle's list, a summary of what the node's pods
+// Package podsummary holds the pod summaries of the PlacementInterPodAffinity
+// plugin, a speed structure for the scans of PreFilter and PreScore: per node of the cycle's list, a summary of what the node's pods
 // could match, so that a scan skips the nodes that cannot contribute
 // without touching their pods. A Deployment's selector (app=web-17)
 // matches a handful of the cluster's pods, yet the plain scan reads every
@@ -32,6 +30,25 @@ package interpodaffinity
 //     compaction copies the live filters to new words and every page.
 //   - A row found out of date (or whose node's generation moved) is made
 //     again at the next sync, whether or not the list changed.
+//
+// Syncer is what the plugin asks; Table keeps the summaries, PassThrough
+// keeps none (no node is skipped: every node is computed, as upstream).
+//
+// A filter says "maybe" of one absent item about 1 time in 40 to 150
+// (bloomBitsPerItem); a query that tests several items says "maybe" if
+// any one does, so an incoming pod with 5 labels finds about one node in
+// five "maybe" in the existing pods' anti-affinity filters. Memory per listed node: a 40-byte row, at most 3
+// filters of at most maxBloomWords words (768 bytes; a few words for most
+// nodes), an entry in the view's row map, 16 bytes for the view's copy of
+// the list and a stale bit; besides, up to live+1024 words of filters no
+// row uses until a compaction drops them (at most 2×live+1024 words in
+// all), and the pages and words of views a cycle still holds. Built in the
+// second cycle that asks, never in the first, so that a plugin asked once
+// pays no more than the scan. The cost of a build (about one scan) and of
+// a cycle with and without summaries, figures in docs/performance.md:
+//
+//	go test ./pkg/plugins/interpodaffinity -run '^$' -bench InterleavedDeployments -benchmem
+package podsummary
 
 import (
 	"context"
@@ -47,6 +64,8 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
 const (
@@ -84,7 +103,7 @@ const (
 	// scoreOpen: likewise for a term PreScore scores by.
 	scoreOpen
 	// hostAnti: a pod in the node's list of pods with required
-	// anti-affinity has a hostScoped term (counts.go): the fast path's
+	// anti-affinity has a topology.HostScoped term: the fast path's
 	// note of such a term, matching or not, which a node skipped must
 	// still give.
 	hostAnti
@@ -107,10 +126,10 @@ type nodeSummary struct {
 	flags uint8
 }
 
-// summaryView answers, for the NodeInfos of one cycle's node list, their
+// View answers, for the NodeInfos of one cycle's node list, their
 // summaries. Its rows are never changed once handed out; a row is used
-// only for a NodeInfo whose generation is the row's (see of).
-type summaryView struct {
+// only for a NodeInfo whose generation is the row's (see Of).
+type View struct {
 	seed maphash.Seed
 	// nodes is the list the view was synced with: a node at its own
 	// position there is found without hashing.
@@ -122,27 +141,44 @@ type summaryView struct {
 	// shares the pages it does not change with the one handed out.
 	pages [][]nodeSummary
 	words []uint64
-	// stale marks the rows found out of date by of, for the next sync to
+	// stale marks the rows found out of date by Of, for the next sync to
 	// summarize again. Shared by the views of one list; the one part of
 	// a view that changes (atomically) after it is handed out.
 	stale []atomic.Uint64
 }
 
+// Syncer hands a cycle the summaries of its node list.
+type Syncer interface {
+	// Sync returns the view of nodes' summaries (nil: none, nothing is
+	// skipped), which the caller must not change. op names its parallel
+	// work in the parallelizer's metrics.
+	Sync(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) *View
+}
+
+// PassThrough is the Syncer that keeps nothing: no view, so no node is
+// skipped.
+type PassThrough struct{}
+
+// Sync returns nil.
+func (PassThrough) Sync(context.Context, fwk.CycleState, fwk.Parallelizer, string, []fwk.NodeInfo) *View {
+	return nil
+}
+
 // summaryPage is how many rows a page holds.
 const summaryPage = 256
 
-func (v *summaryView) rowAt(r int) *nodeSummary { return &v.pages[r/summaryPage][r%summaryPage] }
+func (v *View) rowAt(r int) *nodeSummary { return &v.pages[r/summaryPage][r%summaryPage] }
 
-// of returns ni's summary, or nil when there is none to trust: ni is not
+// Of returns ni's summary, or nil when there is none to trust: ni is not
 // one of the view's nodes (a clone for nominated pods or preemption, a
 // hand-built list), or its generation is not the summary's (its pods
 // changed since; 0 proves nothing). Then nothing can be skipped. i is
 // ni's position in the list the caller walks, or -1.
-func (v *summaryView) of(i int, ni fwk.NodeInfo) *nodeSummary { return v.ofGen(i, ni, nil) }
+func (v *View) Of(i int, ni fwk.NodeInfo) *nodeSummary { return v.ofGen(i, ni, nil) }
 
 // ofGen is of with the generations of the list the caller walks, if read
 // already (nil: not), which spares reading them from the nodes.
-func (v *summaryView) ofGen(i int, ni fwk.NodeInfo, gens []int64) *nodeSummary {
+func (v *View) ofGen(i int, ni fwk.NodeInfo, gens []int64) *nodeSummary {
 	if v == nil {
 		return nil
 	}
@@ -175,7 +211,7 @@ func (v *summaryView) ofGen(i int, ni fwk.NodeInfo, gens []int64) *nodeSummary {
 }
 
 // has reports whether filter b may hold item h: false proves it does not.
-func (v *summaryView) has(b bloomRef, h uint64) bool {
+func (v *View) has(b bloomRef, h uint64) bool {
 	if b.words == 0 {
 		return false
 	}
@@ -186,7 +222,7 @@ func (v *summaryView) has(b bloomRef, h uint64) bool {
 }
 
 // hasAny reports whether filter b may hold one of items.
-func (v *summaryView) hasAny(b bloomRef, items []uint64) bool {
+func (v *View) hasAny(b bloomRef, items []uint64) bool {
 	if b.words == 0 {
 		return false
 	}
@@ -336,7 +372,7 @@ func newTermQuery(seed maphash.Seed, t *fwk.AffinityTerm) termQuery {
 
 // mayMatch reports whether some pod on the node of summary s may match the
 // term: false proves that none does.
-func (v *summaryView) mayMatch(q *termQuery, s *nodeSummary) bool {
+func (v *View) mayMatch(q *termQuery, s *nodeSummary) bool {
 	if q.never || s.flags&noPods != 0 {
 		return false
 	}
@@ -353,7 +389,7 @@ func (v *summaryView) mayMatch(q *termQuery, s *nodeSummary) bool {
 
 // mayMatchAll: some pod may match all of qs (false when qs is empty, as
 // matchesAll).
-func (v *summaryView) mayMatchAll(qs []termQuery, s *nodeSummary) bool {
+func (v *View) mayMatchAll(qs []termQuery, s *nodeSummary) bool {
 	if len(qs) == 0 {
 		return false
 	}
@@ -366,7 +402,7 @@ func (v *summaryView) mayMatchAll(qs []termQuery, s *nodeSummary) bool {
 }
 
 // mayMatchAny: some pod may match one of qs.
-func (v *summaryView) mayMatchAny(qs []termQuery, s *nodeSummary) bool {
+func (v *View) mayMatchAny(qs []termQuery, s *nodeSummary) bool {
 	for i := range qs {
 		if v.mayMatch(&qs[i], s) {
 			return true
@@ -396,27 +432,27 @@ func weightedQueries(seed maphash.Seed, terms []fwk.WeightedAffinityTerm) []term
 // podItems are the items of the incoming pod's labels, for testing the
 // filters of the existing pods' terms: a term whose positive requirement
 // the pod satisfies holds one of them.
-func (v *summaryView) podItems(pod *v1.Pod) []uint64 {
+func (v *View) podItems(pod *v1.Pod) []uint64 {
 	return labelItems(v.seed, nil, pod.Labels)
 }
 
-// requiredQueries are what PreFilter's scans ask of a node's summary: the
+// RequiredQueries are what PreFilter's scans ask of a node's summary: the
 // incoming pod's required terms, sorted as they are counted, and its
 // labels, compiled for view. nil: no summaries, nothing is skipped.
-type requiredQueries struct {
-	view *summaryView
+type RequiredQueries struct {
+	view *View
 	// podItems are the incoming pod's labels as items (podItems).
 	podItems                             []uint64
 	affinity, antiAffinity, hostAffinity []termQuery
 }
 
-// newRequiredQueries compiles the incoming pod and its required terms for
+// NewRequiredQueries compiles the incoming pod and its required terms for
 // v (nil: none, and so are the queries).
-func newRequiredQueries(v *summaryView, pod *v1.Pod, affinity, antiAffinity, hostAffinity []fwk.AffinityTerm) *requiredQueries {
+func NewRequiredQueries(v *View, pod *v1.Pod, affinity, antiAffinity, hostAffinity []fwk.AffinityTerm) *RequiredQueries {
 	if v == nil {
 		return nil
 	}
-	return &requiredQueries{
+	return &RequiredQueries{
 		view:         v,
 		podItems:     v.podItems(pod),
 		affinity:     termQueries(v.seed, affinity),
@@ -425,20 +461,20 @@ func newRequiredQueries(v *summaryView, pod *v1.Pod, affinity, antiAffinity, hos
 	}
 }
 
-// summaries is the view q was compiled for (nil: none).
-func (q *requiredQueries) summaries() *summaryView {
+// Summaries is the view q was compiled for (nil: none).
+func (q *RequiredQueries) Summaries() *View {
 	if q == nil {
 		return nil
 	}
 	return q.view
 }
 
-// skipsIncoming reports whether node ni (at position i of the list
+// SkipsIncoming reports whether node ni (at position i of the list
 // summed, or -1; gens are that list's generations, if read) provably
 // holds no pod that counts for the incoming pod's terms: none matching
 // all affinity terms, none matching an anti-affinity term, none matching
 // all host-scoped affinity terms.
-func (q *requiredQueries) skipsIncoming(gens []int64, i int, ni fwk.NodeInfo) bool {
+func (q *RequiredQueries) SkipsIncoming(gens []int64, i int, ni fwk.NodeInfo) bool {
 	if q == nil {
 		return false
 	}
@@ -447,38 +483,38 @@ func (q *requiredQueries) skipsIncoming(gens []int64, i int, ni fwk.NodeInfo) bo
 	return sum != nil && !v.mayMatchAll(q.affinity, sum) && !v.mayMatchAny(q.antiAffinity, sum) && !v.mayMatchAll(q.hostAffinity, sum)
 }
 
-// skipsExistingAnti reports whether no required anti-affinity term of the
+// SkipsExistingAnti reports whether no required anti-affinity term of the
 // pods on node ni (at position i of the list summed, or -1) can select
 // the incoming pod (skip), and then whether one of those terms is
-// hostScoped (hostTerm), which the fast path notes matching or not.
-func (q *requiredQueries) skipsExistingAnti(i int, ni fwk.NodeInfo) (skip, hostTerm bool) {
+// topology.HostScoped (hostTerm), which the fast path notes matching or not.
+func (q *RequiredQueries) SkipsExistingAnti(i int, ni fwk.NodeInfo) (skip, hostTerm bool) {
 	if q == nil {
 		return false, false
 	}
 	v := q.view
-	sum := v.of(i, ni)
+	sum := v.Of(i, ni)
 	if sum == nil || sum.flags&antiOpen != 0 || v.hasAny(sum.anti, q.podItems) {
 		return false, false
 	}
 	return true, sum.flags&hostAnti != 0
 }
 
-// scoreQueries are what PreScore's scan asks of a node's summary: the
+// ScoreQueries are what PreScore's scan asks of a node's summary: the
 // incoming pod's preferred terms and its labels, compiled for view. nil:
 // no summaries, nothing is skipped.
-type scoreQueries struct {
-	view                     *summaryView
+type ScoreQueries struct {
+	view                     *View
 	preferred, preferredAnti []termQuery
 	podItems                 []uint64
 }
 
-// newScoreQueries compiles pi's preferred terms and labels for v (nil:
+// NewScoreQueries compiles pi's preferred terms and labels for v (nil:
 // none, and so are the queries).
-func newScoreQueries(v *summaryView, pi fwk.PodInfo) *scoreQueries {
+func NewScoreQueries(v *View, pi fwk.PodInfo) *ScoreQueries {
 	if v == nil {
 		return nil
 	}
-	return &scoreQueries{
+	return &ScoreQueries{
 		view:          v,
 		preferred:     weightedQueries(v.seed, pi.GetPreferredAffinityTerms()),
 		preferredAnti: weightedQueries(v.seed, pi.GetPreferredAntiAffinityTerms()),
@@ -486,11 +522,11 @@ func newScoreQueries(v *summaryView, pi fwk.PodInfo) *scoreQueries {
 	}
 }
 
-// skips reports whether node ni (at position i of the list summed, or
+// Skips reports whether node ni (at position i of the list summed, or
 // -1; gens are that list's generations, if read) provably adds nothing to
 // the score: none of its pods may match a preferred term of the incoming
 // pod, and the incoming pod satisfies no scoring term of its pods.
-func (q *scoreQueries) skips(gens []int64, i int, ni fwk.NodeInfo) bool {
+func (q *ScoreQueries) Skips(gens []int64, i int, ni fwk.NodeInfo) bool {
 	if q == nil {
 		return false
 	}
@@ -500,10 +536,9 @@ func (q *scoreQueries) skips(gens []int64, i int, ni fwk.NodeInfo) bool {
 		!v.mayMatchAny(q.preferredAnti, sum) && !v.hasAny(sum.score, q.podItems)
 }
 
-// summaryTable keeps the view across cycles. The zero value is disabled.
-type summaryTable struct {
-	enabled bool
-	mu      sync.Mutex
+// Table is the Syncer that keeps the view across cycles.
+type Table struct {
+	mu sync.Mutex
 	// primed: sync was called before; the view is built from the
 	// second cycle that asks on, so that a plugin asked once (or a
 	// scheduler that just started) pays no more than the scan. primedIn
@@ -512,7 +547,7 @@ type summaryTable struct {
 	primed   bool
 	primedIn fwk.CycleState
 	seed     maphash.Seed
-	view     *summaryView
+	view     *View
 	// lent: view has been handed out and its rows must not change; the
 	// pages in ownPage may (they are the view's own copies). Its words
 	// are only ever appended to: a view reads none past its own length.
@@ -523,7 +558,7 @@ type summaryTable struct {
 	live int
 }
 
-// sync brings the view up to date with nodes and returns it; the caller
+// Sync brings the view up to date with nodes and returns it; the caller
 // must not change it. Reading every node's generation would cost a cache
 // miss per node in every cycle, most of which the indexes answer without
 // a scan; so a row is checked against its node's generation only when it
@@ -531,11 +566,11 @@ type summaryTable struct {
 // at the next call. The list itself is compared pointer by pointer (the
 // slices only): a list that changed is mapped anew, keeping the rows of
 // the NodeInfos still listed. It returns nil in the first cycle that
-// calls, when disabled, in a pod-group cycle (its members are assumed on
+// calls, in a pod-group cycle (its members are assumed on
 // the snapshot without a generation of their own), and for an abandoned
 // cycle.
-func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) *summaryView {
-	if !t.enabled || k8sline.PodGroupCycle(cs) {
+func (t *Table) Sync(ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) *View {
+	if k8sline.PodGroupCycle(cs) {
 		return nil
 	}
 	t.mu.Lock()
@@ -562,6 +597,10 @@ func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Para
 	return t.view
 }
 
+// Prime makes the table build its view from its first call on (tests of
+// the paths through a view).
+func (t *Table) Prime() { t.primed = true }
+
 // remap makes a view for a list the view does not stand for, keeping the
 // up-to-date rows of the NodeInfos the old view had and summarizing the
 // others, those found stale included: the new view's stale marks start
@@ -569,12 +608,12 @@ func (t *summaryTable) sync(ctx context.Context, cs fwk.CycleState, par fwk.Para
 // until found again under an unchanged list. A
 // list with a NodeInfo of another implementation than the framework's, or
 // one listed twice, has no view.
-func (t *summaryTable) remap(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) bool {
+func (t *Table) remap(ctx context.Context, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo) bool {
 	old := t.view
 	if old == nil {
 		t.seed = maphash.MakeSeed()
 	}
-	v := &summaryView{seed: t.seed, nodes: slices.Clone(nodes), row: make(map[*framework.NodeInfo]int32, len(nodes)),
+	v := &View{seed: t.seed, nodes: slices.Clone(nodes), row: make(map[*framework.NodeInfo]int32, len(nodes)),
 		stale: make([]atomic.Uint64, (len(nodes)+63)/64)}
 	for p := 0; p < len(nodes); p += summaryPage {
 		v.pages = append(v.pages, make([]nodeSummary, min(summaryPage, len(nodes)-p)))
@@ -591,7 +630,7 @@ func (t *summaryTable) remap(ctx context.Context, par fwk.Parallelizer, op strin
 		}
 		v.row[p] = int32(i)
 		if old != nil {
-			// A row is kept unless it is out of date: found so by of (its
+			// A row is kept unless it is out of date: found so by Of (its
 			// mark would not survive the new list's marks) or by its
 			// node's generation, read here since the list is walked anyway.
 			if r, ok := old.row[p]; ok && old.stale[r/64].Load()&(1<<(r%64)) == 0 {
@@ -623,7 +662,7 @@ func (t *summaryTable) remap(ctx context.Context, par fwk.Parallelizer, op strin
 
 // refresh summarizes again the rows marked stale whose node's generation
 // changed. False: the cycle was abandoned.
-func (t *summaryTable) refresh(ctx context.Context, par fwk.Parallelizer, op string) bool {
+func (t *Table) refresh(ctx context.Context, par fwk.Parallelizer, op string) bool {
 	v := t.view
 	var at []int
 	for w := range v.stale {
@@ -661,7 +700,7 @@ func (t *summaryTable) refresh(ctx context.Context, par fwk.Parallelizer, op str
 // view, appending their filters to its words, copying a page the view
 // does not own before its first change, and compacts the words when more
 // than half of them is garbage.
-func (t *summaryTable) install(fresh []partSummaries, at []int) {
+func (t *Table) install(fresh []partSummaries, at []int) {
 	v := t.view
 	j := 0
 	for _, part := range fresh {
@@ -771,10 +810,10 @@ func (b *summaryBuilder) summarize(seed maphash.Seed, ni fwk.NodeInfo, words *[]
 	for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
 		terms := p.GetRequiredAntiAffinityTerms()
 		for i := range terms {
-			if hostScoped(terms[i]) {
+			if topology.HostScoped(terms[i]) {
 				s.flags |= hostAnti
 			}
-			b.term(seed, terms[i].Selector, &s.flags, antiOpen)
+			b.addTermItems(seed, terms[i].Selector, &s.flags, antiOpen)
 		}
 	}
 	s.anti = b.bloom(words)
@@ -785,11 +824,11 @@ func (b *summaryBuilder) summarize(seed maphash.Seed, ni fwk.NodeInfo, words *[]
 	for _, p := range pods {
 		terms := p.GetRequiredAffinityTerms()
 		for i := range terms {
-			b.term(seed, terms[i].Selector, &s.flags, scoreOpen)
+			b.addTermItems(seed, terms[i].Selector, &s.flags, scoreOpen)
 		}
 		for _, weighted := range [2][]fwk.WeightedAffinityTerm{p.GetPreferredAffinityTerms(), p.GetPreferredAntiAffinityTerms()} {
 			for i := range weighted {
-				b.term(seed, weighted[i].Selector, &s.flags, scoreOpen)
+				b.addTermItems(seed, weighted[i].Selector, &s.flags, scoreOpen)
 			}
 		}
 	}
@@ -797,9 +836,9 @@ func (b *summaryBuilder) summarize(seed maphash.Seed, ni fwk.NodeInfo, words *[]
 	return s
 }
 
-// term adds the items of one positive requirement of sel, or sets flag
+// addTermItems adds the items of one positive requirement of sel, or sets flag
 // open when it has none.
-func (b *summaryBuilder) term(seed maphash.Seed, sel labels.Selector, flags *uint8, open uint8) {
+func (b *summaryBuilder) addTermItems(seed maphash.Seed, sel labels.Selector, flags *uint8, open uint8) {
 	var isOpen bool
 	if b.items, isOpen = requirementItems(seed, b.items, sel); isOpen {
 		*flags |= open

@@ -1,4 +1,4 @@
-package interpodaffinity
+package counts
 
 import (
 	"fmt"
@@ -10,13 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
 // contents reads every key of the test's key space through get.
 func contents(m *layered[int, int], keys int) map[int]int {
 	out := map[int]int{}
 	for k := range keys {
-		if v, ok := m.get(k); ok {
+		if v, ok := m.Get(k); ok {
 			out[k] = v
 		}
 	}
@@ -43,27 +45,27 @@ func TestLayeredIsAMap(t *testing.T) {
 			// Hand the current map out, sealed or not, as the index
 			// does, and go on with a fork.
 			if rng.IntN(2) == 0 {
-				m.seal()
+				m.Seal()
 			}
 			handedOut = append(handedOut, lent{m: m, want: maps.Clone(want)})
-			m = m.fork()
+			m = m.Fork()
 		case r < 40:
 			// Delete (the zero value), often a key that is present.
 			k := rng.IntN(keys)
-			m.set(k, 0)
+			m.Set(k, 0)
 			delete(want, k)
 		default:
 			k, v := rng.IntN(keys), 1+rng.IntN(5)
-			m.set(k, v)
+			m.Set(k, v)
 			want[k] = v
 		}
 		if got := contents(&m, keys); !maps.Equal(got, want) {
 			t.Fatalf("step %d: layered holds %v, want %v", step, got, want)
 		}
-		if m.len() != len(want) {
-			t.Fatalf("step %d: len %d, want %d", step, m.len(), len(want))
+		if m.Len() != len(want) {
+			t.Fatalf("step %d: len %d, want %d", step, m.Len(), len(want))
 		}
-		if got := maps.Collect(m.all()); !maps.Equal(got, want) {
+		if got := maps.Collect(m.All()); !maps.Equal(got, want) {
 			t.Fatalf("step %d: all() yields %v, want %v", step, got, want)
 		}
 	}
@@ -72,8 +74,8 @@ func TestLayeredIsAMap(t *testing.T) {
 	}
 	folded := 0
 	for i, h := range handedOut {
-		if got := contents(&h.m, keys); !maps.Equal(got, h.want) || h.m.len() != len(h.want) {
-			t.Fatalf("fork %d changed after it was handed out: holds %v (len %d), held %v", i, got, h.m.len(), h.want)
+		if got := contents(&h.m, keys); !maps.Equal(got, h.want) || h.m.Len() != len(h.want) {
+			t.Fatalf("fork %d changed after it was handed out: holds %v (len %d), held %v", i, got, h.m.Len(), h.want)
 		}
 		if len(h.m.delta) == 0 {
 			folded++
@@ -84,7 +86,7 @@ func TestLayeredIsAMap(t *testing.T) {
 	}
 }
 
-// TestTopologyCountsIsACountMap drives topologyCounts and a plain count
+// TestTopologyCountsIsACountMap drives TopologyCounts and a plain count
 // map through the same random adds and removals (removals of uncounted
 // pods included, which leave negative counts), forking at random as the
 // index and AddPod do, and checks after every step the counts, their
@@ -108,46 +110,46 @@ func TestTopologyCountsIsACountMap(t *testing.T) {
 		ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i), Labels: nl}})
 		infos[i] = ni
 	}
-	covers := func(want map[topologyPair]int64, nl map[string]string) bool {
+	covers := func(want map[topology.Pair]int64, nl map[string]string) bool {
 		for p, n := range want {
-			if n > 0 && nl[p.key] == p.value {
-				if _, ok := nl[p.key]; ok {
+			if n > 0 && nl[p.Key] == p.Value {
+				if _, ok := nl[p.Key]; ok {
 					return true
 				}
 			}
 		}
 		return false
 	}
-	c := newTopologyCounts()
-	want := map[topologyPair]int64{}
+	c := NewTopologyCounts()
+	want := map[topology.Pair]int64{}
 	type lent struct {
-		c    topologyCounts
-		want map[topologyPair]int64
+		c    TopologyCounts
+		want map[topology.Pair]int64
 	}
 	var handedOut []lent
 	for step := range 5000 {
 		if rng.IntN(100) < 3 {
 			handedOut = append(handedOut, lent{c: c, want: maps.Clone(want)})
-			c = c.fork()
+			c = c.Fork()
 		}
 		nl, key := nodes[rng.IntN(len(nodes))], keys[rng.IntN(len(keys))]
 		delta := int64(1)
 		if rng.IntN(100) < 45 {
 			delta = -1
 		}
-		c.add(nl, key, delta)
+		c.Add(nl, key, delta)
 		if v, ok := nl[key]; ok {
-			p := topologyPair{key: key, value: v}
+			p := topology.Pair{Key: key, Value: v}
 			if want[p] += delta; want[p] == 0 {
 				delete(want, p)
 			}
 		}
-		if got := c.toMap(); !maps.Equal(got, want) || c.len() != len(want) {
-			t.Fatalf("step %d: counts %v (len %d), want %v", step, got, c.len(), want)
+		if got := c.ToMap(); !maps.Equal(got, want) || c.Len() != len(want) {
+			t.Fatalf("step %d: counts %v (len %d), want %v", step, got, c.Len(), want)
 		}
 		for i, nl := range nodes {
-			nt := topologyOf(nil, infos[i])
-			if got, w := c.coversNode(&nt), covers(want, nl); got != w {
+			nt := topology.Of(nil, infos[i])
+			if got, w := c.CoversNode(&nt), covers(want, nl); got != w {
 				t.Fatalf("step %d: coversNode(node %d %v) = %v, want %v; counts %v", step, i, nl, got, w, want)
 			}
 		}
@@ -156,7 +158,7 @@ func TestTopologyCountsIsACountMap(t *testing.T) {
 		t.Fatalf("only %d forks: the test exercised too little", len(handedOut))
 	}
 	for i, h := range handedOut {
-		if got := h.c.toMap(); !maps.Equal(got, h.want) {
+		if got := h.c.ToMap(); !maps.Equal(got, h.want) {
 			t.Fatalf("fork %d changed after it was handed out: %v, held %v", i, got, h.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package interpodaffinity
+package counts
 
 // This file holds the read side of a sum handed to a cycle, for Filter and
 // Score: they look up a domain or two per node, for hundreds of nodes per
@@ -8,6 +8,12 @@ package interpodaffinity
 // domains without hashing when the sum has only a few (zone-scoped terms),
 // and otherwise hashes once for most domains.
 
+import (
+	"iter"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
+)
+
 // maxSmallLookup bounds the domains a lookup compares one by one: a
 // comparison costs a fraction of hashing a domain (for a value read
 // through the topology view, whose strings the sums share, it is a
@@ -15,9 +21,9 @@ package interpodaffinity
 // PreFilter and PreScore allocate nothing for them.
 const maxSmallLookup = 4
 
-// domainLookup reads a layered map of domains that is no longer changed
+// Lookup reads a layered map of domains that is no longer changed
 // (a sum handed out) and answers as layered.get does.
-type domainLookup[V comparable] struct {
+type Lookup[V comparable] struct {
 	// small[:nSmall] holds every domain present, when they are few
 	// (isSmall).
 	small   [maxSmallLookup]domainValue[V]
@@ -26,23 +32,23 @@ type domainLookup[V comparable] struct {
 	// Otherwise base and delta are the map's layers, and changed has the
 	// bit domainBit of every domain in delta set: a domain whose bit is
 	// clear is not in delta, so one lookup in base answers for it.
-	base, delta map[topologyPair]V
+	base, delta map[topology.Pair]V
 	changed     [4]uint64
 }
 
 type domainValue[V comparable] struct {
-	pair  topologyPair
+	pair  topology.Pair
 	value V
 }
 
-// lookupOf returns a lookup of m, which must not change while the lookup
+// LookupOf returns a lookup of m, which must not change while the lookup
 // is used. Building it copies m's domains when they are few, and
 // otherwise m's delta: the domains changed since its base was folded
 // (layered.foldDue bounds them).
-func lookupOf[V comparable](m *layered[topologyPair, V]) domainLookup[V] {
-	if n := m.len(); n <= maxSmallLookup {
-		l := domainLookup[V]{isSmall: true}
-		for p, v := range m.all() {
+func LookupOf[V comparable](m *layered[topology.Pair, V]) Lookup[V] {
+	if n := m.Len(); n <= maxSmallLookup {
+		l := Lookup[V]{isSmall: true}
+		for p, v := range m.All() {
 			l.small[l.nSmall] = domainValue[V]{pair: p, value: v}
 			l.nSmall++
 		}
@@ -51,25 +57,25 @@ func lookupOf[V comparable](m *layered[topologyPair, V]) domainLookup[V] {
 	if len(m.base) == 0 {
 		// Built from scratch: all in delta, which over an empty base
 		// holds no deletion marks, so it reads as a base.
-		return domainLookup[V]{base: m.delta}
+		return Lookup[V]{base: m.delta}
 	}
-	l := domainLookup[V]{base: m.base}
+	l := Lookup[V]{base: m.base}
 	if len(m.delta) > 0 {
 		l.delta = m.delta
 		for p := range m.delta {
-			b := domainBit(p.value)
+			b := domainBit(p.Value)
 			l.changed[b>>6] |= 1 << (b & 63)
 		}
 	}
 	return l
 }
 
-// get returns p's value, the zero V when p is absent: layered.get's
+// Get returns p's value, the zero V when p is absent: layered.get's
 // value, which Filter's counts and Score's weights read alike.
-func (l *domainLookup[V]) get(p topologyPair) V {
+func (l *Lookup[V]) Get(p topology.Pair) V {
 	if l.isSmall {
 		for i := range l.small[:l.nSmall] {
-			if d := &l.small[i]; d.pair.value == p.value && d.pair.key == p.key {
+			if d := &l.small[i]; d.pair.Value == p.Value && d.pair.Key == p.Key {
 				return d.value
 			}
 		}
@@ -77,7 +83,7 @@ func (l *domainLookup[V]) get(p topologyPair) V {
 		return zero
 	}
 	if l.delta != nil {
-		if b := domainBit(p.value); l.changed[b>>6]&(1<<(b&63)) != 0 {
+		if b := domainBit(p.Value); l.changed[b>>6]&(1<<(b&63)) != 0 {
 			// A zero in delta marks a domain of base as deleted: absent.
 			if v, ok := l.delta[p]; ok {
 				return v
@@ -85,6 +91,27 @@ func (l *domainLookup[V]) get(p topologyPair) V {
 		}
 	}
 	return l.base[p]
+}
+
+// All yields the domains present with their values, in no particular
+// order (tests: the domains are the very ones the sum holds).
+func (l *Lookup[V]) All() iter.Seq2[topology.Pair, V] {
+	return func(yield func(topology.Pair, V) bool) {
+		if l.isSmall {
+			for _, d := range l.small[:l.nSmall] {
+				if !yield(d.pair, d.value) {
+					return
+				}
+			}
+			return
+		}
+		m := layered[topology.Pair, V]{base: l.base, delta: l.delta}
+		for p, v := range m.All() {
+			if !yield(p, v) {
+				return
+			}
+		}
+	}
 }
 
 // domainBit is a cheap hash of a domain's value, 0-255, from its length

@@ -1,20 +1,18 @@
-package interpodaffinity
+package topology
 
 import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
-	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	at "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
 )
 
 // TestTopologyTableReadsAsTheNodes evolves a node list the ways a snapshot
@@ -46,11 +44,11 @@ func TestTopologyTableReadsAsTheNodes(t *testing.T) {
 	}
 
 	// expect reads every key of every node through view, and of a clone.
-	expect := func(view *topologyView, nodes []fwk.NodeInfo, labels []map[string]string) error {
+	expect := func(view *View, nodes []fwk.NodeInfo, labels []map[string]string) error {
 		for i, ni := range nodes {
 			for _, k := range append(slices.Clone(keys), v1.LabelHostname, "absent") {
-				nt := topologyOf(view, ni)
-				v, ok := nt.get(k)
+				nt := Of(view, ni)
+				v, ok := nt.Get(k)
 				wv, wok := labels[i][k]
 				if v != wv || ok != wok {
 					return fmt.Errorf("node %d key %s: got %q,%v want %q,%v", i, k, v, ok, wv, wok)
@@ -67,21 +65,21 @@ func TestTopologyTableReadsAsTheNodes(t *testing.T) {
 		return out
 	}
 	type lent struct {
-		view *topologyView
+		view *View
 		// keys are the view's keys when it was handed out.
 		keys   []string
 		nodes  []fwk.NodeInfo
 		labels []map[string]string
 	}
 	var handedOut []lent
-	tab := topologyTable{enabled: true, primed: true}
+	tab := Table{primed: true}
 	cs := framework.NewCycleState()
 	inView := 0
 	for step := range 400 {
 		switch r := rng.IntN(100); {
 		case r < 40:
 			ni := nodes[rng.IntN(len(nodes))].(*framework.NodeInfo)
-			ni.AddPod(placed("default", fmt.Sprint("p", step), ni.Node().Name).Obj())
+			ni.AddPod(at.Placed("default", fmt.Sprint("p", step), ni.Node().Name).Obj())
 		case r < 60:
 			// Relabel a node in place, as the snapshot does: same
 			// NodeInfo, new Node object, new generation.
@@ -107,8 +105,8 @@ func TestTopologyTableReadsAsTheNodes(t *testing.T) {
 		list := slices.Clone(nodes)
 		ask := []string{keys[rng.IntN(len(keys))], keys[rng.IntN(3)]}
 		var gens []int64
-		var used *topologyView
-		view := tab.sync(cs, list, ask, func(g []int64, v *topologyView) { gens, used = slices.Clone(g), v })
+		var used *View
+		view := tab.Sync(cs, list, ask, func(g []int64, v *View) { gens, used = slices.Clone(g), v })
 		if view == nil {
 			t.Fatalf("step %d: no view", step)
 		}
@@ -154,9 +152,9 @@ func TestTopologyTableReadsAsTheNodes(t *testing.T) {
 			t.Fatalf("view %d's keys changed after it was handed out: %v, were %v", i, h.view.keys, h.keys)
 		}
 		for j, ni := range h.nodes {
-			nt := topologyOf(h.view, ni)
+			nt := Of(h.view, ni)
 			for _, k := range h.keys {
-				v, ok := nt.get(k)
+				v, ok := nt.Get(k)
 				wv, wok := h.labels[j][k]
 				if v != wv || ok != wok {
 					t.Fatalf("view %d changed after it was handed out: node %d key %s reads %q,%v, held %q,%v", i, j, k, v, ok, wv, wok)
@@ -169,17 +167,17 @@ func TestTopologyTableReadsAsTheNodes(t *testing.T) {
 // TestTopologyTableOff: a disabled table, and a pod-group cycle, hand out
 // no view, and the generations are then read by the index itself.
 func TestTopologyTableOff(t *testing.T) {
-	nodes := []fwk.NodeInfo{zoneNode("a", "z1")}
-	var off topologyTable
+	nodes := []fwk.NodeInfo{at.ZoneNode("a", "z1")}
+	var off Table
 	called := false
-	if v := off.sync(framework.NewCycleState(), nodes, []string{zone}, func(g []int64, v *topologyView) { called = g == nil && v == nil }); v != nil || !called {
+	if v := off.Sync(framework.NewCycleState(), nodes, []string{at.Zone}, func(g []int64, v *View) { called = g == nil && v == nil }); v != nil || !called {
 		t.Errorf("disabled table: view %v, use called with nil: %v", v, called)
 	}
-	on := topologyTable{enabled: true, primed: true}
+	on := Table{primed: true}
 	group := framework.NewCycleState()
 	group.SetPodGroupSchedulingCycle(framework.NewCycleState())
 	called = false
-	if v := on.sync(group, nodes, []string{zone}, func(g []int64, v *topologyView) { called = g == nil && v == nil }); v != nil || !called {
+	if v := on.Sync(group, nodes, []string{at.Zone}, func(g []int64, v *View) { called = g == nil && v == nil }); v != nil || !called {
 		t.Errorf("pod-group cycle: view %v, use called with nil: %v", v, called)
 	}
 }
@@ -192,73 +190,73 @@ type otherNodeInfo struct{ *framework.NodeInfo }
 // caller might.
 func TestTopologyTableEdges(t *testing.T) {
 	cs := framework.NewCycleState()
-	read := func(t *testing.T, view *topologyView, ni fwk.NodeInfo, key string) string {
+	read := func(t *testing.T, view *View, ni fwk.NodeInfo, key string) string {
 		t.Helper()
-		nt := topologyOf(view, ni)
-		v, ok := nt.get(key)
+		nt := Of(view, ni)
+		v, ok := nt.Get(key)
 		if wv, wok := ni.Node().Labels[key]; v != wv || ok != wok {
 			t.Fatalf("%s reads %q,%v, node has %q,%v", key, v, ok, wv, wok)
 		}
 		return v
 	}
-	noop := func([]int64, *topologyView) {}
+	noop := func([]int64, *View) {}
 
 	t.Run("unchanged list, same view", func(t *testing.T) {
-		tab := topologyTable{enabled: true, primed: true}
-		nodes := []fwk.NodeInfo{zoneNode("a", "z1"), zoneNode("b", "z2")}
-		v1 := tab.sync(cs, nodes, []string{zone}, noop)
-		nodes[0].(*framework.NodeInfo).AddPod(placed("default", "p", "a").Obj())
-		if v2 := tab.sync(cs, nodes, []string{zone}, noop); v2 != v1 {
+		tab := Table{primed: true}
+		nodes := []fwk.NodeInfo{at.ZoneNode("a", "z1"), at.ZoneNode("b", "z2")}
+		v1 := tab.Sync(cs, nodes, []string{at.Zone}, noop)
+		nodes[0].(*framework.NodeInfo).AddPod(at.Placed("default", "p", "a").Obj())
+		if v2 := tab.Sync(cs, nodes, []string{at.Zone}, noop); v2 != v1 {
 			t.Errorf("a pod bound, labels unchanged: a new view was made")
 		}
 	})
 
 	t.Run("a node listed twice", func(t *testing.T) {
-		tab := topologyTable{enabled: true, primed: true}
-		a := zoneNode("a", "z1")
-		nodes := []fwk.NodeInfo{a, zoneNode("b", "z2"), a}
-		view := tab.sync(cs, nodes, []string{zone}, noop)
+		tab := Table{primed: true}
+		a := at.ZoneNode("a", "z1")
+		nodes := []fwk.NodeInfo{a, at.ZoneNode("b", "z2"), a}
+		view := tab.Sync(cs, nodes, []string{at.Zone}, noop)
 		for _, ni := range nodes {
-			read(t, view, ni, zone)
+			read(t, view, ni, at.Zone)
 		}
 	})
 
 	t.Run("generation 0 proves nothing", func(t *testing.T) {
-		tab := topologyTable{enabled: true, primed: true}
-		a := zoneNode("a", "z1")
+		tab := Table{primed: true}
+		a := at.ZoneNode("a", "z1")
 		a.Generation = 0
 		nodes := []fwk.NodeInfo{a}
-		tab.sync(cs, nodes, []string{zone}, noop)
+		tab.Sync(cs, nodes, []string{at.Zone}, noop)
 		n := a.Node().DeepCopy()
-		n.Labels[zone] = "z7"
+		n.Labels[at.Zone] = "z7"
 		a.SetNode(n)
 		a.Generation = 0
-		if v := read(t, tab.sync(cs, nodes, []string{zone}, noop), a, zone); v != "z7" {
+		if v := read(t, tab.Sync(cs, nodes, []string{at.Zone}, noop), a, at.Zone); v != "z7" {
 			t.Errorf("relabelled NodeInfo of generation 0 reads %q", v)
 		}
 	})
 
 	t.Run("another NodeInfo implementation, then the framework's again", func(t *testing.T) {
-		tab := topologyTable{enabled: true, primed: true}
-		a := zoneNode("a", "z1")
-		tab.sync(cs, []fwk.NodeInfo{a}, []string{zone}, noop)
+		tab := Table{primed: true}
+		a := at.ZoneNode("a", "z1")
+		tab.Sync(cs, []fwk.NodeInfo{a}, []string{at.Zone}, noop)
 		var got []int64
-		if v := tab.sync(cs, []fwk.NodeInfo{a, otherNodeInfo{zoneNode("b", "z2")}}, []string{zone}, func(g []int64, _ *topologyView) { got = g }); v != nil || got != nil {
+		if v := tab.Sync(cs, []fwk.NodeInfo{a, otherNodeInfo{at.ZoneNode("b", "z2")}}, []string{at.Zone}, func(g []int64, _ *View) { got = g }); v != nil || got != nil {
 			t.Fatalf("foreign NodeInfo: view %v, gens %v; want none", v, got)
 		}
-		nodes := []fwk.NodeInfo{zoneNode("c", "z3"), a}
-		view := tab.sync(cs, nodes, []string{zone, v1.LabelHostname}, noop)
+		nodes := []fwk.NodeInfo{at.ZoneNode("c", "z3"), a}
+		view := tab.Sync(cs, nodes, []string{at.Zone, v1.LabelHostname}, noop)
 		if view == nil {
 			t.Fatal("no view for a framework list after a foreign one")
 		}
 		for _, ni := range nodes {
-			read(t, view, ni, zone)
+			read(t, view, ni, at.Zone)
 			read(t, view, ni, v1.LabelHostname)
 		}
 	})
 
 	t.Run("more keys in one call than are copied", func(t *testing.T) {
-		tab := topologyTable{enabled: true, primed: true}
+		tab := Table{primed: true}
 		w := tu.MakeNode("a")
 		var keys []string
 		for i := range maxTopologyKeys + 2 {
@@ -268,7 +266,7 @@ func TestTopologyTableEdges(t *testing.T) {
 		}
 		a := framework.NewNodeInfo()
 		a.SetNode(w.Obj())
-		view := tab.sync(cs, []fwk.NodeInfo{a}, keys, noop)
+		view := tab.Sync(cs, []fwk.NodeInfo{a}, keys, noop)
 		if len(view.keys) != maxTopologyKeys {
 			t.Errorf("%d keys copied, want %d", len(view.keys), maxTopologyKeys)
 		}
@@ -276,7 +274,7 @@ func TestTopologyTableEdges(t *testing.T) {
 			read(t, view, a, k)
 		}
 		// The next call's keys evict the least recently used.
-		view = tab.sync(cs, []fwk.NodeInfo{a}, keys[maxTopologyKeys:], noop)
+		view = tab.Sync(cs, []fwk.NodeInfo{a}, keys[maxTopologyKeys:], noop)
 		for _, k := range keys[maxTopologyKeys:] {
 			if !slices.Contains(view.keys, k) {
 				t.Errorf("key %s asked for alone is not copied: %v", k, view.keys)
@@ -285,14 +283,14 @@ func TestTopologyTableEdges(t *testing.T) {
 	})
 
 	t.Run("values that come and go", func(t *testing.T) {
-		tab := topologyTable{enabled: true, primed: true}
-		a := zoneNode("a", "z0")
+		tab := Table{primed: true}
+		a := at.ZoneNode("a", "z0")
 		nodes := []fwk.NodeInfo{a}
 		for i := range 4 * maxTopologyKeys {
 			n := a.Node().DeepCopy()
-			n.Labels[zone] = fmt.Sprint("z", i)
+			n.Labels[at.Zone] = fmt.Sprint("z", i)
 			a.SetNode(n)
-			if v := read(t, tab.sync(cs, nodes, []string{zone}, noop), a, zone); v != n.Labels[zone] {
+			if v := read(t, tab.Sync(cs, nodes, []string{at.Zone}, noop), a, at.Zone); v != n.Labels[at.Zone] {
 				t.Fatalf("step %d: %q", i, v)
 			}
 		}
@@ -304,22 +302,22 @@ func TestTopologyTableEdges(t *testing.T) {
 	t.Run("views are read while the table changes", func(t *testing.T) {
 		// Run with -race: Filter reads a handed-out view from many
 		// goroutines while the next cycle syncs.
-		tab := topologyTable{enabled: true, primed: true}
+		tab := Table{primed: true}
 		var nodes []fwk.NodeInfo
 		for i := range 20 {
-			nodes = append(nodes, zoneNode(fmt.Sprint("n", i), fmt.Sprint("z", i%3)))
+			nodes = append(nodes, at.ZoneNode(fmt.Sprint("n", i), fmt.Sprint("z", i%3)))
 		}
-		view := tab.sync(cs, nodes, []string{zone}, noop)
+		view := tab.Sync(cs, nodes, []string{at.Zone}, noop)
 		want := make([]string, len(nodes))
 		for i, ni := range nodes {
-			want[i] = ni.Node().Labels[zone]
+			want[i] = ni.Node().Labels[at.Zone]
 		}
 		done := make(chan error)
 		go func() {
 			for range 200 {
 				for i, ni := range nodes {
-					nt := topologyOf(view, ni)
-					if v, _ := nt.get(zone); v != want[i] {
+					nt := Of(view, ni)
+					if v, _ := nt.Get(at.Zone); v != want[i] {
 						done <- fmt.Errorf("node %d reads %q, held %q", i, v, want[i])
 						return
 					}
@@ -330,74 +328,12 @@ func TestTopologyTableEdges(t *testing.T) {
 		for i := range 200 {
 			ni := nodes[i%len(nodes)].(*framework.NodeInfo)
 			n := ni.Node().DeepCopy()
-			n.Labels[zone] = fmt.Sprint("z", i)
+			n.Labels[at.Zone] = fmt.Sprint("z", i)
 			ni.SetNode(n)
-			tab.sync(cs, slices.Clone(nodes[:len(nodes)-i%2]), []string{zone, fmt.Sprint("k", i%12)}, noop)
+			tab.Sync(cs, slices.Clone(nodes[:len(nodes)-i%2]), []string{at.Zone, fmt.Sprint("k", i%12)}, noop)
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	})
-}
-
-// TestCountedDomainsShareTheViewsStrings: the domains PreFilter and PreScore
-// count are keyed by the view's interned values, the very strings Filter
-// and Score look them up by, so that a hit compares pointers, not the bytes
-// of the nodes' label maps (sync). The values are equal either way: only
-// this sharing is what the test can tell apart.
-func TestCountedDomainsShareTheViewsStrings(t *testing.T) {
-	web := placed("default", "web", "n1").Label("app", "web").Obj()
-	env := newEnv(t, nil, feature.Features{}, []*v1.Pod{web}, fixtureNodes())
-	// Each term's key is a string of its own, as in pods decoded from
-	// the API: the view keeps the first it was asked for.
-	pod := incoming("default").
-		RequiredPodAntiAffinity(tu.AffinityTerm(strings.Clone(zone), sel("app", "web"))).
-		PreferredPodAntiAffinity(tu.Weighted(5, tu.AffinityTerm(strings.Clone(zone), sel("app", "web")))).Obj()
-	shared := func(what string, view *topologyView, domains map[topologyPair]bool) {
-		t.Helper()
-		if view == nil {
-			t.Fatalf("%s: no view", what)
-		}
-		nt := topologyOf(view, env.nodeInfo(t, "n1"))
-		v, ok := nt.get(zone)
-		if !ok || !nt.inView || v != "z1" {
-			t.Fatalf("%s: n1's zone through the view = %q, %v (in view: %v)", what, v, ok, nt.inView)
-		}
-		if !domains[topologyPair{key: zone, value: "z1"}] {
-			t.Fatalf("%s: domains %v lack %s=z1", what, domains, zone)
-		}
-		k, _, _ := nt.pair(zone)
-		for p := range domains {
-			if p.key == zone && p.value == "z1" && unsafe.StringData(p.value) != unsafe.StringData(v) {
-				t.Errorf("%s: domain %s=%s: the value is not the view's string", what, p.key, p.value)
-			}
-			if p.key == zone && unsafe.StringData(p.key) != unsafe.StringData(k) {
-				t.Errorf("%s: domain %s=%s: the key is not the view's string", what, p.key, p.value)
-			}
-		}
-	}
-
-	cs, st := env.preFilter(t, pod)
-	if !st.IsSuccess() {
-		t.Fatalf("PreFilter: %v", st)
-	}
-	s := mustState(t, cs)
-	anti := map[topologyPair]bool{}
-	for p := range s.antiAffinity.toMap() {
-		anti[p] = true
-	}
-	shared("PreFilter", s.topology, anti)
-
-	if st := env.pl.PreScore(env.ctx, cs, pod, env.allNodes(t)); !st.IsSuccess() {
-		t.Fatalf("PreScore: %v", st)
-	}
-	ps, err := preScoreStateOf(cs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scored := map[topologyPair]bool{}
-	for p := range ps.domains.all() {
-		scored[p] = true
-	}
-	shared("PreScore", ps.topology, scored)
 }

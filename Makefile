@@ -297,29 +297,33 @@ test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engin
 	cd test/alerts && $(TOOLGO) vet ./... && $(TOOLGO) test -count=1 ./...
 
 .PHONY: test
-test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full, every older line's smoke (test-line).
+test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full, every older line built and unit-tested (test-line).
 
-# An older line in make test (test-line): its binaries built; vet and the
-# unit tests of the packages whose tests hold on every minor, with the
-# short equivalence batches, which compare our plugins with that minor's
-# in-tree plugins; its binary against its own apiserver (test-integration);
-# on its own full cluster the examples and an enforcer move (a relabelled
-# pool emptied through the Eviction API, the replacements landing).
-# The plugin packages' own unit tests state the newest line's rules (its
-# gates, extension points and event resources), so they run on the newest
-# line; an older line's rules are checked against its upstream by the
-# equivalence suite. LINE_UNIT_SKIP lists what a line leaves out and why:
-# tests of line-independent artifacts (chart, release), tests that need a
-# cluster (their own targets), and the plugin packages as above.
+# An older line in make test (test-line): its binaries built, then vet and
+# the unit tests of the packages whose tests hold on every minor.
+# test-line-full adds the suites that compare and run that line against its
+# own upstream: the equivalence batches (our plugins against that minor's
+# in-tree plugins), the binary against the line's own apiserver
+# (test-integration), and on its own full cluster the examples and an
+# enforcer move. The plugin packages' own unit tests state the newest line's
+# rules (its gates, extension points and event resources), so they run on
+# the newest line; an older line's rules are checked against its upstream by
+# the equivalence suite. LINE_UNIT_SKIP lists what test-line leaves out:
+# tests of line-independent artifacts (chart, release), the suites
+# test-line-full and their own targets run, and the plugin packages.
 OLDER_LINES    := $(filter-out $(K8S_NEWEST),$(K8S_LINES))
-LINE_UNIT_SKIP := /test/integration /test/examples /test/reliability /test/release /test/chart /test/perf \
+LINE_UNIT_SKIP := /test/integration /test/examples /test/reliability /test/release /test/chart /test/perf /test/equivalence \
 	/pkg/plugins$$ /pkg/plugins/interpodaffinity$$ /pkg/plugins/nodeaffinity$$ /pkg/plugins/nodename$$ /pkg/plugins/tainttoleration$$
 LINE_EXAMPLES  := ^(TestClusterAlive|TestExamples|TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime)$$
 
 .PHONY: test-line
-test-line: build controlplane-envtest helm image-single controlplane-cluster ## One line's smoke (K8S=1.36): build, vet, unit tests and short equivalence batches, integration, examples and an enforcer move.
+test-line: build ## One older line's part of make test (K8S=1.36): build, vet, the line-independent unit tests.
 	$(GO) vet $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
-	$(GO) test -count=1 -short -timeout 30m $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
+
+.PHONY: test-line-full
+test-line-full: test-line controlplane-envtest helm image-single controlplane-cluster ## test-line plus the equivalence batches against the line's upstream, integration, examples and an enforcer move (K8S=1.36).
+	$(GO) test -count=1 -timeout 60m ./test/equivalence/...
 	$(MAKE) --no-print-directory test-integration K8S=$(K8S)
 	$(GO) test -count=1 -timeout 15m ./test/examples/... -run '$(LINE_EXAMPLES)'
 
@@ -328,12 +332,10 @@ test-older-lines: ## test-line for every line but the newest (part of make test)
 	for l in $(OLDER_LINES); do $(MAKE) --no-print-directory test-line K8S=$$l || exit 1; done
 
 # Every suite on every line: the newest line's make test, then for each
-# older line the unit, integration, reliability and examples suites in full.
+# older line test-line-full and its reliability suite.
 .PHONY: test-lines
 test-lines: test ## Every suite on every line (long).
-	for l in $(OLDER_LINES); do \
-		$(MAKE) --no-print-directory K8S=$$l test-line test-reliability-short test-examples || exit 1; \
-		$(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -e /test/equivalence) || exit 1; done
+	for l in $(OLDER_LINES); do $(MAKE) --no-print-directory K8S=$$l test-line-full test-reliability-short || exit 1; done
 
 # Release artifacts, all in dist/ (git-ignored), for VERSION=vX.Y.Z
 # (docs/releasing.md):

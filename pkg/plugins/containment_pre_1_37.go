@@ -75,15 +75,7 @@ type containedBareFilter struct {
 
 var _ bareFilterShape = &containedBareFilter{}
 
-func (b *containedBareFilter) panicPoints() []string {
-	var out []string
-	for _, p := range b.c.panicPoints() {
-		if p != "PreFilter" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (b *containedBareFilter) panicPoints() []string { return withoutPreFilter(b.c.panicPoints()) }
 func (b *containedBareFilter) Unwrap() fwk.Plugin { return b.plugin }
 func (b *containedBareFilter) Name() string       { return b.c.Name() }
 func (b *containedBareFilter) Filter(ctx context.Context, st fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
@@ -107,9 +99,12 @@ type containedBareScorer struct {
 
 var _ bareScoreShape = &containedBareScorer{}
 
-func (b *containedBareScorer) panicPoints() []string {
+func (b *containedBareScorer) panicPoints() []string { return withoutPreFilter(b.s.panicPoints()) }
+
+// withoutPreFilter drops the PreFilter point a bare wrapper cannot panic in.
+func withoutPreFilter(points []string) []string {
 	var out []string
-	for _, p := range b.s.panicPoints() {
+	for _, p := range points {
 		if p != "PreFilter" {
 			out = append(out, p)
 		}

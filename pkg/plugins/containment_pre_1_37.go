@@ -76,8 +76,8 @@ type containedBareFilter struct {
 var _ bareFilterShape = &containedBareFilter{}
 
 func (b *containedBareFilter) panicPoints() []string { return withoutPreFilter(b.c.panicPoints()) }
-func (b *containedBareFilter) Unwrap() fwk.Plugin { return b.plugin }
-func (b *containedBareFilter) Name() string       { return b.c.Name() }
+func (b *containedBareFilter) Unwrap() fwk.Plugin    { return b.plugin }
+func (b *containedBareFilter) Name() string          { return b.c.Name() }
 func (b *containedBareFilter) Filter(ctx context.Context, st fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	return b.c.Filter(ctx, st, pod, ni)
 }

@@ -115,3 +115,14 @@ func (v *viewNodeInfos) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]f
 	}
 	return v.filtered(func(ni fwk.NodeInfo) bool { return names[ni.Node().Name] })
 }
+
+// lineCorners are the contract corners only 1.37's plugins have (NodeName's
+// and TaintToleration's PreFilter).
+var lineCorners = []string{
+	lit(`NodeName/PreFilter: Success NodeNames[`),
+	lit(`TaintToleration/PreFilter: Skip`),
+	lit(`Profile/PreFilter: UnschedulableAndUnresolvable "node(s) didn't satisfy plugin(s) [NodeAffinity NodeName] simultaneously"`),
+}
+
+// lineLacksMutant: every mutant applies on 1.37.
+func lineLacksMutant(string) string { return "" }

@@ -49,3 +49,18 @@ func hasPreHint(fwk.ClusterEventWithHint) bool { return false }
 func runPreHint(klog.Logger, fwk.ClusterEventWithHint, *v1.Pod, any, any) string {
 	return "AllPods (no pre-hint fn)"
 }
+
+// lineCorners: 1.35 and 1.36 have no corner of their own; NodeName and
+// TaintToleration have no PreFilter there.
+var lineCorners []string
+
+// lineLacksMutant says why a mutant cannot be planted on these minors: the
+// mutant wrapper has a PreFilter, which 1.35 and 1.36's NodeName and
+// TaintToleration do not, so it would differ from upstream by shape alone.
+func lineLacksMutant(name string) string {
+	switch name {
+	case "NodeName PreFilter ignores nodeName", "TaintToleration Gt not strict":
+		return "the plugin has no PreFilter on this minor; the mutant wrapper would differ by its extension points, not by the planted bug"
+	}
+	return ""
+}

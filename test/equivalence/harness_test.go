@@ -499,7 +499,7 @@ func newCycleState(sc *Scenario) *framework.CycleState {
 	if sc.PodGroupCycle {
 		// kube-scheduler hands the pod group's own state; any non-nil one
 		// marks the cycle.
-		st.SetPodGroupSchedulingCycle(framework.NewCycleState())
+		markPodGroupCycle(st)
 	}
 	return st
 }

@@ -288,8 +288,8 @@ func compareProfileCycle(r *recorder, ctx context.Context, sc *Scenario, a, b pr
 
 	// Batching signatures (SignPod over all plugins, JSON-encoded).
 	r.eq("SignPod", "",
-		protect(func() string { return string(fwA.SignPod(ctx, pod)) }),
-		protect(func() string { return string(fwB.SignPod(ctx, pod)) }))
+		protect(func() string { return string(signPod(ctx, fwA, pod)) }),
+		protect(func() string { return string(signPod(ctx, fwB, pod)) }))
 
 	nodes, nodesB, ok := pairedNodes(r, a.snap, b.snap)
 	if !ok {

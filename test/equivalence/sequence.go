@@ -427,7 +427,7 @@ func (s *seqGen) cycle() {
 		// A pod group: members look alike (same template), names differ.
 		group := "g-" + pod.Name
 		pod = pod.DeepCopy()
-		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
+		setSchedulingGroup(pod, group)
 		c.Pod = pod
 		for range 1 + s.n(3) {
 			m := pod.DeepCopy()

@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"sort"
 	"strings"
 
@@ -106,7 +107,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 	if len(others) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("PostFilter plugin(s) %s not run: explain dry-runs DefaultPreemption only", strings.Join(others, ", ")))
 	}
-	if state.ShouldSkipAllPostFilterPlugins() {
+	if k8sline.SkipsAllPostFilter(state) {
 		res.Reason = "All PostFilter plugins are skipped"
 		return res, nil
 	}

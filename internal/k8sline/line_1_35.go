@@ -50,3 +50,7 @@ func ResourceRequestsOptions(fts feature.Features) noderesources.ResourceRequest
 func NewCache(ctx context.Context, _ bool) cache.Cache {
 	return cache.New(ctx, 0, nil)
 }
+
+// SkipsAllPostFilter is false: 1.35's cycle state cannot ask to skip every
+// PostFilter plugin.
+func SkipsAllPostFilter(fwk.CycleState) bool { return false }

@@ -56,3 +56,7 @@ func ResourceRequestsOptions(fts feature.Features) noderesources.ResourceRequest
 func NewCache(ctx context.Context, genericWorkload bool) cache.Cache {
 	return cache.New(ctx, nil, genericWorkload)
 }
+
+// SkipsAllPostFilter reports whether the cycle's PreFilter asked the
+// framework to skip every PostFilter plugin.
+func SkipsAllPostFilter(cs fwk.CycleState) bool { return cs.ShouldSkipAllPostFilterPlugins() }

@@ -62,3 +62,7 @@ func ResourceRequestsOptions(fts feature.Features) noderesources.ResourceRequest
 func NewCache(ctx context.Context, genericWorkload bool) cache.Cache {
 	return cache.New(ctx, nil, genericWorkload, false)
 }
+
+// SkipsAllPostFilter reports whether the cycle's PreFilter asked the
+// framework to skip every PostFilter plugin.
+func SkipsAllPostFilter(cs fwk.CycleState) bool { return cs.ShouldSkipAllPostFilterPlugins() }

@@ -310,10 +310,11 @@ test: fmt-check vet lint-chart test-alerts test-unit test-release test-integrati
 # the newest line; an older line's rules are checked against its upstream by
 # the equivalence suite. LINE_UNIT_SKIP lists what test-line leaves out:
 # tests of line-independent artifacts (chart, release), the suites
-# test-line-full and their own targets run, and the plugin packages.
+# test-line-full and their own targets run, the benchmark harnesses (they
+# build on scheduler_perf of the newest minor), and the plugin packages.
 OLDER_LINES    := $(filter-out $(K8S_NEWEST),$(K8S_LINES))
-LINE_UNIT_SKIP := /test/integration /test/examples /test/reliability /test/release /test/chart /test/perf /test/equivalence \
-	/pkg/plugins$$ /pkg/plugins/interpodaffinity$$ /pkg/plugins/nodeaffinity$$ /pkg/plugins/nodename$$ /pkg/plugins/tainttoleration$$
+LINE_UNIT_SKIP := /test/integration /test/examples /test/reliability /test/release /test/chart /test/perf /test/pluginbench /test/equivalence \
+	/pkg/plugins$$ /pkg/plugins/interpodaffinity /pkg/plugins/nodeaffinity$$ /pkg/plugins/nodename$$ /pkg/plugins/tainttoleration$$
 LINE_EXAMPLES  := ^(TestClusterAlive|TestExamples|TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime)$$
 
 .PHONY: test-line

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -150,7 +151,7 @@ func inTreeOneByOne(ctx context.Context, c *explain.Cluster, replicas []Replica)
 	}
 	inf.Start(ctx.Done())
 	inf.WaitForCacheSync(ctx.Done())
-	sched := cache.New(ctx, nil, false, false)
+	sched := k8sline.NewCache(ctx, false)
 	for _, n := range c.Nodes {
 		sched.AddNode(logger, n)
 	}

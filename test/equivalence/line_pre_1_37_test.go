@@ -59,7 +59,7 @@ var lineCorners []string
 // TaintToleration do not, so it would differ from upstream by shape alone.
 func lineLacksMutant(name string) string {
 	switch name {
-	case "NodeName PreFilter ignores nodeName", "TaintToleration Gt not strict":
+	case "NodeName PreFilter ignores nodeName", "TaintToleration Gt not strict", "TaintToleration reverse normalization of all-zero":
 		return "the plugin has no PreFilter on this minor; the mutant wrapper would differ by its extension points, not by the planted bug"
 	}
 	return ""

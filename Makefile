@@ -19,15 +19,18 @@ $(error K8S=$(K8S) is not a supported line; use one of: $(K8S_LINES))
 endif
 # Line-independent tools (Helm, krew, benchstat, the SBOM tool) live in
 # bin/; each line's binaries and control plane in its own folder: bin/ for
-# the newest, bin/k8s-<minor>/ for an older one.
+# the newest, bin/k8s-<minor>/ for an older one. MANIFESTS is the line's
+# kustomization (manifests/ or its overlay manifests/lines/k8s-<minor>/).
 TOOLBIN := $(CURDIR)/bin
 ifeq ($(K8S),$(K8S_NEWEST))
 BIN       := $(CURDIR)/bin
 LINE_DEPS := go.mod go.sum
+MANIFESTS := manifests
 export GOWORK := off
 else
 BIN       := $(CURDIR)/bin/k8s-$(K8S)
 LINE_DEPS := go.mod go.sum lines/k8s-$(K8S)/go.work lines/k8s-$(K8S)/go.work.sum
+MANIFESTS := manifests/lines/k8s-$(K8S)
 export GOWORK := $(CURDIR)/lines/k8s-$(K8S)/go.work
 export GOFLAGS := $(strip $(shell GOWORK=off $(GO) env GOFLAGS) -tags=k8s$(K8S))
 endif
@@ -177,8 +180,9 @@ bump-k8s: ## Move one line to a patch release (VERSION=vX.Y.Z required; LINE=1.3
 	else hack/bump-k8s.sh '$(if $(filter file,$(origin VERSION)),,$(VERSION))'; fi
 
 # The scheduler config `make run` and `make demo` run placement-scheduler
-# with: the shipped profile plus the profile-pool example's second profile.
-RUN_CONFIG ?= manifests/examples/profile-pool/scheduler-config.yaml
+# with: the shipped profile plus the profile-pool example's second profile,
+# as the line has it (an older line's folder overrides the example).
+RUN_CONFIG ?= $(if $(filter $(K8S),$(K8S_NEWEST)),manifests,$(MANIFESTS))/examples/profile-pool/scheduler-config.yaml
 
 # Helm from its own module (tools/helm/go.mod): its dependencies are newer
 # than ours, so it stays out of the main module graph. Stamped with the
@@ -376,7 +380,7 @@ release-line: helm ## Build one line's release artifacts into DIST (K8S=1.36, VE
 	$(check-version)
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S)-image-index.tar
-	$(GO) run ./hack/kustomize -dir manifests -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S).yaml
+	$(GO) run ./hack/kustomize -dir $(MANIFESTS) -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S).yaml
 	$(TOOLBIN)/helm package charts/placement-scheduler --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(DIST)
 	$(MAKE) --no-print-directory release-plugin release-sbom release-checksums VERSION=$(VERSION) DIST=$(DIST)
 	@ls -l $(DIST)

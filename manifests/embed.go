@@ -6,25 +6,54 @@ package manifests
 
 import (
 	"embed"
+	"errors"
 	"io/fs"
+	"path"
 )
 
-// files is the kustomize base (this directory's YAML) and examples/, one
+// files is what `kubectl apply -k` reads: the newest line's kustomization
+// (this directory's YAML) over base/ (the objects every line installs), the
+// older lines' (lines/k8s-<minor>/) over the same base/, and examples/, one
 // folder per scenario plus the fleet.
 //
-//go:embed *.yaml examples
+//go:embed *.yaml base lines examples
 var files embed.FS
 
-// SchedulerConfig returns scheduler-config.yaml as shipped: the profile the
-// kustomize base turns into the scheduler's ConfigMap.
+// Base returns the folder, within Files(), that installs this build's
+// Kubernetes line: "." (the base) for the newest line, lines/k8s-<minor>
+// (an overlay with that line's image and profile) for an older one.
+func Base() string { return lineBase }
+
+// Read returns the shipped file name (a path within Files()) as this
+// build's line has it: an older line's folder overrides a file by holding
+// one at the same path (lines/k8s-1.36/scheduler-config.yaml for
+// scheduler-config.yaml, lines/k8s-1.36/examples/... for examples/...).
+// Only scheduler configs are overridden: the lines differ only where
+// upstream's default profile does.
+func Read(name string) ([]byte, error) {
+	if lineBase != "." {
+		b, err := fs.ReadFile(files, path.Join(lineBase, name))
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return fs.ReadFile(files, name)
+}
+
+// SchedulerConfig returns this build line's scheduler-config.yaml as
+// shipped: the profile its kustomization turns into the scheduler's
+// ConfigMap.
 func SchedulerConfig() []byte {
 	return mustRead("scheduler-config.yaml")
 }
 
-// Example returns manifests/examples/<name>, e.g.
-// "profile-pool/scheduler-config.yaml".
+// Example returns manifests/examples/<name> as this build's line has it
+// (Read), e.g. "profile-pool/scheduler-config.yaml".
 func Example(name string) ([]byte, error) {
-	return fs.ReadFile(files, "examples/"+name)
+	return Read("examples/" + name)
 }
 
 // Examples returns examples/ as a file system rooted there: one folder per
@@ -45,7 +74,7 @@ func Examples() fs.FS {
 func Files() fs.FS { return files }
 
 func mustRead(name string) []byte {
-	b, err := fs.ReadFile(files, name)
+	b, err := Read(name)
 	if err != nil {
 		// Unreachable: go:embed fails the build if the file is missing.
 		panic(err)

@@ -619,11 +619,11 @@ func TestLoadConfig(t *testing.T) {
 // The config the kustomize base ships loads, and names the scheduler config
 // the same ConfigMap carries.
 func TestShippedConfigLoads(t *testing.T) {
-	data, err := fs.ReadFile(manifests.Files(), "enforcer-config.yaml")
+	data, err := fs.ReadFile(manifests.Files(), "base/enforcer-config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadConfig(data, "manifests/enforcer-config.yaml")
+	c, err := LoadConfig(data, "manifests/base/enforcer-config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -31,15 +32,21 @@ import (
 )
 
 // In-cluster location of the installed scheduler's configuration: the
-// kustomize base's generated ConfigMap (manifests/kustomization.yaml), or
+// kustomize base's generated ConfigMap (manifests/base/kustomization.yaml), or
 // the chart's, which carries the same label and key; the namespace is
 // --scheduler-namespace.
 const (
 	installNamespace = "placement-scheduler"
 	installSelector  = "app.kubernetes.io/part-of=placement-scheduler"
 	configKey        = "scheduler-config.yaml"
-	shippedConfig    = "the shipped manifests/scheduler-config.yaml"
 )
+
+// shippedConfig names the config this build ships for its line: the newest
+// line's manifests/scheduler-config.yaml, an older line's
+// manifests/lines/k8s-<minor>/scheduler-config.yaml.
+func shippedConfig() string {
+	return "the shipped " + path.Join("manifests", manifests.Base(), configKey)
+}
 
 // New returns the root command, `kubectl placement`.
 func New(streams genericiooptions.IOStreams) *cobra.Command {
@@ -366,6 +373,6 @@ func (o *explainOptions) loadConfig(ctx context.Context, client kubernetes.Inter
 			}
 		}
 	}
-	return load(manifests.SchedulerConfig(), shippedConfig,
-		"judged with "+shippedConfig+", which may not be the running scheduler's config: "+why)
+	return load(manifests.SchedulerConfig(), shippedConfig(),
+		"judged with "+shippedConfig()+", which may not be the running scheduler's config: "+why)
 }

@@ -74,9 +74,11 @@ func renderAll(t *testing.T, args ...string) []*unstructured.Unstructured {
 	return objs
 }
 
-func renderKustomize(t *testing.T) []*unstructured.Unstructured {
+// renderKustomize is `kubectl kustomize` of the shipped manifests' folder
+// dir ("." for the base, lines/k8s-1.<minor> for an older line's overlay).
+func renderKustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := kustomize.Render(framework.WriteManifests(t), "")
+	out, err := kustomize.Render(filepath.Join(framework.WriteManifests(t), dir), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,11 +187,12 @@ func dropLabels(obj map[string]any, path ...string) {
 // With its defaults the chart installs what `kubectl apply -k manifests/`
 // does, up to normalize; the Namespace only when namespace.create is set
 // (`helm install` needs the release namespace to exist beforehand). Among
-// other things this keeps values.yaml's profiles equal to
+// other things this keeps the chart's default profile equal to
 // manifests/scheduler-config.yaml's, with no second copy of the config
-// allowed to drift.
+// allowed to drift. TestEachLineInstallsItsKustomization does the same for
+// the older lines.
 func TestDefaultsRenderTheKustomizeBase(t *testing.T) {
-	base := renderKustomize(t)
+	base := renderKustomize(t, ".")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -199,33 +202,41 @@ func TestDefaultsRenderTheKustomizeBase(t *testing.T) {
 		{name: "namespace.create=true", args: []string{"--set", "namespace.create=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want, got := normalize(t, base), normalize(t, render(t, tc.args...))
-			for _, k := range slices.Sorted(maps.Keys(want)) {
-				w := want[k]
-				g, ok := got[k]
-				switch {
-				case !ok && w.GetKind() == tc.skip:
-				case !ok:
-					t.Errorf("%s: in manifests/, not rendered by the chart", k)
-				case w.GetKind() == "ConfigMap":
-					if diff := cmp.Diff(w.Object["data"], g.Object["data"]); diff != "" {
-						t.Errorf("%s: the chart's config (values.yaml profiles) drifted from manifests/scheduler-config.yaml (-manifests +chart):\n%s", k, diff)
-					}
-					delete(w.Object, "data")
-					delete(g.Object, "data")
-					fallthrough
-				default:
-					if diff := cmp.Diff(w.Object, g.Object); diff != "" {
-						t.Errorf("%s differs (-manifests +chart):\n%s", k, diff)
-					}
-				}
-			}
-			for _, k := range slices.Sorted(maps.Keys(got)) {
-				if _, ok := want[k]; !ok {
-					t.Errorf("%s: rendered by the chart, not in manifests/", k)
-				}
-			}
+			compareInstalls(t, base, render(t, tc.args...), tc.skip)
 		})
+	}
+}
+
+// compareInstalls fails t where the chart's objects (got) differ from
+// kustomize's (want), up to normalize; skip is a kind the chart may leave
+// out.
+func compareInstalls(t *testing.T, want, got []*unstructured.Unstructured, skip string) {
+	t.Helper()
+	wantObjs, gotObjs := normalize(t, want), normalize(t, got)
+	for _, k := range slices.Sorted(maps.Keys(wantObjs)) {
+		w := wantObjs[k]
+		g, ok := gotObjs[k]
+		switch {
+		case !ok && w.GetKind() == skip:
+		case !ok:
+			t.Errorf("%s: in manifests/, not rendered by the chart", k)
+		case w.GetKind() == "ConfigMap":
+			if diff := cmp.Diff(w.Object["data"], g.Object["data"]); diff != "" {
+				t.Errorf("%s: the chart's config (its profile) drifted from the manifests' scheduler-config.yaml (-manifests +chart):\n%s", k, diff)
+			}
+			delete(w.Object, "data")
+			delete(g.Object, "data")
+			fallthrough
+		default:
+			if diff := cmp.Diff(w.Object, g.Object); diff != "" {
+				t.Errorf("%s differs (-manifests +chart):\n%s", k, diff)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(gotObjs)) {
+		if _, ok := wantObjs[k]; !ok {
+			t.Errorf("%s: rendered by the chart, not in manifests/", k)
+		}
 	}
 }
 

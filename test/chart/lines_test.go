@@ -8,15 +8,20 @@ package chart
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
@@ -322,4 +327,52 @@ func TestLinesAreTheBuilds(t *testing.T) {
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("the chart's build lines (templates/_helpers.tpl, placement-scheduler.k8sLines) drifted from go.mod and lines/ (-builds +chart):\n%s", diff)
 	}
+}
+
+// Each line's default install is its kustomization's: on a cluster of the
+// line's minor the chart renders what `kubectl apply -k` of that line's
+// folder does (manifests/ for the newest, manifests/lines/k8s-1.<minor>/ for
+// an older one), its image and profile included; the chart's files/ copy of
+// the line's scheduler-config.yaml is the manifests' one byte for byte; and
+// an image tag naming a line brings that line's profile whatever the
+// cluster's.
+func TestEachLineInstallsItsKustomization(t *testing.T) {
+	lines, _ := kubeVersionProbe(t, nil)
+	minors := slices.Sorted(maps.Keys(lines))
+	newest := minors[len(minors)-1]
+	dir := func(minor string) string {
+		if minor == newest {
+			return "."
+		}
+		return "lines/k8s-1." + minor
+	}
+	for _, minor := range minors {
+		t.Run("1."+minor, func(t *testing.T) {
+			shipped, err := fs.ReadFile(manifests.Files(), path.Join(dir(minor), "scheduler-config.yaml"))
+			if err != nil {
+				t.Fatalf("line 1.%s has no scheduler-config.yaml in manifests/: %v", minor, err)
+			}
+			copied, err := os.ReadFile(filepath.Join(framework.ChartDir(t), "files", "scheduler-config-k8s1."+minor+".yaml"))
+			if err != nil {
+				t.Fatalf("line 1.%s: %v", minor, err)
+			}
+			if diff := cmp.Diff(string(shipped), string(copied)); diff != "" {
+				t.Errorf("the chart's files/scheduler-config-k8s1.%s.yaml drifted from manifests/%s/scheduler-config.yaml (-manifests +chart):\n%s", minor, dir(minor), diff)
+			}
+			compareInstalls(t, renderKustomize(t, dir(minor)), render(t, "--kube-version", lines[minor]), "Namespace")
+		})
+	}
+	t.Run("image tag names the line", func(t *testing.T) {
+		oldest := minors[0]
+		want := normalize(t, renderKustomize(t, dir(oldest)))
+		got := normalize(t, render(t, "--kube-version", lines[newest], "--set", "image.tag="+appVersion(t)+"-k8s1."+oldest))
+		for k, w := range want {
+			if w.GetKind() != "ConfigMap" {
+				continue
+			}
+			if diff := cmp.Diff(w.Object["data"], got[k].Object["data"]); diff != "" {
+				t.Errorf("a 1.%s image on a 1.%s cluster: the config is not the 1.%s line's (-want +got):\n%s", oldest, newest, oldest, diff)
+			}
+		}
+	})
 }

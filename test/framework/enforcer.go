@@ -194,7 +194,7 @@ func (p *Enforcer) get(path string) ([]byte, error) {
 // kubeconfig that authenticates as it, and its user name.
 func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string) {
 	t.Helper()
-	data, err := fs.ReadFile(manifests.Files(), "enforcer.yaml")
+	data, err := fs.ReadFile(manifests.Files(), "base/enforcer.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
 		if err != nil {
-			t.Fatalf("manifests/enforcer.yaml: %v", err)
+			t.Fatalf("manifests/base/enforcer.yaml: %v", err)
 		}
 		switch o := obj.(type) {
 		case *rbacv1.ClusterRole:
@@ -213,7 +213,7 @@ func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string
 		}
 	}
 	if role == nil || leaseRole == nil {
-		t.Fatal("manifests/enforcer.yaml: no ClusterRole or no Role")
+		t.Fatal("manifests/base/enforcer.yaml: no ClusterRole or no Role")
 	}
 	const sa = "enforcer"
 	role.Name = ns + "-enforcer"

@@ -54,16 +54,17 @@ func (e *Env) MustKubectl(t testing.TB, args ...string) string {
 	return out
 }
 
-// WriteManifests writes the shipped kustomize base (and examples/) into a
-// fresh directory of the test's and returns it, for `kubectl apply -k` or
-// for a test to edit first.
+// WriteManifests writes the shipped manifests (the kustomize base, the older
+// lines' overlays and examples/) into a fresh directory of the test's and
+// returns the folder that installs this build's line (manifests.Base()),
+// for `kubectl apply -k` or for a test to edit first.
 func WriteManifests(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "manifests")
 	if err := os.CopyFS(dir, manifests.Files()); err != nil {
 		t.Fatalf("writing the manifests: %v", err)
 	}
-	return dir
+	return filepath.Join(dir, manifests.Base())
 }
 
 // renderManifests is `kubectl kustomize dir`, decoded.

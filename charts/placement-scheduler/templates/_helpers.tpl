@@ -43,13 +43,13 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 
 {{/*
-The scheduler's config file. The profiles are .Values.profiles with
-.Values.pluginArgs merged into each one's pluginConfig, then
-.Values.additionalProfiles.
+The scheduler's config file. The profiles are .Values.profiles (or the
+line's shipped ones) with .Values.pluginArgs merged into each one's
+pluginConfig, then .Values.additionalProfiles.
 */}}
 {{- define "placement-scheduler.config" -}}
 {{- $profiles := list -}}
-{{- range .Values.profiles -}}
+{{- range (include "placement-scheduler.profiles" . | fromJsonArray) -}}
 {{- $p := deepCopy . -}}
 {{- $extra := deepCopy $.Values.pluginArgs -}}
 {{- $cfg := list -}}
@@ -200,9 +200,41 @@ says otherwise.
 {{- .Values.monitoring.prometheusRule.selector | default (printf "job=%q, namespace=%q" (printf "%s-metrics" (include "placement-scheduler.fullname" .)) .Release.Namespace) -}}
 {{- end -}}
 
+{{/*
+The profiles before pluginArgs, as JSON: .Values.profiles, or when it is
+empty the shipped profile of the line that runs (profileLine).
+*/}}
+{{- define "placement-scheduler.profiles" -}}
+{{- if .Values.profiles -}}
+{{- toJson .Values.profiles -}}
+{{- else -}}
+{{- $file := printf "files/scheduler-config-k8s1.%s.yaml" (include "placement-scheduler.profileLine" .) -}}
+{{- toJson (.Files.Get $file | fromYaml).profiles -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The build line whose shipped profile the scheduler gets by default: the one
+image.tag names (<version>-k8s1.<minor>, a line of k8sLines), else the
+cluster's, else (a pinned image of another name on a cluster no line serves)
+the newest.
+*/}}
+{{- define "placement-scheduler.profileLine" -}}
+{{- $lines := include "placement-scheduler.k8sLines" . | fromJson -}}
+{{- $tagged := regexFind "[0-9]+$" (regexFind "-k8s1\\.[0-9]+$" (toString .Values.image.tag)) -}}
+{{- $line := include "placement-scheduler.k8sLine" . -}}
+{{- if hasKey $lines $tagged -}}
+{{- $tagged -}}
+{{- else if $line -}}
+{{- $line -}}
+{{- else -}}
+{{- last (keys $lines | sortAlpha) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The first profile's schedulerName: what the helm test's canary asks for. */}}
 {{- define "placement-scheduler.schedulerName" -}}
-{{- (first (concat .Values.profiles .Values.additionalProfiles)).schedulerName -}}
+{{- (first (concat (include "placement-scheduler.profiles" . | fromJsonArray) .Values.additionalProfiles)).schedulerName -}}
 {{- end -}}
 
 {{/*

@@ -304,7 +304,9 @@ test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engin
 test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full, every older line built and unit-tested (test-line).
 
 # An older line in make test (test-line): its binaries built, then vet and
-# the unit tests of the packages whose tests hold on every minor.
+# the unit tests of the packages whose tests hold on every minor, and the
+# equivalence suite's -short batches against that minor's in-tree plugins
+# (under a minute).
 # test-line-full adds the suites that compare and run that line against its
 # own upstream: the equivalence batches (our plugins against that minor's
 # in-tree plugins), the binary against the line's own apiserver
@@ -324,9 +326,11 @@ LINE_UNIT_SKIP := /test/integration /test/examples /test/reliability /test/relea
 LINE_EXAMPLES  := ^(TestClusterAlive|TestExamples|TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime)$$
 
 .PHONY: test-line
-test-line: build ## One older line's part of make test (K8S=1.36): build, vet, the line-independent unit tests.
+test-line: build ## One older line's part of make test (K8S=1.36): build, vet, the line-independent unit tests, the equivalence suite's -short batches.
 	$(GO) vet $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
+	$(GO) vet ./test/equivalence/
+	$(GO) test -short -count=1 -timeout 20m ./test/equivalence/
 
 .PHONY: test-line-full
 test-line-full: test-line controlplane-envtest helm image-single controlplane-cluster ## test-line plus the equivalence batches against the line's upstream, integration, examples and an enforcer move (K8S=1.36).

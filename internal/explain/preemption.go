@@ -42,7 +42,8 @@ type PostFilter struct {
 	// Reason says why preemption would not help at all, when it would not.
 	Reason string `json:"reason,omitempty"`
 	// Message is what the scheduler appends to its FailedScheduling event
-	// ("preemption: ..."), when preemption would not help.
+	// ("preemption: ...", after the reasons of PostFilter plugins that run
+	// before DefaultPreemption), when preemption would not help.
 	Message string `json:"message,omitempty"`
 	// Notes say where this dry run may differ from the scheduler's.
 	Notes []string `json:"notes,omitempty"`
@@ -85,17 +86,36 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 	}
 	var pl *defaultpreemption.DefaultPreemption
 	var others []string
+	// The scheduler's PostFilter message joins the reasons of every
+	// PostFilter plugin that rejected, in profile order: those before
+	// DefaultPreemption's ("preemption: ...") and those after it.
+	var before, after []string
 	for _, p := range enabled {
 		if dp, ok := fw.Plugins[p.Name].(*defaultpreemption.DefaultPreemption); ok && pl == nil {
 			pl = dp
 			continue
 		}
 		// DynamicResources' PostFilter frees a claim's allocation; for a
-		// pod without claims it does nothing.
+		// pod without claims it changes nothing, so it is run as the
+		// scheduler runs it: on 1.35 and 1.36 it rejects with "no new
+		// claims to deallocate", which the event carries, on 1.37 with no
+		// reason.
 		if p.Name == names.DynamicResources && len(pod.Spec.ResourceClaims) == 0 {
+			if dra, ok := fw.Plugins[p.Name].(fwk.PostFilterPlugin); ok {
+				if _, st := dra.PostFilter(ctx, state, pod, m); st.IsRejected() {
+					if pl == nil {
+						before = append(before, st.Reasons()...)
+					} else {
+						after = append(after, st.Reasons()...)
+					}
+				}
+			}
 			continue
 		}
 		others = append(others, p.Name)
+	}
+	postFilterMessage := func(preemption string) string {
+		return strings.Join(append(append(before, preemption), after...), ", ")
 	}
 	if pl == nil && len(others) == 0 {
 		return &PostFilter{Reason: "the profile has no preemption plugin: the scheduler does not preempt"}, nil
@@ -114,7 +134,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 	ev := pl.Evaluator
 	if ok, msg := ev.PodEligibleToPreemptOthers(ctx, pod, m.Get(pod.Status.NominatedNodeName)); !ok {
 		res.Reason = "the pod may not preempt: " + msg
-		res.Message = "preemption: " + msg
+		res.Message = postFilterMessage("preemption: " + msg)
 		return res, nil
 	}
 	lister := fw.Snapshot.Lister().NodeInfos()
@@ -164,7 +184,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 		// What the scheduler's DefaultPreemption reports in this case.
 		fe := &framework.FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: framework.Diagnosis{NodeToStatus: statuses}}
 		fe.Diagnosis.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, notHelpful))
-		res.Message = "preemption: " + fe.Error()
+		res.Message = postFilterMessage("preemption: " + fe.Error())
 		if len(potential) == 0 {
 			res.Reason = "no node failed only for reasons evicting pods could fix"
 		} else {

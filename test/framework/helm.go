@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -127,4 +128,27 @@ func DecodeObjects(stream []byte) ([]*unstructured.Unstructured, error) {
 			objs = append(objs, &unstructured.Unstructured{Object: m})
 		}
 	}
+}
+
+// KubernetesVersion is the k8s.io/kubernetes release this build's line is
+// built from (go.mod's for the newest line, the line's go.work replace for
+// an older one), as the test binary's build information records it: the
+// version the line's stamped control plane reports.
+func KubernetesVersion(t testing.TB) string {
+	t.Helper()
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Fatal("the test binary has no build information")
+	}
+	for _, m := range bi.Deps {
+		if m.Path != "k8s.io/kubernetes" {
+			continue
+		}
+		if m.Replace != nil {
+			return m.Replace.Version
+		}
+		return m.Version
+	}
+	t.Fatal("the test binary does not depend on k8s.io/kubernetes")
+	return ""
 }

@@ -10,8 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
@@ -100,6 +99,7 @@ func TestChartValuesRenderAConfigTheSchedulerAccepts(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, err := h.Run("template", framework.Name, framework.ChartDir(t), "--namespace", framework.Namespace, "--show-only", "templates/configmap.yaml",
+		"--kube-version", framework.KubernetesVersion(t), // the line's profile
 		"--set", "leaderElection.leaseDuration=30s,leaderElection.renewDeadline=20s,leaderElection.retryPeriod=4s",
 		"--set", "pluginArgs.PlacementInterPodAffinity.hardPodAffinityWeight=5",
 		"--set-json", `pluginArgs.PlacementNodeAffinity={"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["foo"]}]}]}}}`,
@@ -130,22 +130,19 @@ func TestChartValuesRenderAConfigTheSchedulerAccepts(t *testing.T) {
 	}
 }
 
-// batchProfile is the chart's default profile (values.yaml) renamed
+// batchProfile is the chart's default profile for this build's line (the
+// line's shipped profile, manifests.SchedulerConfig) renamed
 // placement-scheduler-batch, without its pluginConfig, as a one-profile JSON
 // list for --set-json.
 func batchProfile(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(framework.ChartDir(t), "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values struct {
+	var config struct {
 		Profiles []map[string]any `json:"profiles"`
 	}
-	if err := yaml.Unmarshal(b, &values); err != nil || len(values.Profiles) == 0 {
-		t.Fatalf("values.yaml profiles: %v (%d)", err, len(values.Profiles))
+	if err := yaml.Unmarshal(manifests.SchedulerConfig(), &config); err != nil || len(config.Profiles) == 0 {
+		t.Fatalf("the shipped config's profiles: %v (%d)", err, len(config.Profiles))
 	}
-	p := values.Profiles[0]
+	p := config.Profiles[0]
 	p["schedulerName"] = "placement-scheduler-batch"
 	delete(p, "pluginConfig")
 	out, err := json.Marshal([]any{p})
@@ -156,27 +153,18 @@ func batchProfile(t *testing.T) string {
 }
 
 // checkAPIServerVersion fails unless the test apiserver reports the
-// Kubernetes version this module pins (go.mod's k8s.io/kubernetes): the
-// chart's kubeVersion guard is checked against it. An unstamped build says
-// v0.0.0-master, which the guard refuses.
+// Kubernetes version this build's line pins (framework.KubernetesVersion):
+// the chart's kubeVersion guard and its choice of line are checked against
+// it. An unstamped build says v0.0.0-master, which the guard refuses.
 func checkAPIServerVersion(t *testing.T) {
 	t.Helper()
-	gomod, err := os.ReadFile(filepath.Join(framework.ChartDir(t), "..", "..", "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pinned string
-	for _, line := range strings.Split(string(gomod), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "k8s.io/kubernetes" {
-			pinned = f[1]
-		}
-	}
+	pinned := framework.KubernetesVersion(t)
 	got, err := env.Client.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pinned == "" || got.GitVersion != pinned {
-		t.Fatalf("the test apiserver reports %s, want %q (go.mod's k8s.io/kubernetes): rebuild bin/kube-apiserver with `make controlplane`, which stamps it", got.GitVersion, pinned)
+	if got.GitVersion != pinned {
+		t.Fatalf("the test apiserver reports %s, want %q (the line's k8s.io/kubernetes): rebuild the line's kube-apiserver with `make controlplane`, which stamps it", got.GitVersion, pinned)
 	}
 }
 

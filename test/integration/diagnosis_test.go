@@ -71,8 +71,8 @@ func TestPlacementDiagnosisEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := explainJSON(t, "explain", "stuck", "-n", ns, "--kubeconfig", env.Kubeconfig, "--config", cfgFile)
-	if r.SchedulerMessage == "" || !strings.HasPrefix(failed.Message, r.SchedulerMessage+" preemption: ") {
-		t.Errorf("FailedScheduling %q is not kube-scheduler's own text %q followed by the preemption part", failed.Message, r.SchedulerMessage)
+	if r.SchedulerMessage == "" || r.PostFilter == nil || failed.Message != r.SchedulerMessage+" "+r.PostFilter.Message {
+		t.Errorf("FailedScheduling %q is not kube-scheduler's own text %q followed by its PostFilter part (%+v)", failed.Message, r.SchedulerMessage, r.PostFilter)
 	}
 	if strings.Contains(failed.Message, "PlacementDiagnosis") || strings.Contains(failed.Message, "e.g.") {
 		t.Errorf("FailedScheduling carries the diagnosis: %q", failed.Message)

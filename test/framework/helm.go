@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -131,24 +130,19 @@ func DecodeObjects(stream []byte) ([]*unstructured.Unstructured, error) {
 }
 
 // KubernetesVersion is the k8s.io/kubernetes release this build's line is
-// built from (go.mod's for the newest line, the line's go.work replace for
-// an older one), as the test binary's build information records it: the
+// built from (go.mod's for the newest line, the replace in the line's
+// go.work for an older one), read as the Makefile reads it: `go list -m`
+// in the test's environment, whose GOWORK selects the line. It is the
 // version the line's stamped control plane reports.
 func KubernetesVersion(t testing.TB) string {
 	t.Helper()
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		t.Fatal("the test binary has no build information")
-	}
-	for _, m := range bi.Deps {
-		if m.Path != "k8s.io/kubernetes" {
-			continue
+	out, err := exec.Command("go", "list", "-m", "-f", "{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
 		}
-		if m.Replace != nil {
-			return m.Replace.Version
-		}
-		return m.Version
+		t.Fatalf("go list -m k8s.io/kubernetes: %v\n%s", err, stderr)
 	}
-	t.Fatal("the test binary does not depend on k8s.io/kubernetes")
-	return ""
+	return strings.TrimSpace(string(out))
 }

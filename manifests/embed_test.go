@@ -1,12 +1,11 @@
 package manifests_test
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
-
-	"cmp"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	configv1 "k8s.io/kube-scheduler/config/v1"

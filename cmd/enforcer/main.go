@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"os"
 	"os/signal"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 // Set by the Makefile with -ldflags -X.

@@ -6,7 +6,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"os"
 	"runtime"
 
@@ -19,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/internal/schedulerapp"
 )
 

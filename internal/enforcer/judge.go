@@ -21,6 +21,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/explanation"
@@ -277,12 +278,7 @@ func (j *Judge) firstPodMayDecide(pod *v1.Pod, terms []fwk.AffinityTerm, node *v
 		if ns, err := j.namespaces.Get(p.Namespace); err == nil {
 			nsLabels = ns.Labels
 		}
-		for i := range terms {
-			if !terms[i].Matches(p, nsLabels) {
-				return false
-			}
-		}
-		return true
+		return podaffinity.MatchesAll(terms, p, nsLabels)
 	}
 	if !matchesAll(pod) {
 		return false

@@ -3,7 +3,6 @@ package enforcer
 import (
 	"context"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
+	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
 )
 
 // clusterState is the enforcer's picture of the cluster, kept up to date
@@ -340,7 +341,7 @@ func (s *clusterState) indexPod(p *v1.Pod) {
 			add(s.nominated, n)
 		}
 	}
-	if s.cached[p.UID] == nil || !hasPodAffinityTerms(p) {
+	if s.cached[p.UID] == nil || !podaffinity.HasTerms(p) {
 		return
 	}
 	pi, err := framework.NewPodInfo(p)
@@ -562,13 +563,6 @@ func (s *clusterState) domainNodes(node *v1.Node, keys sets.Set[string]) sets.Se
 func sameController(a, b *v1.Pod) bool {
 	ca, cb := metav1.GetControllerOf(a), metav1.GetControllerOf(b)
 	return (ca == nil) == (cb == nil) && (ca == nil || ca.UID == cb.UID)
-}
-
-// hasPodAffinityTerms: the pod has required or preferred pod
-// (anti-)affinity.
-func hasPodAffinityTerms(p *v1.Pod) bool {
-	a := p.Spec.Affinity
-	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
 }
 
 // The book of evictions (package evictions) reads the state through these.

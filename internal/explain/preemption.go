@@ -3,7 +3,6 @@ package explain
 import (
 	"context"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"sort"
 	"strings"
 
@@ -15,6 +14,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 // PostFilter is what the profile's PostFilter plugins would do for an

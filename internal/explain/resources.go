@@ -2,7 +2,6 @@ package explain
 
 import (
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"sort"
 	"strings"
 
@@ -14,6 +13,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 // ResourceFit is one resource NodeResourcesFit found short on a node, in

@@ -3,13 +3,14 @@ package placementcmd
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 // BuildInfo is the release a binary was built as. cmd/kubectl-placement

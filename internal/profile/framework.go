@@ -11,7 +11,6 @@ package profile
 import (
 	"context"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 

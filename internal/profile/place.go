@@ -3,7 +3,6 @@ package profile
 import (
 	"context"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 // Placer answers, for running pods in turn, "where would the scheduler put a

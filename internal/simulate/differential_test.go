@@ -3,7 +3,6 @@ package simulate
 import (
 	"context"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -30,6 +29,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 

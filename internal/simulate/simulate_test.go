@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"context"
-	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )

@@ -5,7 +5,6 @@ package equivalence
 import (
 	"context"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"os"
 	"runtime"
 	"sort"
@@ -30,6 +29,8 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 // Sequence mode: ONE long-lived instance of each plugin per side (upstream's

@@ -1,8 +1,6 @@
 package pluginbench
 
 import (
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
-
 	"context"
 	"fmt"
 	"os"
@@ -23,6 +21,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/test/perf"

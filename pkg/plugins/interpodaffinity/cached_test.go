@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"maps"
 	"slices"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/placement-scheduler/placement-scheduler/test/equivalence"

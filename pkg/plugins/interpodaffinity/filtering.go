@@ -3,7 +3,6 @@ package interpodaffinity
 import (
 	"context"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,6 +10,9 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
+	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
 )
 
 const (
@@ -156,7 +158,7 @@ func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta in
 		}
 	}
 	pod := pi.GetPod()
-	if matchesAll(s.terms.affinity, pod) {
+	if podaffinity.MatchesAll(s.terms.affinity, pod, nil) {
 		for i := range s.terms.affinity {
 			s.affinity.Add(nl, s.terms.affinity[i].TopologyKey, delta)
 		}
@@ -166,7 +168,7 @@ func (s *preFilterState) updateWithPod(pi fwk.PodInfo, ni fwk.NodeInfo, delta in
 			s.antiAffinity.Add(nl, s.terms.antiAffinity[i].TopologyKey, delta)
 		}
 	}
-	if matchesAll(s.terms.hostAffinity, pod) {
+	if podaffinity.MatchesAll(s.terms.hostAffinity, pod, nil) {
 		s.hostAffinityMatches += delta
 	}
 }
@@ -220,7 +222,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 	// listing can fail, so listing first reports the same errors; pods with
 	// terms list at upstream's point, after their parse and namespace errors.
 	var holders antiAffinityHolders
-	termless := pod != nil && !hasPodAffinityTerms(pod)
+	termless := pod != nil && !podaffinity.HasTerms(pod)
 	if termless {
 		var st *fwk.Status
 		if holders, st = pl.listAntiAffinityHolders(); st != nil {
@@ -247,7 +249,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 		podInfo:          pi,
 		nsLabels:         pl.namespaceLabels(klog.FromContext(ctx), pod.Namespace),
 		terms:            sortTerms(affinityTerms, antiAffinityTerms, pl.hostnameFastPath),
-		selfMatch:        matchesAll(affinityTerms, pod),
+		selfMatch:        podaffinity.MatchesAll(affinityTerms, pod, nil),
 		hostnameFastPath: pl.hostnameFastPath,
 	}
 	if !termless {
@@ -347,7 +349,7 @@ func (t *requiredTerms) matchesOn(ni fwk.NodeInfo, nt *nodeTopology, reuse incom
 	r := incomingMatches{Affinity: reuse.Affinity.Reset(), AntiAffinity: reuse.AntiAffinity.Reset()}
 	for _, existing := range ni.GetPods() {
 		pod := existing.GetPod()
-		if matchesAll(t.affinity, pod) {
+		if podaffinity.MatchesAll(t.affinity, pod, nil) {
 			for j := range t.affinity {
 				r.Affinity.Add(nt, t.affinity[j].TopologyKey, 1)
 			}
@@ -357,7 +359,7 @@ func (t *requiredTerms) matchesOn(ni fwk.NodeInfo, nt *nodeTopology, reuse incom
 				r.AntiAffinity.Add(nt, t.antiAffinity[j].TopologyKey, 1)
 			}
 		}
-		if matchesAll(t.hostAffinity, pod) {
+		if podaffinity.MatchesAll(t.hostAffinity, pod, nil) {
 			r.HostAffinity++
 		}
 	}
@@ -442,7 +444,7 @@ func (s *preFilterState) scanHostPods(nt *nodeTopology, pods []fwk.PodInfo, test
 // for a pod that could satisfy its own terms.
 func (s *preFilterState) satisfiesAffinity(ni fwk.NodeInfo, nt *nodeTopology) bool {
 	if host := s.terms.hostAffinity; len(host) > 0 {
-		labelled, found := s.scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return matchesAll(host, p.GetPod()) })
+		labelled, found := s.scanHostPods(nt, ni.GetPods(), func(p fwk.PodInfo) bool { return podaffinity.MatchesAll(host, p.GetPod(), nil) })
 		if !labelled {
 			return false
 		}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
 )
 
 // What 1.37's InterPodAffinity decides differently from 1.35 and 1.36's:
@@ -57,7 +59,7 @@ func (pl *InterPodAffinity) isSchedulableAfterAssignedPodChange(logger klog.Logg
 		return fwk.Queue, err
 	}
 
-	if after != nil && matchesAll(terms.affinity, after) && (before == nil || !matchesAll(terms.affinity, before)) {
+	if after != nil && podaffinity.MatchesAll(terms.affinity, after, nil) && (before == nil || !podaffinity.MatchesAll(terms.affinity, before, nil)) {
 		logger.V(5).Info("Requeueing: a placed pod now satisfies the pod's affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(after))
 		return fwk.Queue, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
 )
 
 // What 1.35 and 1.36's InterPodAffinity decides differently from 1.37's:
@@ -61,21 +63,21 @@ func (pl *InterPodAffinity) isSchedulableAfterPodChange(logger klog.Logger, pod 
 	}
 	switch {
 	case before != nil && after != nil:
-		if !matchesAll(terms.affinity, before) && matchesAll(terms.affinity, after) {
+		if !podaffinity.MatchesAll(terms.affinity, before, nil) && podaffinity.MatchesAll(terms.affinity, after, nil) {
 			logger.V(5).Info("Requeueing: a placed pod now satisfies the pod's affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(after))
 			return fwk.Queue, nil
 		}
-		if matchesAll(terms.antiAffinity, before) && !matchesAll(terms.antiAffinity, after) {
+		if podaffinity.MatchesAll(terms.antiAffinity, before, nil) && !podaffinity.MatchesAll(terms.antiAffinity, after, nil) {
 			logger.V(5).Info("Requeueing: a placed pod no longer trips the pod's anti-affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(after))
 			return fwk.Queue, nil
 		}
 	case after != nil:
-		if matchesAll(terms.affinity, after) {
+		if podaffinity.MatchesAll(terms.affinity, after, nil) {
 			logger.V(5).Info("Requeueing: an added pod satisfies the pod's affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(after))
 			return fwk.Queue, nil
 		}
 	default:
-		if matchesAll(terms.antiAffinity, before) {
+		if podaffinity.MatchesAll(terms.antiAffinity, before, nil) {
 			logger.V(5).Info("Requeueing: a deleted pod tripped the pod's anti-affinity", "pod", klog.KObj(pod), "changedPod", klog.KObj(before))
 			return fwk.Queue, nil
 		}
@@ -84,7 +86,7 @@ func (pl *InterPodAffinity) isSchedulableAfterPodChange(logger klog.Logger, pod 
 			if err != nil {
 				return fwk.Queue, err
 			}
-			if matchesAll(theirs, pod) {
+			if podaffinity.MatchesAll(theirs, pod, nil) {
 				logger.V(5).Info("Requeueing: a deleted pod's anti-affinity selected the pod", "pod", klog.KObj(pod), "changedPod", klog.KObj(before))
 				return fwk.Queue, nil
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"maps"
 
 	v1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/cyclestate"
 )
 
@@ -150,44 +150,8 @@ func (pl *InterPodAffinity) namespaceLabels(logger klog.Logger, name string) lab
 	return labels.Set(maps.Clone(ns.Labels))
 }
 
-// hasPodAffinityTerms reports whether pod has any pod affinity or
-// anti-affinity term, required or preferred. Without one there is nothing
-// for NewPodInfo to parse, so it cannot fail.
-func hasPodAffinityTerms(pod *v1.Pod) bool {
-	a := pod.Spec.Affinity
-	if a == nil {
-		return false
-	}
-	if pa := a.PodAffinity; pa != nil &&
-		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
-		return true
-	}
-	if pa := a.PodAntiAffinity; pa != nil &&
-		(len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
-		return true
-	}
-	return false
-}
-
-// matchesAll reports whether pod matches every term, and false when there are
-// none: required pod affinity asks for a single pod that satisfies all terms.
-// nsLabels are nil because it is used with the incoming pod's terms, whose
-// namespace selectors are already expanded, and by the queueing hints, which
-// upstream evaluates the same way.
-func matchesAll(terms []fwk.AffinityTerm, pod *v1.Pod) bool {
-	if len(terms) == 0 {
-		return false
-	}
-	for i := range terms {
-		if !terms[i].Matches(pod, nil) {
-			return false
-		}
-	}
-	return true
-}
-
 // matchesAny reports whether pod matches at least one term (nil namespace
-// labels, as for matchesAll).
+// labels, as for podaffinity.MatchesAll).
 func matchesAny(terms []fwk.AffinityTerm, pod *v1.Pod) bool {
 	for i := range terms {
 		if terms[i].Matches(pod, nil) {

@@ -16,13 +16,14 @@ package nodeaffinity
 
 import (
 	"context"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 const (

@@ -6,7 +6,6 @@ package tainttoleration
 
 import (
 	"context"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/internal/pluginargs"
 )
 

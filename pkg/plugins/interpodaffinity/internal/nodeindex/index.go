@@ -37,12 +37,13 @@ package nodeindex
 
 import (
 	"context"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"hash/maphash"
 	"slices"
 	"sync"
 
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 const (

@@ -52,7 +52,6 @@ package podsummary
 
 import (
 	"context"
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"hash/maphash"
 	mathbits "math/bits"
 	"slices"
@@ -65,6 +64,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 

@@ -21,13 +21,14 @@
 package topology
 
 import (
-	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 // maxTopologyKeys bounds the keys whose labels the table copies; a key

@@ -265,7 +265,7 @@ func TestLoadAndBuild(t *testing.T) {
 	}
 
 	md := Markdown(rep)
-	for _, want := range []string{
+	checkMarkdown(t, md, []string{
 		"| SchedulingPodAffinity | 14 % | 20 % | 19–21 % |",
 		"| SchedulingBasic (ceiling) | 100 % | 62 % | 62–62 % |",
 		"the faster of the two profiles' SchedulingBasic in the same run (here the upstream profile's, 800.0 pods/s)",
@@ -280,11 +280,7 @@ func TestLoadAndBuild(t *testing.T) {
 		"A gap (–) means no observation survived",
 		"NumCPU 2",
 		"Machine load during the run (1-min load average, 2 samples, 2 CPUs): mean 2.0, min 1.5, max 2.5",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md)
-		}
-	}
+	}, nil)
 	if _, err := json.Marshal(rep); err != nil {
 		t.Errorf("report JSON: %v", err)
 	}
@@ -397,28 +393,34 @@ func TestUnavailableIsShownAsNA(t *testing.T) {
 		t.Errorf("values built from a missing SchedulingDuration: duration %+v, phase ratio %v, share %+v",
 			row.Upstream.DurationS, row.PhaseRatio, row.OfCeiling)
 	}
-	md := Markdown(rep)
-	for _, want := range []string{
+	checkMarkdown(t, Markdown(rep), []string{
 		"- n/a with k8s.io/kubernetes v1.35.4: SchedulingDuration: no such collector",
 		"- n/a with k8s.io/kubernetes v1.35.4: test/perf/workloads: no templateParams",
 		"not our own (test/perf/workloads: n/a, below)",
 		"Measured phase and share of the ceiling: n/a (they need the SchedulingDuration data item: no such collector).",
 		"| SchedulingPodAffinity | 100.0 | 100.0 | 1.00 |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md)
-		}
-	}
-	for _, unwanted := range []string{"Measured phase: SchedulingDuration", "Against the ceiling", "and our own from test/perf/workloads"} {
-		if strings.Contains(md, unwanted) {
-			t.Errorf("markdown has %q:\n%s", unwanted, md)
-		}
-	}
+	}, []string{"Measured phase: SchedulingDuration", "Against the ceiling", "and our own from test/perf/workloads"})
 	out, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(out), `"unavailable":[{"what":"SchedulingDuration","why":"no such collector"}`) {
 		t.Errorf("report.json does not carry the run's unavailable items: %s", out)
+	}
+}
+
+// checkMarkdown fails t for each line of want md lacks and each of unwanted
+// it has.
+func checkMarkdown(t *testing.T, md string, want, unwanted []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(md, w) {
+			t.Errorf("markdown lacks %q:\n%s", w, md)
+		}
+	}
+	for _, u := range unwanted {
+		if strings.Contains(md, u) {
+			t.Errorf("markdown has %q:\n%s", u, md)
+		}
 	}
 }

@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ownCases are the test cases of OwnWorkloadsFile.
+// ownCases are the test cases of OwnWorkloadsFile. The tests below check
+// our files on every line, from DefaultSources, also where the line's
+// scheduler_perf cannot run them (LineSources leaves them out there).
 var ownCases = []string{"InterleavedDeployments10", "InterleavedDeployments100", "InterleavedDeployments1000", "ColdStartDeployments100"}
 
 // ownSizes are the workloads every one of our test cases has: the smallest
@@ -27,7 +29,7 @@ var ownSizes = []string{"10Nodes", "500Nodes", "5000Nodes", "15000Nodes"}
 // harness can read how many pods each one measures (the report's share of
 // the ceiling needs it).
 func TestOwnWorkloadsArePrepared(t *testing.T) {
-	setup := prepareForTest(t)
+	setup := prepareForTest(t, DefaultSources)
 	var got []string
 	for _, c := range setup.Cases {
 		if c.Topic != ownTopic {
@@ -62,7 +64,7 @@ func TestOwnWorkloadsArePrepared(t *testing.T) {
 // BENCH_SCALE=15000 runs upstream's four inter-pod affinity cases and
 // SchedulingBasic, each 5000Nodes x3, and ours.
 func TestScaledWorkloads(t *testing.T) {
-	setup := prepareForTest(t)
+	setup := prepareForTest(t, DefaultSources)
 	runs, _ := Plan(setup.Cases, regexp.MustCompile(".*"), "15000Nodes", 1)
 	var got []string
 	for _, r := range runs {
@@ -133,7 +135,7 @@ type renderedOp struct {
 // satisfies every required term. The 5000- and 15000-node sizes are
 // checked by their sizes only (see checkCapacity), to keep this cheap.
 func TestOwnWorkloadsRender(t *testing.T) {
-	setup := prepareForTest(t)
+	setup := prepareForTest(t, DefaultSources)
 	for _, c := range setup.Cases {
 		if c.Topic != ownTopic {
 			continue

@@ -19,7 +19,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	benchmark "k8s.io/kubernetes/test/integration/scheduler_perf"
-	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/test/perf/report"
@@ -48,7 +47,7 @@ var env struct {
 
 func TestMain(m *testing.M) {
 	// Per-plugin timings for ours. Appending is what upstream documents;
-	// on its own it has no effect in v1.37 (see CollectorConfig), so the
+	// on its own it has no effect (see CollectorConfig), so the
 	// same list also goes into each test case's metricsCollectorConfig.
 	benchmark.PluginNames = append(benchmark.PluginNames, ourPluginNames()...)
 	if err := benchmark.InitTests(); err != nil {
@@ -103,13 +102,17 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if *repeats < 1 {
 		b.Fatalf("-placement-repeats=%d: need at least 1", *repeats)
 	}
-	setup := prepareForTest(b)
+	setup := prepareForTest(b, nil)
 	dataDir := ensureDataItemsDir(b)
 	writeRunInfo(b, dataDir, setup)
 
 	var opts []benchmark.SchedulerPerfOption
-	if *podsTimeout > 0 {
-		opts = append(opts, benchmark.WithPodsSchedulingTimeout(*podsTimeout))
+	timeoutOpt, err := podsTimeoutOption(*podsTimeout)
+	if err != nil {
+		b.Fatalf("-placement-pods-timeout: %v", err)
+	}
+	if timeoutOpt != nil {
+		opts = append(opts, timeoutOpt)
 	}
 	for _, c := range setup.Cases {
 		b.Run(c.Name, func(b *testing.B) {
@@ -120,9 +123,9 @@ func BenchmarkPerfScheduling(b *testing.B) {
 						var registry frameworkruntime.Registry // nil: upstream runs in-tree plugins only
 						runOpts := opts
 						if p == Ours {
-							var check benchmark.HookFn
+							var check func() error
 							registry, check = verifiedRegistry()
-							runOpts = append(slices.Clone(opts), benchmark.WithPrepareFn(check))
+							runOpts = append(slices.Clone(opts), withPrepareCheck(check))
 						}
 						// The topic makes scheduler_perf's per-workload
 						// files (.dat progress, profiles) unique per run;
@@ -145,11 +148,11 @@ func BenchmarkPerfScheduling(b *testing.B) {
 }
 
 // verifiedRegistry returns our registry with factories that count their
-// calls, and a prepare hook (run by scheduler_perf after the scheduler of
-// each workload is built) that fails the workload unless every one of our
-// plugins was instantiated for it, so a profile mix-up cannot silently
-// measure upstream twice.
-func verifiedRegistry() (frameworkruntime.Registry, benchmark.HookFn) {
+// calls, and a check for scheduler_perf's prepare hook (run after the
+// scheduler of each workload is built) that fails the workload unless every
+// one of our plugins was instantiated for it, so a profile mix-up cannot
+// silently measure upstream twice.
+func verifiedRegistry() (frameworkruntime.Registry, func() error) {
 	reg := plugins.Registry()
 	counts := map[string]*atomic.Int64{}
 	for name, factory := range reg {
@@ -161,7 +164,7 @@ func verifiedRegistry() (frameworkruntime.Registry, benchmark.HookFn) {
 		}
 	}
 	seen := map[string]int64{}
-	check := func(tCtx ktesting.TContext) error {
+	check := func() error {
 		var missing []string
 		for name, n := range counts {
 			if v := n.Load(); v > seen[name] {
@@ -232,6 +235,7 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 		UpstreamDir:  env.upstreamDir,
 		OurConfigBasis: "manifests/scheduler-config.yaml, profile renamed default-scheduler, leader election off, with pkg/plugins.Registry() " +
 			"(upstream = scheduler_perf's default component config, no out-of-tree registry)",
+		Unavailable: LineGaps(),
 	}
 	info.MeasuredPods = map[string]int{}
 	for _, c := range setup.Cases {

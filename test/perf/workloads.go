@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/manifests"
+	"github.com/placement-scheduler/placement-scheduler/test/perf/report"
 )
 
 // Profile names the scheduler configuration a run uses.
@@ -101,6 +102,35 @@ var DefaultSources = []Source{
 	{Topic: "placement", File: OwnWorkloadsFile, Own: true},
 }
 
+// LineSources are DefaultSources less what this line's scheduler_perf
+// cannot run (LineGaps): what the benchmark runs here.
+func LineSources() []Source {
+	if ownWorkloadsGap == "" {
+		return DefaultSources
+	}
+	var out []Source
+	for _, src := range DefaultSources {
+		if !src.Own {
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// LineGaps is what the scheduler_perf of the Kubernetes line this is built
+// for cannot measure or run (the minor_*.go files say which upstream change
+// each follows). The run info carries it, so the report shows n/a there.
+func LineGaps() []report.Unavailable {
+	var gaps []report.Unavailable
+	if schedulingDurationGap != "" {
+		gaps = append(gaps, report.Unavailable{What: report.SchedulingDurationMetric, Why: schedulingDurationGap})
+	}
+	if ownWorkloadsGap != "" {
+		gaps = append(gaps, report.Unavailable{What: report.OwnWorkloads, Why: ownWorkloadsGap})
+	}
+	return gaps
+}
+
 // OurProfileName is the profile name in manifests/scheduler-config.yaml.
 const OurProfileName = "placement-scheduler"
 
@@ -136,7 +166,7 @@ type Options struct {
 	OwnDir string
 	// Dir receives the temporary copies.
 	Dir string
-	// Sources default to DefaultSources.
+	// Sources default to LineSources().
 	Sources []Source
 	// PluginNames are the plugins whose execution time is collected.
 	PluginNames []string
@@ -154,7 +184,7 @@ type Setup struct {
 func Prepare(opts Options) (*Setup, error) {
 	sources := opts.Sources
 	if sources == nil {
-		sources = DefaultSources
+		sources = LineSources()
 	}
 	ourConfig := filepath.Join(opts.Dir, "scheduler-config-ours.yaml")
 	if err := DeriveOurConfig(manifests.SchedulerConfig(), ourConfig); err != nil {
@@ -436,8 +466,10 @@ func absolutize(p, dir string) (string, error) {
 }
 
 // CollectorConfig returns upstream's default metrics collection
-// (defaultMetricsCollectorConfig in scheduler_perf.go) with pluginNames as
-// the plugin label values.
+// (defaultMetricsCollectorConfig in scheduler_perf.go, plus its queueing
+// hint series, which it adds while gate SchedulerQueueingHints is on: GA and
+// locked on since 1.34) with pluginNames as the plugin label values. The pod
+// group series are the line's own (podGroupMetrics).
 //
 // Why it is injected rather than left to the default: upstream builds its
 // default collector config at package initialisation from the exported
@@ -450,32 +482,28 @@ func CollectorConfig(pluginNames []string) map[string]any {
 	type lv = map[string]any
 	plugins := slices.Clone(pluginNames)
 	events := schedframework.AllClusterEventLabels()
-	return map[string]any{
-		"metrics": map[string]any{
-			"scheduler_framework_extension_point_duration_seconds": []lv{
-				{"label": "extension_point", "values": metrics.ExtensionPoints},
-			},
-			"scheduler_scheduling_attempt_duration_seconds": []lv{
-				{"label": "result", "values": []string{metrics.ScheduledResult, metrics.UnschedulableResult, metrics.ErrorResult}},
-			},
-			"scheduler_pod_scheduling_duration_seconds": nil,
-			"scheduler_plugin_execution_duration_seconds": []lv{
-				{"label": "plugin", "values": plugins},
-				{"label": "extension_point", "values": metrics.ExtensionPoints},
-			},
-			"scheduler_queueing_hint_execution_duration_seconds": []lv{
-				{"label": "plugin", "values": plugins},
-				{"label": "event", "values": events},
-			},
-			"scheduler_event_handling_duration_seconds": []lv{
-				{"label": "event", "values": events},
-			},
-			"scheduler_podgroup_scheduling_attempt_duration_seconds": []lv{
-				{"label": "result", "values": []string{metrics.WaitingOnPreemptionResult, metrics.ScheduledResult, metrics.UnschedulableResult, metrics.ErrorResult}},
-			},
-			"scheduler_podgroup_scheduling_algorithm_duration_seconds": nil,
+	collected := map[string]any{
+		"scheduler_framework_extension_point_duration_seconds": []lv{
+			{"label": "extension_point", "values": metrics.ExtensionPoints},
+		},
+		"scheduler_scheduling_attempt_duration_seconds": []lv{
+			{"label": "result", "values": []string{metrics.ScheduledResult, metrics.UnschedulableResult, metrics.ErrorResult}},
+		},
+		"scheduler_pod_scheduling_duration_seconds": nil,
+		"scheduler_plugin_execution_duration_seconds": []lv{
+			{"label": "plugin", "values": plugins},
+			{"label": "extension_point", "values": metrics.ExtensionPoints},
+		},
+		"scheduler_queueing_hint_execution_duration_seconds": []lv{
+			{"label": "plugin", "values": plugins},
+			{"label": "event", "values": events},
+		},
+		"scheduler_event_handling_duration_seconds": []lv{
+			{"label": "event", "values": events},
 		},
 	}
+	maps.Copy(collected, podGroupMetrics())
+	return map[string]any{"metrics": collected}
 }
 
 // setCollectorConfig injects CollectorConfig, or, if the test case brings

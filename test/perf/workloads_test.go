@@ -20,9 +20,10 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
-// prepareForTest writes the temp copies of upstream's test cases (and our
-// derived config) for one test or benchmark.
-func prepareForTest(t testing.TB) *Setup {
+// prepareForTest writes the temp copies of the test cases of sources (nil:
+// LineSources(), what this line's scheduler_perf runs) and our derived
+// config for one test or benchmark.
+func prepareForTest(t testing.TB, sources []Source) *Setup {
 	t.Helper()
 	if env.setupErr != nil {
 		t.Fatal(env.setupErr)
@@ -31,6 +32,7 @@ func prepareForTest(t testing.TB) *Setup {
 		UpstreamDir: env.upstreamDir,
 		OwnDir:      filepath.Join(env.repoRoot, "test", "perf"),
 		Dir:         t.TempDir(),
+		Sources:     sources,
 		PluginNames: benchmark.PluginNames,
 	})
 	if err != nil {
@@ -43,7 +45,7 @@ func prepareForTest(t testing.TB) *Setup {
 // documented rewrites: absolute template paths, schedulerConfigPath for
 // ours, and metricsCollectorConfig.
 func TestPrepareKeepsUpstreamTestCases(t *testing.T) {
-	setup := prepareForTest(t)
+	setup := prepareForTest(t, nil)
 	originals := map[string]map[string]any{}
 	dirs := map[string]string{}
 	scaled := map[string][]Scaling{}
@@ -275,7 +277,7 @@ func keys(m map[string]any) []string {
 // exactly as scheduler_perf does, differing only in profile name and leader
 // election.
 func TestDerivedConfigIsShippedProfile(t *testing.T) {
-	setup := prepareForTest(t)
+	setup := prepareForTest(t, nil)
 	raw, err := os.ReadFile(setup.OurConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +434,7 @@ func TestMeasuredPods(t *testing.T) {
 		"SchedulingBasic/5000Nodes":           1000,
 	}
 	got := map[string]int{}
-	for _, c := range prepareForTest(t).Cases {
+	for _, c := range prepareForTest(t, nil).Cases {
 		for _, w := range c.Workloads {
 			if _, ok := want[c.Name+"/"+w.Name]; ok {
 				got[c.Name+"/"+w.Name] = w.MeasuredPods

@@ -62,6 +62,40 @@ type RunInfo struct {
 	// keyed "<test case>/<workload>" (see MeasuredPodsKey); a workload
 	// whose count the harness could not read is absent.
 	MeasuredPods map[string]int `json:"measuredPods,omitempty"`
+	// Unavailable is what the run's scheduler_perf (the Kubernetes line the
+	// benchmark was built for) cannot measure or run, and why: the report
+	// shows it as n/a rather than leaving it out or filling it in.
+	Unavailable []Unavailable `json:"unavailable,omitempty"`
+}
+
+// Unavailable is one thing a line's scheduler_perf cannot measure or run.
+type Unavailable struct {
+	// What is SchedulingDurationMetric or OwnWorkloads.
+	What string `json:"what"`
+	// Why names the upstream change the line predates.
+	Why string `json:"why"`
+}
+
+// What an Unavailable can name.
+const (
+	// SchedulingDurationMetric is scheduler_perf's data item behind the
+	// phase and ceiling tables (Sample.DurationS).
+	SchedulingDurationMetric = "SchedulingDuration"
+	// OwnWorkloads are the test cases of test/perf/workloads.
+	OwnWorkloads = "test/perf/workloads"
+)
+
+// Lacks returns why the run could not measure or run what, if it could not.
+func (info *RunInfo) Lacks(what string) (why string, lacks bool) {
+	if info == nil {
+		return "", false
+	}
+	for _, u := range info.Unavailable {
+		if u.What == what {
+			return u.Why, true
+		}
+	}
+	return "", false
 }
 
 // MeasuredPodsKey is RunInfo.MeasuredPods' key for a workload.
@@ -270,7 +304,7 @@ func addItem(s *Sample, it DataItem) {
 		}
 	case "heap_memory_usage":
 		s.PeakHeapMB = it.Data["Max"]
-	case "SchedulingDuration":
+	case SchedulingDurationMetric:
 		s.DurationS = it.Data["Duration"]
 	case "scheduler_framework_extension_point_duration_seconds":
 		if s.ExtensionPoints == nil {
@@ -683,8 +717,15 @@ func Markdown(r *Report) string {
 		fmt.Fprintf(&b, "- Started %s; k8s.io/kubernetes %s; %s; NumCPU %d, GOMAXPROCS %d\n", info.Started, info.K8sVersion, info.GoVersion, info.NumCPU, info.GOMAXPROCS)
 		fmt.Fprintf(&b, "- Repeats: %d per profile, %s\n", info.Repeats, info.Order)
 		fmt.Fprintf(&b, "- Selection: `-bench '%s'`, `-perf-scheduling-label-filter '%s'`\n", info.BenchPattern, info.LabelFilter)
+		own := "and our own from test/perf/workloads"
+		if _, lacks := info.Lacks(OwnWorkloads); lacks {
+			own = "not our own (test/perf/workloads: n/a, below)"
+		}
 		fmt.Fprintf(&b, "- Workloads: upstream's files, unmodified, from %s (a 15000Nodes workload of upstream's is its 5000Nodes with every count x3), "+
-			"and our own from test/perf/workloads; profile ours = %s\n", info.UpstreamDir, info.OurConfigBasis)
+			"%s; profile ours = %s\n", info.UpstreamDir, own, info.OurConfigBasis)
+		for _, u := range info.Unavailable {
+			fmt.Fprintf(&b, "- n/a with k8s.io/kubernetes %s: %s: %s\n", info.K8sVersion, u.What, u.Why)
+		}
 	}
 	if l := r.LoadAverage1m; l != nil {
 		cpus := "?"
@@ -730,8 +771,12 @@ func Markdown(r *Report) string {
 		if few {
 			fmt.Fprintf(&b, "\n† Some run's throughput Average is over fewer than %d one-second samples: read ours/upstream by phase time below.\n", MinThroughputSamples)
 		}
-		writePhaseTable(&b, t)
-		writeCeilingTable(&b, t)
+		if why, lacks := r.Run.Lacks(SchedulingDurationMetric); lacks {
+			fmt.Fprintf(&b, "\nMeasured phase and share of the ceiling: n/a (they need the %s data item: %s).\n", SchedulingDurationMetric, why)
+		} else {
+			writePhaseTable(&b, t)
+			writeCeilingTable(&b, t)
+		}
 		writeExtensionPointTable(&b, t)
 		writePluginTable(&b, t)
 	}

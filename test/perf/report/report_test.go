@@ -265,7 +265,7 @@ func TestLoadAndBuild(t *testing.T) {
 	}
 
 	md := Markdown(rep)
-	for _, want := range []string{
+	checkMarkdown(t, md, []string{
 		"| SchedulingPodAffinity | 14 % | 20 % | 19–21 % |",
 		"| SchedulingBasic (ceiling) | 100 % | 62 % | 62–62 % |",
 		"the faster of the two profiles' SchedulingBasic in the same run (here the upstream profile's, 800.0 pods/s)",
@@ -280,11 +280,7 @@ func TestLoadAndBuild(t *testing.T) {
 		"A gap (–) means no observation survived",
 		"NumCPU 2",
 		"Machine load during the run (1-min load average, 2 samples, 2 CPUs): mean 2.0, min 1.5, max 2.5",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md)
-		}
-	}
+	}, nil)
 	if _, err := json.Marshal(rep); err != nil {
 		t.Errorf("report JSON: %v", err)
 	}
@@ -356,3 +352,75 @@ func nanTo(f float64) float64 {
 }
 
 func ptr(f float64) *float64 { return &f }
+
+// A line whose scheduler_perf lacks a data item or cannot run our own
+// workloads says so: the run info lists it, the report prints n/a where it
+// would be, and no table is built from the missing values.
+func TestUnavailableIsShownAsNA(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []string{"SchedulingPodAffinity", CeilingCase} {
+		for _, profile := range []string{Upstream, Ours} {
+			name := "BenchmarkPerfScheduling/" + c + "/r1-" + profile + "/" + c + "/500Nodes/sched-1"
+			// What scheduler_perf writes without a SchedulingDuration collector.
+			writeItems(t, dir, "BenchmarkPerfScheduling_"+c+"_r1-"+profile+"_benchmark_x.json",
+				item(name, "SchedulingThroughput", map[string]float64{"Average": 100}),
+				item(name, "heap_memory_usage", map[string]float64{"Max": 300}))
+		}
+	}
+	info := RunInfo{K8sVersion: "v1.35.4", Repeats: 1, Cases: []string{"SchedulingPodAffinity", CeilingCase},
+		MeasuredPods: map[string]int{"SchedulingPodAffinity/500Nodes": 1000, "SchedulingBasic/500Nodes": 1000},
+		Unavailable: []Unavailable{
+			{What: SchedulingDurationMetric, Why: "no such collector"},
+			{What: OwnWorkloads, Why: "no templateParams"},
+		}}
+	js, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why, lacks := res.Info.Lacks(SchedulingDurationMetric); !lacks || why != "no such collector" {
+		t.Errorf("Lacks(%s) = %q, %v", SchedulingDurationMetric, why, lacks)
+	}
+	if _, lacks := (*RunInfo)(nil).Lacks(OwnWorkloads); lacks {
+		t.Errorf("a run without run info lacks nothing it can name")
+	}
+	rep := Build(res)
+	row := rep.Tables[0].Rows[0]
+	if row.Upstream.DurationS.N != 0 || row.PhaseRatio != nil || row.OfCeiling != nil {
+		t.Errorf("values built from a missing SchedulingDuration: duration %+v, phase ratio %v, share %+v",
+			row.Upstream.DurationS, row.PhaseRatio, row.OfCeiling)
+	}
+	checkMarkdown(t, Markdown(rep), []string{
+		"- n/a with k8s.io/kubernetes v1.35.4: SchedulingDuration: no such collector",
+		"- n/a with k8s.io/kubernetes v1.35.4: test/perf/workloads: no templateParams",
+		"not our own (test/perf/workloads: n/a, below)",
+		"Measured phase and share of the ceiling: n/a (they need the SchedulingDuration data item: no such collector).",
+		"| SchedulingPodAffinity | 100.0 | 100.0 | 1.00 |",
+	}, []string{"Measured phase: SchedulingDuration", "Against the ceiling", "and our own from test/perf/workloads"})
+	out, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"unavailable":[{"what":"SchedulingDuration","why":"no such collector"}`) {
+		t.Errorf("report.json does not carry the run's unavailable items: %s", out)
+	}
+}
+
+// checkMarkdown fails t for each line of want md lacks and each of unwanted
+// it has.
+func checkMarkdown(t *testing.T, md string, want, unwanted []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(md, w) {
+			t.Errorf("markdown lacks %q:\n%s", w, md)
+		}
+	}
+	for _, u := range unwanted {
+		if strings.Contains(md, u) {
+			t.Errorf("markdown has %q:\n%s", u, md)
+		}
+	}
+}

@@ -55,6 +55,12 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("-cases: %w", err)
 	}
+	if err := perf.CheckPodsTimeout(*podsTimeout); err != nil {
+		return fmt.Errorf("-pods-timeout: %w", err)
+	}
+	for _, g := range perf.LineGaps() {
+		fmt.Printf("bench: n/a on this Kubernetes line: %s: %s\n", g.What, g.Why)
+	}
 	repoRoot, err := perf.RepoRoot()
 	if err != nil {
 		return err

@@ -5,9 +5,12 @@
 // beside the default scheduler, brought up by test/framework exactly as
 // test/examples does. Ctrl-C stops everything. No cluster needed.
 //
-// With -demo it applies the fleet and every manifests/examples scenario,
-// waits for what each README promises, prints where everything landed and
-// stops; it fails if any example did not do what its README says.
+// With -demo it applies the fleet, asks `kubectl placement simulate` where
+// one example's replicas would go before applying anything, applies every
+// manifests/examples scenario, waits for what each README promises, prints
+// where everything landed and stops; it fails if any example did not do
+// what its README says or the scheduler did not place the simulated
+// example where simulate said.
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -184,11 +188,22 @@ func runDemo(ctx context.Context, env *framework.Env) error {
 	if err := r.ApplyFleet(ctx, fsys); err != nil {
 		return err
 	}
-	fmt.Printf("applying %d examples and waiting for what each README promises ...\n", len(exs))
+	whatIf, err := simulateFirst(ctx, env, fsys, whatIfExample)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\napplying %d examples and waiting for what each README promises ...\n", len(exs))
 	results := r.RunAll(ctx, exs)
 	rows, err := r.Placements(ctx, exs)
 	if err != nil {
 		return err
+	}
+	// The what-if holds the scheduler to its word: where simulate put each
+	// replica is where it landed, node for node (the example's constraints
+	// leave one node per replica, so no tie-break can differ).
+	if got := placed(rows, whatIfExample); !slices.Equal(got, whatIf) {
+		err := fmt.Errorf("%s: kubectl placement simulate said %v, the scheduler placed %v", whatIfExample, whatIf, got)
+		results[whatIfExample] = errors.Join(results[whatIfExample], err)
 	}
 	fmt.Println()
 	if err := examples.PrintTable(os.Stdout, rows, results); err != nil {

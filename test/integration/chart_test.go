@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
@@ -46,6 +47,23 @@ func TestChartInstallsASchedulerThatNeedsOnlyItsServiceAccount(t *testing.T) {
 		"ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 1,
 		"ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 3, "ClusterRole": 2, // the scheduler's and the enforcer's
 	})
+	// The chart read the apiserver's version and picked this build's line:
+	// its image tag and its shipped profile.
+	if img := in.Deployment.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, "-k8s"+k8sline.Minor) {
+		t.Errorf("the chart deployed %s on a %s apiserver, want the %s line's image (tag ...-k8s%s)", img, framework.KubernetesVersion(t), k8sline.Minor, k8sline.Minor)
+	}
+	var installed, shipped struct {
+		Profiles []any `json:"profiles"`
+	}
+	if err := yaml.Unmarshal(in.Config, &installed); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(manifests.SchedulerConfig(), &shipped); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(shipped.Profiles, installed.Profiles); diff != "" {
+		t.Errorf("the chart's profiles are not the %s line's shipped ones (-shipped +installed):\n%s", k8sline.Minor, diff)
+	}
 
 	sched := startLeaderAsInstalled(t, in)
 

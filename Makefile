@@ -154,8 +154,22 @@ $(BIN)/kube-controller-manager: $(LINE_DEPS)
 $(BIN)/kube-scheduler: $(LINE_DEPS)
 	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-scheduler
 	@touch $@
+# KWOK builds from the line's module graph, except where no served KWOK
+# builds against that minor's modules (lines/k8s-1.35/go.work says why):
+# then from a copy of the line's workspace with KWOK_REPLACE_<line>'s
+# replaces added, for KWOK alone.
+KWOK_REPLACE_1.35 := k8s.io/cri-api=k8s.io/cri-api@v0.36.3 k8s.io/cri-client=k8s.io/cri-client@v0.36.3
+KWOK_REPLACE := $(KWOK_REPLACE_$(K8S))
 $(BIN)/kwok: $(LINE_DEPS)
+ifeq ($(KWOK_REPLACE),)
 	$(GO) build -o $@ sigs.k8s.io/kwok/cmd/kwok
+else
+	mkdir -p $(BIN)/kwok-work
+	cp lines/k8s-$(K8S)/go.work $(BIN)/kwok-work/go.work
+	cp lines/k8s-$(K8S)/go.work.sum $(BIN)/kwok-work/go.work.sum
+	$(GO) work edit -dropuse=../.. -use=$(CURDIR) $(foreach r,$(KWOK_REPLACE),-replace=$(r)) $(BIN)/kwok-work/go.work
+	GOWORK=$(BIN)/kwok-work/go.work $(GO) build -o $@ sigs.k8s.io/kwok/cmd/kwok
+endif
 	@touch $@
 
 .PHONY: etcd

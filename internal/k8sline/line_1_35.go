@@ -5,10 +5,13 @@ package k8sline
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
 // Minor is the Kubernetes minor this build's plugins mirror.
@@ -54,3 +57,18 @@ func NewCache(ctx context.Context, _ bool) cache.Cache {
 // SkipsAllPostFilter is false: 1.35's cycle state cannot ask to skip every
 // PostFilter plugin.
 func SkipsAllPostFilter(fwk.CycleState) bool { return false }
+
+// SchedulerFrameworkOptions wire a framework to kube-scheduler's own cache
+// and snapshot as 1.35's scheduler does: the snapshot as its lister. 1.35's
+// framework has no mutable lister, and its cache no pod groups to manage.
+func SchedulerFrameworkOptions(_ cache.Cache, snap *cache.Snapshot) []frameworkruntime.Option {
+	return []frameworkruntime.Option{frameworkruntime.WithSnapshotSharedLister(snap)}
+}
+
+// RemoveAssumedPod is what kube-scheduler does to its cache when a pod it
+// assumed is deleted before its binding is seen: 1.35's cache has no call of
+// its own for it (1.37 added RemoveAssumedPod); the scheduler forgets the
+// assumption.
+func RemoveAssumedPod(logger klog.Logger, c cache.Cache, pod *v1.Pod) error {
+	return c.ForgetPod(logger, pod)
+}

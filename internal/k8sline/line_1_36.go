@@ -5,10 +5,13 @@ package k8sline
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
 // Minor is the Kubernetes minor this build's plugins mirror.
@@ -60,3 +63,22 @@ func NewCache(ctx context.Context, genericWorkload bool) cache.Cache {
 // SkipsAllPostFilter reports whether the cycle's PreFilter asked the
 // framework to skip every PostFilter plugin.
 func SkipsAllPostFilter(cs fwk.CycleState) bool { return cs.ShouldSkipAllPostFilterPlugins() }
+
+// SchedulerFrameworkOptions wire a framework to kube-scheduler's own cache
+// and snapshot as 1.36's scheduler does: the snapshot as its lister (1.36's
+// framework has no mutable lister), the cache as its pod-group manager.
+func SchedulerFrameworkOptions(c cache.Cache, snap *cache.Snapshot) []frameworkruntime.Option {
+	return []frameworkruntime.Option{
+		frameworkruntime.WithSnapshotSharedLister(snap),
+		frameworkruntime.WithPodGroupManager(c),
+	}
+}
+
+// RemoveAssumedPod is what kube-scheduler does to its cache when a pod it
+// assumed is deleted before its binding is seen: 1.36's cache has no call of
+// its own for it (1.37 added RemoveAssumedPod); the scheduler drops the pod
+// from its pod group, then forgets the assumption.
+func RemoveAssumedPod(logger klog.Logger, c cache.Cache, pod *v1.Pod) error {
+	c.RemovePodGroupMember(pod)
+	return c.ForgetPod(logger, pod)
+}

@@ -5,10 +5,13 @@ package k8sline
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
 // Minor is the Kubernetes minor this build's plugins mirror.
@@ -66,3 +69,23 @@ func NewCache(ctx context.Context, genericWorkload bool) cache.Cache {
 // SkipsAllPostFilter reports whether the cycle's PreFilter asked the
 // framework to skip every PostFilter plugin.
 func SkipsAllPostFilter(cs fwk.CycleState) bool { return cs.ShouldSkipAllPostFilterPlugins() }
+
+// SchedulerFrameworkOptions wire a framework to kube-scheduler's own cache
+// and snapshot as 1.37's scheduler does: the snapshot as its lister and its
+// mutable lister (the preemption dry run's), the cache as its pod-group
+// manager.
+func SchedulerFrameworkOptions(c cache.Cache, snap *cache.Snapshot) []frameworkruntime.Option {
+	return []frameworkruntime.Option{
+		frameworkruntime.WithSnapshotSharedLister(snap),
+		frameworkruntime.WithMutableSnapshotLister(snap),
+		frameworkruntime.WithPodGroupManager(c),
+	}
+}
+
+// RemoveAssumedPod is what kube-scheduler does to its cache when a pod it
+// assumed is deleted before its binding is seen: 1.37's cache has a call of
+// its own for it, which also drops the pod from its pod group (ForgetPod
+// would keep it there as unscheduled).
+func RemoveAssumedPod(logger klog.Logger, c cache.Cache, pod *v1.Pod) error {
+	return c.RemoveAssumedPod(logger, pod)
+}

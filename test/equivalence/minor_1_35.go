@@ -10,8 +10,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-// setSchedulingGroup: 1.35's pods have no scheduling group; a sequence's
-// group members stay look-alike pods.
+// setSchedulingGroup: 1.35's pods have no scheduling group (and the
+// sequence harness runs a group cycle as its first pod's own cycle).
 func setSchedulingGroup(*v1.Pod, string) {}
 
 // markPodGroupCycle: 1.35 has no pod group cycles.

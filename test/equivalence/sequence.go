@@ -33,7 +33,7 @@ const (
 	OpRemoveNode = "RemoveNode" // cache.RemoveNode: its pods stay in the cache
 	OpAddPod     = "AddPod"     // informer add of a bound pod: cache.AddPod
 	OpRelabelPod = "RelabelPod" // cache.UpdatePod with Labels
-	OpDeletePod  = "DeletePod"  // cache.RemovePod, or RemoveAssumedPod if still assumed
+	OpDeletePod  = "DeletePod"  // cache.RemovePod, or k8sline.RemoveAssumedPod if still assumed
 	OpMovePod    = "MovePod"    // delete, then re-create under the same name on Node.Name
 	OpConfirm    = "Confirm"    // informer add of an assumed pod once bound: cache.AddPod
 	OpForget     = "Forget"     // binding failed: cache.ForgetPod
@@ -61,7 +61,8 @@ type SeqStep struct {
 // same snapshot, each assumed on the snapshot itself (Snapshot.AssumePod,
 // which keeps the node's generation), the placement is reverted
 // (Snapshot.ForgetPod, LIFO) and tried a second time, then the members are
-// assumed in the cache if BindGroup.
+// assumed in the cache if BindGroup. A line without pod-group cycles (1.35)
+// runs Pod's own cycle and leaves the members out.
 type SeqCycle struct {
 	Pod           *v1.Pod        `json:"pod"`
 	Nominated     []*v1.Pod      `json:"nominated,omitempty"`

@@ -1,5 +1,3 @@
-//go:build !k8s1.35 && !k8s1.36
-
 package equivalence
 
 import (
@@ -19,7 +17,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
-	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
@@ -96,15 +93,14 @@ func newSeqSide(ctx context.Context) (*seqSide, error) {
 	s.podStore = inf.Core().V1().Pods().Informer().GetIndexer()
 	rec := metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done())
 	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), inf.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
-	s.opts = []frameworkruntime.Option{
-		frameworkruntime.WithSnapshotSharedLister(s.snap),
-		frameworkruntime.WithMutableSnapshotLister(s.snap),
-		frameworkruntime.WithPodGroupManager(s.cache), // as kube-scheduler wires it
+	// The snapshot and the cache are wired as kube-scheduler of the line
+	// wires its own (lister, mutable lister, pod-group manager).
+	s.opts = append(k8sline.SchedulerFrameworkOptions(s.cache, s.snap),
 		frameworkruntime.WithInformerFactory(inf),
 		frameworkruntime.WithPodNominator(s.nominator),
 		frameworkruntime.WithMetricsRecorder(rec),
 		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, nil, inf)),
-	}
+	)
 	h, err := frameworkruntime.NewFramework(ctx, nil, nil, s.opts...)
 	if err != nil {
 		return nil, err
@@ -395,13 +391,14 @@ func (r *seqRun) deletePod(key string) []mismatch {
 		})
 	}
 	if p := r.assumed[key]; p != nil {
-		// Deleted while assumed (v1.37.2's cache has no assumed-pod
-		// expiry: this and ForgetPod are the ways an assumption ends
-		// without a bind).
+		// Deleted while assumed (the caches here never expire an assumed
+		// pod: this and ForgetPod are the ways an assumption ends without a
+		// bind). What the scheduler does to its cache then depends on the
+		// line (1.37 has RemoveAssumedPod, older lines forget the pod).
 		delete(r.assumed, key)
 		return r.cacheErr("RemoveAssumedPod", func(s *seqSide) error {
 			s.podStore.Delete(p)
-			return s.cache.RemoveAssumedPod(r.logger, p.DeepCopy())
+			return k8sline.RemoveAssumedPod(r.logger, s.cache, p.DeepCopy())
 		})
 	}
 	return nil
@@ -435,65 +432,20 @@ func (r *seqRun) cycle(c *SeqCycle) []mismatch {
 	r.both(func(s *seqSide) { s.podStore.Update(c.Pod) })
 
 	if len(c.Group) == 0 {
-		out = r.compareCycle(c, c.Pod, events)
-		if c.Assume > 0 {
-			if node := r.pickFeasible(c, c.Pod); node != "" {
-				p := c.Pod.DeepCopy()
-				p.Spec.NodeName = node
-				r.assumed[key] = p
-				out = append(out, r.cacheErr("AssumePod", func(s *seqSide) error { return s.cache.AssumePod(r.logger, p.DeepCopy()) })...)
-			}
-		}
-		return out
+		return r.podCycle(c, events)
 	}
+	// On a line without pod-group cycles (1.35) this is its pod's cycle.
+	return r.groupCycle(c, events)
+}
 
-	// Pod-group cycle: members are placed one after another on the same
-	// snapshot, each assumed on the snapshot with its node's generation
-	// kept; the placement is reverted (LIFO) and tried again, as the
-	// placement algorithm does per candidate placement.
-	members := append([]*v1.Pod{c.Pod}, c.Group...)
-	for _, m := range members {
-		// The unscheduled members' add events (the pod-group part is a no-op
-		// with the gate off).
-		r.both(func(s *seqSide) {
-			s.podStore.Update(m)
-			s.cache.AddPodGroupMember(m.DeepCopy())
-		})
-	}
-	var placed []*v1.Pod
-	for attempt := range 2 {
-		placed = placed[:0]
-		for i, m := range members {
-			if r.known(PodKey(m)) {
-				continue
-			}
-			var ev []Event
-			if attempt == 0 && i == 0 {
-				ev = events
-			}
-			out = append(out, r.compareCycle(c, m, ev)...)
-			node := r.pickFeasible(c, m)
-			if node == "" {
-				continue
-			}
-			p := m.DeepCopy()
+// podCycle runs c.Pod's scheduling cycle and assumes it in the cache on
+// the node c.Assume picks.
+func (r *seqRun) podCycle(c *SeqCycle, events []Event) []mismatch {
+	out := r.compareCycle(c, c.Pod, events)
+	if c.Assume > 0 {
+		if node := r.pickFeasible(c, c.Pod); node != "" {
+			p := c.Pod.DeepCopy()
 			p.Spec.NodeName = node
-			placed = append(placed, p)
-			out = append(out, r.cacheErr("Snapshot.AssumePod", func(s *seqSide) error {
-				pi, _ := framework.NewPodInfo(p.DeepCopy())
-				return s.snap.AssumePod(pi)
-			})...)
-		}
-		for i := len(placed) - 1; i >= 0; i-- {
-			p := placed[i]
-			out = append(out, r.cacheErr("Snapshot.ForgetPod", func(s *seqSide) error { return s.snap.ForgetPod(r.logger, p) })...)
-		}
-		if len(out) > 0 {
-			return out
-		}
-	}
-	if c.BindGroup {
-		for _, p := range placed {
 			r.assumed[PodKey(p)] = p
 			out = append(out, r.cacheErr("AssumePod", func(s *seqSide) error { return s.cache.AssumePod(r.logger, p.DeepCopy()) })...)
 		}
@@ -868,35 +820,6 @@ func TestSequence(t *testing.T) {
 			}
 		}
 		t.Errorf("sequence-mode mismatches:\n%s", b.String())
-	}
-}
-
-// TestSequenceGenericWorkload runs a batch with the GenericWorkload gate on
-// (beta, off by default in v1.37.2): the caches keep pod-group state, the
-// group members carry spec.schedulingGroup, and the snapshot's pod-group
-// AssumePod/ForgetPod also track them. Both profiles are the ones compared
-// elsewhere (the default profile is derived before the gate is turned on, so
-// neither carries the gang plugins the gate would add to upstream's
-// default): only the four plugins differ.
-func TestSequenceGenericWorkload(t *testing.T) {
-	defaultProfile()
-	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
-	seed := envUint("EQUIVALENCE_SEQ_SEED", defaultSeed) + 7
-	n := envUint("EQUIVALENCE_SEQUENCES", defaultSequences) / 4
-	if testing.Short() {
-		n = 4
-	}
-	opts := SequenceOptions{Steps: int(envUint("EQUIVALENCE_SEQ_STEPS", defaultSeqSteps))}
-	res := runSequences(t, seed, n, nil, opts, defaultSeqConfig(), 5)
-	t.Logf("GenericWorkload on: seed=%d sequences=%d steps=%d cycles=%d wall=%v; %v",
-		seed, res.sequences, res.steps, res.cycles, res.elapsed.Round(time.Millisecond), res.effective)
-	if res.effective["cycle(pod group)"] == 0 {
-		t.Errorf("no pod-group cycle ran")
-	}
-	for _, f := range res.findings {
-		rep, _ := formatSeqFinding(t, f, defaultSeqConfig(), "")
-		t.Errorf("sequence-mode mismatch with GenericWorkload on:\n%s", rep)
-		break
 	}
 }
 

@@ -143,6 +143,12 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	}
 	var notes []string
 	if workloads != nil {
+		var n []string
+		workloads.objs, cluster, n = simulate.FileNamespaces(workloads.objs, cluster)
+		notes = append(notes, n...)
+		if len(workloads.objs) == 0 {
+			return fmt.Errorf("%s: only namespaces: give a Deployment, StatefulSet, ReplicaSet, Job, DaemonSet or Pod", workloads.source)
+		}
 		if err := namespacesExist(ctx, cluster, client, workloads, namespace); err != nil {
 			return err
 		}

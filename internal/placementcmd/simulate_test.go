@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -244,5 +245,44 @@ func TestSimulateNamespaceNotListable(t *testing.T) {
 	deploy = fileWriter(t)("absent.yaml", strings.Replace(mustRead(t, deploy), "namespace: default", "namespace: absent", 1))
 	if err := run("default"); err == nil || !strings.Contains(err.Error(), `namespace "absent"`) {
 		t.Errorf("workload in a missing namespace: %v", err)
+	}
+}
+
+// Files that create the workload's namespace, as `kubectl apply -f` of the
+// same files would, are simulated as if it existed, with a note; the
+// affinity terms then look in that new, empty namespace (their default),
+// so the replicas that need a cache pod there stay Pending.
+func TestSimulateNamespaceFromTheFiles(t *testing.T) {
+	write := fileWriter(t)
+	deploy := mustRead(t, "testdata/simulate/zone-affinity-hostname-anti-affinity/workload.yaml")
+	withNS := write("with-ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: fresh, labels: {team: a}}\n---\n"+
+		strings.Replace(deploy, "namespace: default", "namespace: fresh", 1))
+	out, err := runCLI(t, "", "simulate", "-f", withNS, "--from-file", "testdata/zone-affinity-anti-affinity/cluster.json", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Placed, Pending int
+		Replicas        []struct{ Pod string }
+		Notes           []string
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Replicas) != 5 || got.Placed != 0 || got.Pending != 5 {
+		t.Errorf("placed %d, pending %d of %d replicas; want 0, 5 of 5 (no cache pod in namespace fresh)", got.Placed, got.Pending, len(got.Replicas))
+	}
+	for _, r := range got.Replicas {
+		if !strings.HasPrefix(r.Pod, "fresh/") {
+			t.Errorf("replica %s is not in namespace fresh", r.Pod)
+		}
+	}
+	if !slices.ContainsFunc(got.Notes, func(n string) bool { return strings.Contains(n, "namespace fresh is created by the given files") }) {
+		t.Errorf("no note on the namespace the files create: %q", got.Notes)
+	}
+	// A file of namespaces only has nothing to place.
+	onlyNS := write("only-ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: fresh}\n")
+	if _, err := runCLI(t, "", "simulate", "-f", onlyNS, "--from-file", "testdata/zone-affinity-anti-affinity/cluster.json"); err == nil || !strings.Contains(err.Error(), "only namespaces") {
+		t.Errorf("namespaces only: error %v, want one saying so", err)
 	}
 }

@@ -41,7 +41,9 @@ func TestMatchesAll(t *testing.T) {
 		}
 		return pi.GetRequiredAffinityTerms()
 	}
-	app := func(v string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"app": v}} }
+	app := func(v string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": v}}
+	}
 	web := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "own", Labels: map[string]string{"app": "web", "tier": "front"}}}
 	elsewhere := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Labels: map[string]string{"app": "web"}}}
 	bySelector := terms(v1.PodAffinityTerm{TopologyKey: "zone", LabelSelector: app("web"), NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}})

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -327,4 +328,40 @@ func toleratesHard(tols []v1.Toleration, taints []v1.Taint) bool {
 		}
 	}
 	return true
+}
+
+// FileNamespaces takes the Namespace objects out of objs, as `kubectl apply
+// -f` of the same files would create them before the workloads that live
+// in them: each one the cluster lacks is added to a copy of c, with its
+// labels (namespaceSelectors read them), and named in a note. It returns
+// the other objects and c itself when nothing was added.
+func FileNamespaces(objs []runtime.Object, c *explain.Cluster) ([]runtime.Object, *explain.Cluster, []string) {
+	have := map[string]bool{}
+	for _, ns := range c.Namespaces {
+		have[ns.Name] = true
+	}
+	var rest []runtime.Object
+	var added []*v1.Namespace
+	var notes []string
+	for _, obj := range objs {
+		ns, ok := obj.(*v1.Namespace)
+		if !ok {
+			rest = append(rest, obj)
+			continue
+		}
+		if have[ns.Name] {
+			continue
+		}
+		have[ns.Name] = true
+		cp := ns.DeepCopy()
+		cp.Status.Phase = v1.NamespaceActive
+		added = append(added, cp)
+		notes = append(notes, fmt.Sprintf("namespace %s is created by the given files, not yet by the cluster: placed as if it existed", ns.Name))
+	}
+	if len(added) == 0 {
+		return rest, c, nil
+	}
+	cp := *c
+	cp.Namespaces = append(slices.Clip(c.Namespaces), added...)
+	return rest, &cp, notes
 }

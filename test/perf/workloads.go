@@ -17,9 +17,9 @@
 //     collection plus our plugin names (see CollectorConfig for why).
 //
 // Each test case goes to its own file so the benchmark can interleave
-// profiles per test case (upstream, ours, floor, floor, ours, upstream) instead of running
-// one whole suite after the other, which would turn drift on a shared machine
-// into a difference between profiles.
+// profiles per test case (upstream, ours, floor, floor, ours, upstream)
+// instead of running one whole suite after the other, which would turn
+// drift on a shared machine into a difference between profiles.
 package perf
 
 import (

@@ -472,8 +472,9 @@ type Row struct {
 
 // CeilingShare is a workload's throughput as a fraction of the ceiling's:
 // its measured pods over its median phase time, against the same for
-// CeilingCase at the same scale in the same run, taking the faster of the
-// two profiles' CeilingCase (see ceilingTime) as the ceiling of both. The
+// CeilingCase at the same scale in the same run, taking the faster of
+// upstream's and ours' CeilingCase (see ceilingTime) as the ceiling of
+// every profile. The
 // phase time needs no sampling clock (see Row.FewSamples), and the pod
 // counts differ between test cases at some scales, so both are used. The
 // median, not the mean: on a shared machine one slow run in five would
@@ -601,7 +602,8 @@ func ranProfiles(res *Results) []string {
 // same pods, so the shorter time is the higher pods/s), and the profile it
 // is from; ok is false when neither profile has one. Taking the faster
 // profile means a slower SchedulingBasic of ours lowers the ceiling of
-// neither profile, so it can never raise a share.
+// neither profile, so it can never raise a share. The floor's is no
+// candidate: whether the floor ran changes no share of the other two.
 func ceilingTime(c *Row) (median float64, profile string, ok bool) {
 	u, o := c.Upstream.DurationS.Median, c.Ours.DurationS.Median
 	switch {

@@ -389,8 +389,9 @@ func TestFloorColumns(t *testing.T) {
 	}
 }
 
-// The ceiling is the faster of the two profiles' SchedulingBasic: a slower
-// SchedulingBasic of ours changes no share, a faster one lowers both.
+// The ceiling is the faster of upstream's and ours' SchedulingBasic: a slower
+// SchedulingBasic of ours changes no share, a faster one lowers both; the
+// floor's, however fast, is no candidate.
 func TestCeilingIsTheFasterBasic(t *testing.T) {
 	const workload = "500Nodes"
 	build := func(basicUpstream, basicOurs float64) Table {
@@ -403,7 +404,7 @@ func TestCeilingIsTheFasterBasic(t *testing.T) {
 				MeasuredPodsKey("Interleaved", workload): 1000, MeasuredPodsKey(CeilingCase, workload): 1000}},
 			Samples: map[Key][]Sample{
 				{Case: "Interleaved", Workload: workload}: {sample(Upstream, 10), sample(Ours, 5)},
-				{Case: CeilingCase, Workload: workload}:   {sample(Upstream, basicUpstream), sample(Ours, basicOurs)},
+				{Case: CeilingCase, Workload: workload}:   {sample(Upstream, basicUpstream), sample(Ours, basicOurs), sample(Floor, 0.5)},
 			},
 		}
 		tables := Build(res).Tables

@@ -249,7 +249,7 @@ func ensureDataItemsDir(b *testing.B) string {
 
 func writeRunInfo(b *testing.B, dir string, setup *Setup, profiles []Profile) {
 	file := filepath.Join(dir, report.RunInfoFile)
-	abba := fmt.Sprintf("ABBA per test case (r1 %s, r2 %s, ...)", JoinProfiles(RunOrder(1, profiles), ", "), JoinProfiles(RunOrder(2, profiles), ", "))
+	abba := fmt.Sprintf("ABBA per test case (r1: %s; r2: %s; ...)", JoinProfiles(RunOrder(1, profiles), ", "), JoinProfiles(RunOrder(2, profiles), ", "))
 	order := abba + ", all runs in one process, one etcd+apiserver+scheduler per workload run"
 	if *processPerRun {
 		if _, err := os.Stat(file); err == nil {

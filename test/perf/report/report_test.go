@@ -138,6 +138,18 @@ func run(t *testing.T, dir, c, profile string, rep int, throughput, p50, p99, he
 	writeItems(t, dir, "BenchmarkPerfScheduling_"+c+"_r"+string(rune('0'+rep))+"-"+profile+"_benchmark_x.json", items...)
 }
 
+// writeRunInfo writes info where the benchmark writes its run info.
+func writeRunInfo(t *testing.T, dir string, info RunInfo) {
+	t.Helper()
+	js, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // progress writes a run's scheduler_perf progress file with n samples,
 // named as scheduler_perf names it for test/perf's topic <topic>_r<rep>-<profile>.
 func progress(t *testing.T, dir, c, workload, profile string, rep, n int) {
@@ -173,10 +185,7 @@ func TestLoadAndBuild(t *testing.T) {
 		// The ceiling measures twice the pods here: its pods/s is twice
 		// what its phase time alone would say.
 		MeasuredPods: map[string]int{"SchedulingPodAffinity/500Nodes": 1000, "SchedulingBasic/500Nodes": 2000}}
-	js, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRunInfo(t, dir, info)
 
 	if err := os.WriteFile(filepath.Join(dir, LoadFile), []byte("A/r1-upstream\t1.5\t1\t1\nA/r1-ours\t2.5\t1\t1\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -332,10 +341,7 @@ func TestFloorColumns(t *testing.T) {
 	info := RunInfo{Repeats: 2, Cases: []string{"SchedulingPodAffinity", "SchedulingBasic"}, Profiles: []string{Upstream, Ours, Floor},
 		FloorConfigBasis: "ours without PlacementInterPodAffinity",
 		MeasuredPods:     map[string]int{"SchedulingPodAffinity/500Nodes": 1000, "SchedulingBasic/500Nodes": 1000}}
-	js, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRunInfo(t, dir, info)
 	res, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -467,10 +473,7 @@ func TestUnavailableIsShownAsNA(t *testing.T) {
 			{What: SchedulingDurationMetric, Why: "no such collector"},
 			{What: OwnWorkloads, Why: "no templateParams"},
 		}}
-	js, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRunInfo(t, dir, info)
 	res, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)

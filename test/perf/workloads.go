@@ -31,10 +31,9 @@ import (
 	"strings"
 
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"sigs.k8s.io/yaml"
-
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"

@@ -474,11 +474,10 @@ type Row struct {
 // its measured pods over its median phase time, against the same for
 // CeilingCase at the same scale in the same run, taking the faster of
 // upstream's and ours' CeilingCase (see ceilingTime) as the ceiling of
-// every profile. The
-// phase time needs no sampling clock (see Row.FewSamples), and the pod
-// counts differ between test cases at some scales, so both are used. The
-// median, not the mean: on a shared machine one slow run in five would
-// otherwise move the line.
+// every profile. The phase time needs no sampling clock (see
+// Row.FewSamples), and the pod counts differ between test cases at some
+// scales, so both are used. The median, not the mean: on a shared machine
+// one slow run in five would otherwise move the line.
 type CeilingShare struct {
 	// CeilingProfile is the profile whose CeilingCase was faster.
 	CeilingProfile string `json:"ceilingProfile"`
@@ -616,10 +615,11 @@ func ceilingTime(c *Row) (median float64, profile string, ok bool) {
 }
 
 // ofCeiling compares row with t's ceiling, the faster of upstream's and
-// ours' SchedulingBasic (ceilingTime), for every profile; nil when the counts or
-// times to do so are missing, or when the row is one of several measured
-// ops of its workload (the count is the workload's). The ceiling's own row
-// gets a share too: 100 % for the faster profile, below for the other.
+// ours' SchedulingBasic (ceilingTime), for every profile; nil when the
+// counts or times to do so are missing, or when the row is one of several
+// measured ops of its workload (the count is the workload's). The
+// ceiling's own row gets a share too: 100 % for the faster of upstream and
+// ours, below for the other, and the floor's against the same.
 func ofCeiling(t Table, row Row, pods map[string]int) *CeilingShare {
 	c := t.Ceiling
 	if measuresPerWorkload(t, row.Case) > 1 || measuresPerWorkload(t, c.Case) > 1 {

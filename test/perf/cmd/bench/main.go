@@ -1,6 +1,7 @@
 // Command bench runs test/perf's side-by-side scheduler_perf benchmark with
 // every workload run in a process of its own, in ABBA order per test case
-// over the chosen profiles (perf.Plan). `make bench` compiles the test binary once and calls this.
+// over the chosen profiles (perf.Plan). `make bench` compiles the test
+// binary once and calls this.
 //
 // One process per run keeps what a run leaves behind in the process (heap,
 // informer goroutines, GC pacing) from reaching the next run: at 5000 nodes

@@ -132,7 +132,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 						if p != Upstream {
 							var check func() error
 							var err error
-							if registry, check, err = verifiedRegistry(p); err != nil {
+							if registry, check, err = verifiedRegistry(p, plugins.Registry()); err != nil {
 								b.Fatal(err)
 							}
 							runOpts = append(slices.Clone(opts), withPrepareCheck(check))
@@ -157,8 +157,8 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	}
 }
 
-// verifiedRegistry returns our registry with factories that count their
-// calls, and a check for scheduler_perf's prepare hook (run after the
+// verifiedRegistry returns reg (our registry, pkg/plugins.Registry()) with
+// factories that count their calls, and a check for scheduler_perf's prepare hook (run after the
 // scheduler of each workload is built) that fails the workload unless the
 // scheduler instantiated exactly the plugins of ours that profile p runs:
 // all of them for ours, all but FloorPlugin for the floor (and that one
@@ -170,8 +170,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 // floor too, which places pods without regard to their affinity terms: our
 // own test cases are sized so that every pod fits with every required term,
 // and none checks where a pod landed).
-func verifiedRegistry(p Profile) (frameworkruntime.Registry, func() error, error) {
-	reg := plugins.Registry()
+func verifiedRegistry(p Profile, reg frameworkruntime.Registry) (frameworkruntime.Registry, func() error, error) {
 	want := map[string]bool{}
 	for name := range reg {
 		want[name] = true
@@ -220,6 +219,62 @@ func verifiedRegistry(p Profile) (frameworkruntime.Registry, func() error, error
 		return nil
 	}
 	return reg, check, nil
+}
+
+// The prepare check of a run fails unless the scheduler built exactly the
+// plugins of ours the profile runs, for each workload anew: all four for
+// ours; for the floor all but the inter-pod affinity one, and not that.
+func TestVerifiedRegistryChecksEachWorkload(t *testing.T) {
+	left, err := FloorPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Factories that build nothing: the check counts calls, not plugins.
+	stubs := frameworkruntime.Registry{}
+	for _, p := range plugins.Set() {
+		stubs[p.Name] = func(context.Context, k8sruntime.Object, fwk.Handle) (fwk.Plugin, error) { return nil, nil }
+	}
+	build := func(reg frameworkruntime.Registry, skip string) {
+		for name, factory := range reg {
+			if name != skip {
+				if _, err := factory(context.Background(), nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		profile Profile
+		skip    string // the plugin a workload's scheduler does not build
+		want    string // "": the check passes
+	}{
+		{Ours, "", ""},
+		{Ours, left.Name, "did not instantiate [" + left.Name + "]"},
+		{Floor, left.Name, ""},
+		{Floor, "", "instantiated [" + left.Name + "], which it leaves out"},
+	} {
+		reg, check, err := verifiedRegistry(tc.profile, stubs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A first workload built right, then the one under test: counts
+		// carry over between workloads, the check must not.
+		build(reg, map[Profile]string{Ours: "", Floor: left.Name}[tc.profile])
+		if err := check(); err != nil {
+			t.Fatalf("%s, first workload: %v", tc.profile, err)
+		}
+		build(reg, tc.skip)
+		got := ""
+		if err := check(); err != nil {
+			got = err.Error()
+		}
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s, second workload without %q: check = %q, want %q", tc.profile, tc.skip, got, tc.want)
+		}
+	}
+	if _, _, err := verifiedRegistry(Upstream, stubs); err == nil {
+		t.Error("upstream runs no plugin of ours: verifiedRegistry must refuse it")
+	}
 }
 
 // ensureDataItemsDir returns -data-items-dir, defaulting it to a fresh

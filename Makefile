@@ -482,10 +482,12 @@ krew: ## Build bin/krew and bin/validate-krew-manifest from tools/krew/go.mod.
 
 # Side-by-side scheduler_perf run (test/perf): upstream's affinity workloads and
 # SchedulingBasic, read unmodified from the module cache (at 15000 nodes their
-# 5000Nodes sizes x3), and our own (test/perf/workloads), once with upstream's
-# default profile and once with ours. The test binary is compiled once; then
-# test/perf/cmd/bench runs every workload run in a process of its own, ABBA
-# per test case (r1 upstream, ours; r2 ours, upstream; ...). Data items, logs
+# 5000Nodes sizes x3), and our own (test/perf/workloads), once per profile:
+# upstream's default, ours, and the floor (ours without the inter-pod affinity
+# plugin: the speed limit of any such plugin); BENCH_PROFILES picks some. The
+# test binary is compiled once; then test/perf/cmd/bench runs every workload
+# run in a process of its own, ABBA per test case (r1 upstream, ours, floor;
+# r2 floor, ours, upstream; ...). Data items, logs
 # of failed workloads, report.md and report.json land in BENCH_DIR. On an
 # older line (K8S=1.36) it runs that minor's scheduler_perf and workloads;
 # what that one cannot measure or run, the report shows as n/a
@@ -493,20 +495,24 @@ krew: ## Build bin/krew and bin/validate-krew-manifest from tools/krew/go.mod.
 BENCH_SCALE   ?= 500
 BENCH_REPEATS ?= 2
 BENCH_CASES   ?= .*
+BENCH_PROFILES ?= upstream,ours,floor
 BENCH_TIMEOUT ?= 24h
 # How long each createPods op may wait for its pods; 0 keeps scheduler_perf's
 # 10m, which upstream's slowest affinity cases can exceed at 15000 nodes.
 BENCH_PODS_TIMEOUT ?= 0
 BENCH_STAMP   := $(shell date -u +%Y%m%d-%H%M%S)
 BENCH_DIR     ?= $(CURDIR)/results/bench-$(BENCH_SCALE)nodes-$(BENCH_STAMP)
+BENCH_ARGS     = -test-binary $(BENCH_DIR)/perf.test -dir $(BENCH_DIR) -scale $(BENCH_SCALE) -cases '$(BENCH_CASES)' \
+	-profiles '$(BENCH_PROFILES)' -repeats $(BENCH_REPEATS) -timeout $(BENCH_TIMEOUT) -pods-timeout $(BENCH_PODS_TIMEOUT)
 
 .PHONY: bench
-bench: controlplane ## scheduler_perf, upstream profile vs ours, upstream's workloads and ours (BENCH_SCALE=500|5000|15000 nodes, BENCH_REPEATS=2 (even: ABBA-balanced), BENCH_CASES=regexp, BENCH_PODS_TIMEOUT).
+bench: controlplane ## scheduler_perf, upstream profile vs ours vs the floor, upstream's workloads and ours (BENCH_SCALE=500|5000|15000 nodes, BENCH_REPEATS=2 (even: ABBA-balanced), BENCH_CASES=regexp, BENCH_PROFILES=upstream,ours,floor, BENCH_PODS_TIMEOUT).
 	@mkdir -p $(BENCH_DIR)/logs
-	$(GO) test -c -o $(BENCH_DIR)/perf.test ./test/perf
 	$(GO) build -o $(BENCH_DIR)/bench ./test/perf/cmd/bench
-	PATH=$(BIN):$$PATH ARTIFACTS=$(BENCH_DIR)/logs $(BENCH_DIR)/bench -test-binary $(BENCH_DIR)/perf.test -dir $(BENCH_DIR) \
-		-scale $(BENCH_SCALE) -cases '$(BENCH_CASES)' -repeats $(BENCH_REPEATS) -timeout $(BENCH_TIMEOUT) -pods-timeout $(BENCH_PODS_TIMEOUT) || touch $(BENCH_DIR)/FAILED
+	@# The flags are checked, and the plan printed, before the long compile.
+	$(BENCH_DIR)/bench -dry-run $(BENCH_ARGS)
+	$(GO) test -c -o $(BENCH_DIR)/perf.test ./test/perf
+	PATH=$(BIN):$$PATH ARTIFACTS=$(BENCH_DIR)/logs $(BENCH_DIR)/bench $(BENCH_ARGS) || touch $(BENCH_DIR)/FAILED
 	$(GO) run ./test/perf/cmd/report -dir $(BENCH_DIR)
 	@if [ -e $(BENCH_DIR)/FAILED ]; then echo "bench: some workloads failed, see $(BENCH_DIR)/bench.log and $(BENCH_DIR)/logs"; exit 1; fi
 

@@ -4,19 +4,63 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 )
 
-// RunOrder is the order in which repeat rep (1-based) runs the profiles:
-// ABBA, i.e. upstream first in odd repeats and ours first in even ones, so
-// that over an even number of repeats neither profile always runs second.
-// At 5000 nodes the order mattered: with "ours" always second, SchedulingBasic
-// measured ours/upstream 0.76–0.78 late in a multi-case process and ≈1.07
-// alone in a fresh one.
-func RunOrder(rep int) []Profile {
-	if rep%2 == 0 {
-		return []Profile{Ours, Upstream}
+// ParseProfiles reads a comma-separated list of profile names (the bench
+// driver's -profiles, `make bench`'s BENCH_PROFILES) into the profiles to
+// run, in AllProfiles' order whatever the order given: the order of a
+// repeat is RunOrder's business, not the caller's.
+func ParseProfiles(list string) ([]Profile, error) {
+	all := AllProfiles()
+	valid := JoinProfiles(all, ", ")
+	want := map[Profile]bool{}
+	for _, f := range strings.Split(list, ",") {
+		name := strings.TrimSpace(f)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(all, Profile(name)) {
+			return nil, fmt.Errorf("unknown profile %q: valid profiles are %s", name, valid)
+		}
+		want[Profile(name)] = true
 	}
-	return []Profile{Upstream, Ours}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("no profile in %q: name one or more of %s, comma-separated", list, valid)
+	}
+	var out []Profile
+	for _, p := range all {
+		if want[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// JoinProfiles is the profiles' names joined by sep: with "," what
+// ParseProfiles reads back.
+func JoinProfiles(profiles []Profile, sep string) string {
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		names[i] = string(p)
+	}
+	return strings.Join(names, sep)
+}
+
+// RunOrder is the order in which repeat rep (1-based) runs profiles:
+// ABBA, i.e. profiles as given in odd repeats and reversed in even ones
+// (upstream, ours, floor; then floor, ours, upstream), so that over an even
+// number of repeats every profile's mean position in the sequence is the
+// same and none always runs first or last. At 5000 nodes the order
+// mattered: with "ours" always second, SchedulingBasic measured
+// ours/upstream 0.76–0.78 late in a multi-case process and ≈1.07 alone in
+// a fresh one.
+func RunOrder(rep int, profiles []Profile) []Profile {
+	out := slices.Clone(profiles)
+	if rep%2 == 0 {
+		slices.Reverse(out)
+	}
+	return out
 }
 
 // Run is one workload run of one profile: what one process of
@@ -45,10 +89,10 @@ func (r Run) ResultPrefix() string {
 }
 
 // Plan lists the runs of a measurement in execution order: per test case
-// whose name matches cases and that has the workload, repeats × both
-// profiles in RunOrder. Test cases without the workload are returned in
-// skipped (e.g. SchedulingPodMatchingAntiAffinity has no 5000Nodes).
-func Plan(all []Case, cases *regexp.Regexp, workload string, repeats int) (runs []Run, skipped []string) {
+// whose name matches cases and that has the workload, repeats × profiles
+// in RunOrder. Test cases without the workload are returned in skipped
+// (e.g. SchedulingPodMatchingAntiAffinity has no 5000Nodes).
+func Plan(all []Case, cases *regexp.Regexp, workload string, repeats int, profiles []Profile) (runs []Run, skipped []string) {
 	for _, c := range all {
 		if !cases.MatchString(c.Name) {
 			continue
@@ -58,7 +102,7 @@ func Plan(all []Case, cases *regexp.Regexp, workload string, repeats int) (runs 
 			continue
 		}
 		for rep := 1; rep <= repeats; rep++ {
-			for _, p := range RunOrder(rep) {
+			for _, p := range RunOrder(rep, profiles) {
 				runs = append(runs, Run{Case: c.Name, Workload: workload, Rep: rep, Profile: p})
 			}
 		}

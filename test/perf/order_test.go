@@ -3,6 +3,7 @@ package perf
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -13,18 +14,16 @@ func TestPlanIsABBAPerCase(t *testing.T) {
 		{Name: "SchedulingBasic", Workloads: []Workload{{Name: "5000Nodes"}}},
 		{Name: "SchedulingNodeAffinity", Workloads: []Workload{{Name: "5000Nodes"}}},
 	}
-	runs, skipped := Plan(all, regexp.MustCompile(`^(Scheduling.*Affinity|SchedulingBasic)$`), "5000Nodes", 2)
+	runs, skipped := Plan(all, regexp.MustCompile(`^(Scheduling.*Affinity|SchedulingBasic)$`), "5000Nodes", 2, AllProfiles())
 	var got []string
 	for _, r := range runs {
 		got = append(got, r.Case+"/"+r.Name())
 	}
-	want := []string{
-		"SchedulingPodAffinity/r1-upstream", "SchedulingPodAffinity/r1-ours",
-		"SchedulingPodAffinity/r2-ours", "SchedulingPodAffinity/r2-upstream",
-		"SchedulingBasic/r1-upstream", "SchedulingBasic/r1-ours",
-		"SchedulingBasic/r2-ours", "SchedulingBasic/r2-upstream",
-		"SchedulingNodeAffinity/r1-upstream", "SchedulingNodeAffinity/r1-ours",
-		"SchedulingNodeAffinity/r2-ours", "SchedulingNodeAffinity/r2-upstream",
+	var want []string
+	for _, c := range []string{"SchedulingPodAffinity", "SchedulingBasic", "SchedulingNodeAffinity"} {
+		for _, run := range []string{"r1-upstream", "r1-ours", "r1-floor", "r2-floor", "r2-ours", "r2-upstream"} {
+			want = append(want, c+"/"+run)
+		}
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan:\n got %q\nwant %q", got, want)
@@ -34,26 +33,95 @@ func TestPlanIsABBAPerCase(t *testing.T) {
 	}
 }
 
+// Over an even number of repeats, every profile must hold every position
+// in the sequence equally often: none always runs first, or last, or
+// after the same neighbour only.
 func TestRunOrderBalancesOverEvenRepeats(t *testing.T) {
-	for _, repeats := range []int{2, 4, 6} {
-		first := map[Profile]int{}
-		for rep := 1; rep <= repeats; rep++ {
-			order := RunOrder(rep)
-			if len(order) != len(Profiles) {
-				t.Fatalf("RunOrder(%d) = %v, want every profile once", rep, order)
+	for _, profiles := range [][]Profile{AllProfiles(), {Upstream, Ours}, {Ours, Floor}, {Upstream, Floor}} {
+		for _, repeats := range []int{2, 4, 6} {
+			position := map[Profile]map[int]int{}
+			for rep := 1; rep <= repeats; rep++ {
+				order := RunOrder(rep, profiles)
+				if !slices.Equal(slices.Sorted(slices.Values(order)), slices.Sorted(slices.Values(profiles))) {
+					t.Fatalf("RunOrder(%d, %v) = %v, want every profile once", rep, profiles, order)
+				}
+				for i, p := range order {
+					if position[p] == nil {
+						position[p] = map[int]int{}
+					}
+					position[p][i]++
+				}
 			}
-			first[order[0]]++
+			// Balanced: each profile's positions sum to the same total.
+			sums := map[Profile]int{}
+			for p, at := range position {
+				for i, n := range at {
+					sums[p] += i * n
+				}
+			}
+			for _, p := range profiles {
+				if sums[p] != sums[profiles[0]] {
+					t.Errorf("%v, %d repeats: positions %v, want the same mean position for every profile", profiles, repeats, position)
+					break
+				}
+			}
+			for _, p := range profiles {
+				if len(profiles) > 1 && (position[p][0] == repeats || position[p][len(profiles)-1] == repeats) {
+					t.Errorf("%v, %d repeats: %s always at one end: %v", profiles, repeats, p, position[p])
+				}
+			}
 		}
-		if first[Upstream] != first[Ours] {
-			t.Errorf("%d repeats: first runs %v, want balanced", repeats, first)
+	}
+}
+
+func TestPlanRunsOnlyChosenProfiles(t *testing.T) {
+	all := []Case{{Name: "SchedulingBasic", Workloads: []Workload{{Name: "500Nodes"}}}}
+	runs, _ := Plan(all, regexp.MustCompile(".*"), "500Nodes", 2, []Profile{Ours, Floor})
+	var got []string
+	for _, r := range runs {
+		got = append(got, r.Name())
+	}
+	if want := []string{"r1-ours", "r1-floor", "r2-floor", "r2-ours"}; !slices.Equal(got, want) {
+		t.Errorf("plan = %q, want %q", got, want)
+	}
+}
+
+func TestParseProfiles(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []Profile
+	}{
+		{"upstream,ours,floor", []Profile{Upstream, Ours, Floor}},
+		// The order given does not matter: RunOrder owns the order.
+		{"floor, upstream", []Profile{Upstream, Floor}},
+		{"ours,ours", []Profile{Ours}},
+		{"floor", []Profile{Floor}},
+	} {
+		got, err := ParseProfiles(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseProfiles(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		if back, err := ParseProfiles(JoinProfiles(got, ",")); err != nil || !slices.Equal(back, got) {
+			t.Errorf("ParseProfiles(JoinProfiles(%v)) = %v, %v", got, back, err)
+		}
+	}
+	for _, in := range []string{"upstream,flor", "", " , ", "Ours"} {
+		_, err := ParseProfiles(in)
+		if err == nil {
+			t.Errorf("ParseProfiles(%q): no error", in)
+			continue
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "\n") || !strings.Contains(msg, "upstream, ours, floor") {
+			t.Errorf("ParseProfiles(%q) = %q, want one line naming the valid profiles", in, msg)
 		}
 	}
 }
 
 func TestRunBenchPatternSelectsOnlyThatRun(t *testing.T) {
-	r := Run{Case: "SchedulingBasic", Workload: "5000Nodes", Rep: 2, Profile: Ours}
+	r := Run{Case: "SchedulingBasic", Workload: "5000Nodes", Rep: 2, Profile: Floor}
 	levels := regexp.MustCompile("/").Split(r.BenchPattern(), -1)
-	names := []string{"BenchmarkPerfScheduling", "SchedulingBasic", "r2-ours", "SchedulingBasic", "5000Nodes"}
+	names := []string{"BenchmarkPerfScheduling", "SchedulingBasic", "r2-floor", "SchedulingBasic", "5000Nodes"}
 	if len(levels) != len(names) {
 		t.Fatalf("pattern %q has %d levels, want %d", r.BenchPattern(), len(levels), len(names))
 	}
@@ -63,9 +131,11 @@ func TestRunBenchPatternSelectsOnlyThatRun(t *testing.T) {
 		}
 	}
 	// The neighbours must not match: another repeat, profile, scale.
-	for i, other := range []string{"", "SchedulingBasicX", "r2-upstream", "", "5000Nodes_10000Pods"} {
-		if other != "" && regexp.MustCompile(levels[i]).MatchString(other) {
-			t.Errorf("level %d %q also matches %q", i, levels[i], other)
+	for i, others := range [][]string{nil, {"SchedulingBasicX"}, {"r2-upstream", "r2-ours", "r1-floor"}, nil, {"5000Nodes_10000Pods"}} {
+		for _, other := range others {
+			if regexp.MustCompile(levels[i]).MatchString(other) {
+				t.Errorf("level %d %q also matches %q", i, levels[i], other)
+			}
 		}
 	}
 }

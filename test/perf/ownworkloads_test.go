@@ -49,10 +49,12 @@ func TestOwnWorkloadsArePrepared(t *testing.T) {
 		if w := smallestWorkload(c); w != "10Nodes" {
 			t.Errorf("%s: smallest integration-test workload = %q, want 10Nodes", c.Name, w)
 		}
-		for _, p := range Profiles {
+		configs := map[Profile]string{Ours: setup.OurConfig, Floor: setup.FloorConfig}
+		for _, p := range AllProfiles() {
 			tc := readCases(t, c.Files[p])[0]
-			if cfg, has := tc["schedulerConfigPath"]; (p == Ours) != has || (has && cfg != setup.OurConfig) {
-				t.Errorf("%s/%s: schedulerConfigPath = %v", c.Name, p, cfg)
+			cfg, has := tc["schedulerConfigPath"]
+			if want, derived := configs[p]; derived != has || (has && cfg != want) {
+				t.Errorf("%s/%s: schedulerConfigPath = %v, want %q", c.Name, p, cfg, want)
 			}
 		}
 	}
@@ -65,7 +67,7 @@ func TestOwnWorkloadsArePrepared(t *testing.T) {
 // SchedulingBasic, each 5000Nodes x3, and ours.
 func TestScaledWorkloads(t *testing.T) {
 	setup := prepareForTest(t, DefaultSources)
-	runs, _ := Plan(setup.Cases, regexp.MustCompile(".*"), "15000Nodes", 1)
+	runs, _ := Plan(setup.Cases, regexp.MustCompile(".*"), "15000Nodes", 1, AllProfiles())
 	var got []string
 	for _, r := range runs {
 		if !slices.Contains(got, r.Case) {

@@ -29,7 +29,10 @@ import (
 // flag.CommandLine from the flags defined so far, so these survive.
 var (
 	repeats = flag.Int("placement-repeats", 2,
-		"how many times each profile runs each selected workload; runs are interleaved per test case in ABBA order (upstream, ours, ours, upstream, ...)")
+		"how many times each profile runs each selected workload; runs are interleaved per test case in ABBA order "+
+			"(upstream, ours, floor, then floor, ours, upstream, ...)")
+	profileList = flag.String("placement-profiles", "upstream,ours,floor",
+		"comma-separated profiles to run (upstream, ours, floor); test/perf/cmd/bench passes its -profiles")
 	processPerRun = flag.Bool("placement-process-per-run", false,
 		"set by test/perf/cmd/bench, which starts one process per workload run and selects it with -test.bench: "+
 			"the run info is written once per results directory and says so")
@@ -88,8 +91,8 @@ func ourPluginNames() []string {
 	return names
 }
 
-// BenchmarkPerfScheduling runs each selected upstream workload with both
-// profiles, -placement-repeats times, interleaved. Sub-benchmarks are
+// BenchmarkPerfScheduling runs each selected workload with each profile of
+// -placement-profiles, -placement-repeats times, interleaved. Sub-benchmarks are
 //
 //	BenchmarkPerfScheduling/<case>/r<rep>-<profile>/<case>/<workload>
 //
@@ -102,9 +105,13 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if *repeats < 1 {
 		b.Fatalf("-placement-repeats=%d: need at least 1", *repeats)
 	}
+	profiles, err := ParseProfiles(*profileList)
+	if err != nil {
+		b.Fatalf("-placement-profiles: %v", err)
+	}
 	setup := prepareForTest(b, nil)
 	dataDir := ensureDataItemsDir(b)
-	writeRunInfo(b, dataDir, setup)
+	writeRunInfo(b, dataDir, setup, profiles)
 
 	var opts []benchmark.SchedulerPerfOption
 	timeoutOpt, err := podsTimeoutOption(*podsTimeout)
@@ -117,14 +124,17 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	for _, c := range setup.Cases {
 		b.Run(c.Name, func(b *testing.B) {
 			for rep := 1; rep <= *repeats; rep++ {
-				for _, p := range RunOrder(rep) {
+				for _, p := range RunOrder(rep, profiles) {
 					name := fmt.Sprintf("r%d-%s", rep, p)
 					b.Run(name, func(b *testing.B) {
 						var registry frameworkruntime.Registry // nil: upstream runs in-tree plugins only
 						runOpts := opts
-						if p == Ours {
+						if p != Upstream {
 							var check func() error
-							registry, check = verifiedRegistry()
+							var err error
+							if registry, check, err = verifiedRegistry(p, plugins.Registry()); err != nil {
+								b.Fatal(err)
+							}
 							runOpts = append(slices.Clone(opts), withPrepareCheck(check))
 						}
 						// The topic makes scheduler_perf's per-workload
@@ -147,13 +157,35 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	}
 }
 
-// verifiedRegistry returns our registry with factories that count their
-// calls, and a check for scheduler_perf's prepare hook (run after the
-// scheduler of each workload is built) that fails the workload unless every
-// one of our plugins was instantiated for it, so a profile mix-up cannot
-// silently measure upstream twice.
-func verifiedRegistry() (frameworkruntime.Registry, func() error) {
-	reg := plugins.Registry()
+// verifiedRegistry returns reg (our registry, pkg/plugins.Registry()) with
+// factories that count their calls, and a check for scheduler_perf's prepare hook (run after the
+// scheduler of each workload is built) that fails the workload unless the
+// scheduler instantiated exactly the plugins of ours that profile p runs:
+// all of them for ours, all but FloorPlugin for the floor (and that one
+// not at all). A profile mix-up then cannot silently measure upstream, or
+// ours, twice.
+//
+// Nothing else of a run depends on the profile: scheduler_perf fails a
+// workload unless every pod of each createPods op is scheduled (for the
+// floor too, which places pods without regard to their affinity terms: our
+// own test cases are sized so that every pod fits with every required term,
+// and none checks where a pod landed).
+func verifiedRegistry(p Profile, reg frameworkruntime.Registry) (frameworkruntime.Registry, func() error, error) {
+	want := map[string]bool{}
+	for name := range reg {
+		want[name] = true
+	}
+	switch p {
+	case Ours:
+	case Floor:
+		left, err := FloorPlugin()
+		if err != nil {
+			return nil, nil, err
+		}
+		want[left.Name] = false
+	default:
+		return nil, nil, fmt.Errorf("profile %s runs no plugin of ours", p)
+	}
 	counts := map[string]*atomic.Int64{}
 	for name, factory := range reg {
 		n := &atomic.Int64{}
@@ -165,21 +197,84 @@ func verifiedRegistry() (frameworkruntime.Registry, func() error) {
 	}
 	seen := map[string]int64{}
 	check := func() error {
-		var missing []string
+		var missing, unexpected []string
 		for name, n := range counts {
-			if v := n.Load(); v > seen[name] {
-				seen[name] = v
-			} else {
+			v := n.Load()
+			switch {
+			case want[name] && v <= seen[name]:
 				missing = append(missing, name)
+			case !want[name] && v > seen[name]:
+				unexpected = append(unexpected, name)
 			}
+			seen[name] = max(seen[name], v)
 		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
-			return fmt.Errorf("our profile did not instantiate %v: is the config pointing at the shipped profile?", missing)
+		slices.Sort(missing)
+		slices.Sort(unexpected)
+		switch {
+		case len(missing) > 0:
+			return fmt.Errorf("profile %s did not instantiate %v: is the config pointing at the derived profile?", p, missing)
+		case len(unexpected) > 0:
+			return fmt.Errorf("profile %s instantiated %v, which it leaves out: is the config pointing at the derived profile?", p, unexpected)
 		}
 		return nil
 	}
-	return reg, check
+	return reg, check, nil
+}
+
+// The prepare check of a run fails unless the scheduler built exactly the
+// plugins of ours the profile runs, for each workload anew: all four for
+// ours; for the floor all but the inter-pod affinity one, and not that.
+func TestVerifiedRegistryChecksEachWorkload(t *testing.T) {
+	left, err := FloorPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Factories that build nothing: the check counts calls, not plugins.
+	stubs := frameworkruntime.Registry{}
+	for _, p := range plugins.Set() {
+		stubs[p.Name] = func(context.Context, k8sruntime.Object, fwk.Handle) (fwk.Plugin, error) { return nil, nil }
+	}
+	build := func(reg frameworkruntime.Registry, skip string) {
+		for name, factory := range reg {
+			if name != skip {
+				if _, err := factory(context.Background(), nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		profile Profile
+		skip    string // the plugin a workload's scheduler does not build
+		want    string // "": the check passes
+	}{
+		{Ours, "", ""},
+		{Ours, left.Name, "did not instantiate [" + left.Name + "]"},
+		{Floor, left.Name, ""},
+		{Floor, "", "instantiated [" + left.Name + "], which it leaves out"},
+	} {
+		reg, check, err := verifiedRegistry(tc.profile, stubs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A first workload built right, then the one under test: counts
+		// carry over between workloads, the check must not.
+		build(reg, map[Profile]string{Ours: "", Floor: left.Name}[tc.profile])
+		if err := check(); err != nil {
+			t.Fatalf("%s, first workload: %v", tc.profile, err)
+		}
+		build(reg, tc.skip)
+		got := ""
+		if err := check(); err != nil {
+			got = err.Error()
+		}
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s, second workload without %q: check = %q, want %q", tc.profile, tc.skip, got, tc.want)
+		}
+	}
+	if _, _, err := verifiedRegistry(Upstream, stubs); err == nil {
+		t.Error("upstream runs no plugin of ours: verifiedRegistry must refuse it")
+	}
 }
 
 // ensureDataItemsDir returns -data-items-dir, defaulting it to a fresh
@@ -207,16 +302,19 @@ func ensureDataItemsDir(b *testing.B) string {
 	return dir
 }
 
-func writeRunInfo(b *testing.B, dir string, setup *Setup) {
+func writeRunInfo(b *testing.B, dir string, setup *Setup, profiles []Profile) {
 	file := filepath.Join(dir, report.RunInfoFile)
-	order := "ABBA per test case (r1 upstream then ours, r2 ours then upstream, ...), all runs in one process, " +
-		"one etcd+apiserver+scheduler per workload run"
+	abba := fmt.Sprintf("ABBA per test case (r1: %s; r2: %s; ...)", JoinProfiles(RunOrder(1, profiles), ", "), JoinProfiles(RunOrder(2, profiles), ", "))
+	order := abba + ", all runs in one process, one etcd+apiserver+scheduler per workload run"
 	if *processPerRun {
 		if _, err := os.Stat(file); err == nil {
 			return // the first run of the invocation wrote it
 		}
-		order = "ABBA per test case (r1 upstream then ours, r2 ours then upstream, ...), " +
-			"each workload run in its own process (test/perf/cmd/bench) with its own etcd+apiserver+scheduler"
+		order = abba + ", each workload run in its own process (test/perf/cmd/bench) with its own etcd+apiserver+scheduler"
+	}
+	floorLeaves := "?"
+	if pl, err := FloorPlugin(); err == nil {
+		floorLeaves = pl.Name
 	}
 	pattern := flagValue("test.bench")
 	if *processPerRun {
@@ -235,7 +333,12 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup) {
 		UpstreamDir:  env.upstreamDir,
 		OurConfigBasis: "manifests/scheduler-config.yaml, profile renamed default-scheduler, leader election off, with pkg/plugins.Registry() " +
 			"(upstream = scheduler_perf's default component config, no out-of-tree registry)",
+		FloorConfigBasis: "profile ours without " + floorLeaves + " (gone from every extension point and pluginConfig): " +
+			"nothing enforces or scores inter-pod (anti-)affinity, the speed limit of any inter-pod affinity plugin",
 		Unavailable: LineGaps(),
+	}
+	for _, p := range profiles {
+		info.Profiles = append(info.Profiles, string(p))
 	}
 	info.MeasuredPods = map[string]int{}
 	for _, c := range setup.Cases {

@@ -38,13 +38,15 @@ var wiringCases = []string{
 // TestSchedulerPerfWiring proves the benchmark's wiring, not its numbers: it
 // runs the smallest workloads of upstream's files through
 // BenchmarkPerfScheduling (scheduler_perf's RunBenchmarkPerfScheduling, the
-// only entry point that takes an out-of-tree registry) with both profiles,
-// and checks that every selected workload ran and measured for both.
+// only entry point that takes an out-of-tree registry) with every profile,
+// and checks that every selected workload ran and measured for each.
 //
 // scheduler_perf fails a workload unless all its pods get scheduled (each
 // createPods op waits for them), and the benchmark fails an "ours" workload
-// unless the scheduler instantiated all four of our plugins, so a passing
-// child run means both profiles scheduled every pod, ours with our plugins.
+// unless the scheduler instantiated all four of our plugins, and a "floor"
+// one unless it instantiated all but the inter-pod affinity one (and not
+// that), so a passing child run means every profile scheduled every pod,
+// ours and the floor with our plugins.
 //
 // It runs in a child process (this test binary, -test.bench) because
 // benchmarks need a *testing.B with the real -bench matcher and output.
@@ -116,7 +118,7 @@ func TestSchedulerPerfWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cw := range want {
-		for _, p := range Profiles {
+		for _, p := range AllProfiles() {
 			var got []report.Sample
 			for k, samples := range res.Samples {
 				if k.Case != cw.c || k.Workload != cw.w {

@@ -1,7 +1,8 @@
 // Package perf runs upstream's scheduler_perf workloads (k8s.io/kubernetes
-// test/integration/scheduler_perf, read from the module cache) twice: once
-// with upstream's default profile, once with the profile we ship in
-// manifests/scheduler-config.yaml. It is a measuring stick, not a gate: the
+// test/integration/scheduler_perf, read from the module cache) with up to
+// three profiles: upstream's default profile, the profile we ship in
+// manifests/scheduler-config.yaml, and the floor, ours without the inter-pod
+// affinity plugin (see Floor). It is a measuring stick, not a gate: the
 // benchmark asserts nothing about speed.
 //
 // Upstream's workload files are never copied into this repository. At run
@@ -10,15 +11,15 @@
 //   - relative template paths become absolute, because scheduler_perf opens
 //     them with os.ReadFile relative to the test's working directory (upstream
 //     runs from the YAML's own directory; we run from test/perf);
-//   - for our profile, schedulerConfigPath points at a config derived from
-//     manifests/scheduler-config.yaml;
-//   - for both profiles, metricsCollectorConfig is set to upstream's default
+//   - for ours and the floor, schedulerConfigPath points at a config derived
+//     from manifests/scheduler-config.yaml;
+//   - for every profile, metricsCollectorConfig is set to upstream's default
 //     collection plus our plugin names (see CollectorConfig for why).
 //
 // Each test case goes to its own file so the benchmark can interleave
-// profiles per test case (upstream, ours, upstream, ours) instead of running
-// one whole suite after the other, which would turn drift on a shared machine
-// into a difference between profiles.
+// profiles per test case (upstream, ours, floor, floor, ours, upstream)
+// instead of running one whole suite after the other, which would turn
+// drift on a shared machine into a difference between profiles.
 package perf
 
 import (
@@ -30,10 +31,12 @@ import (
 	"strings"
 
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/manifests"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/test/perf/report"
 )
 
@@ -47,10 +50,17 @@ const (
 	// Ours is manifests/scheduler-config.yaml's profile, renamed
 	// default-scheduler because upstream's pod templates ask for that name.
 	Ours Profile = "ours"
+	// Floor is ours without the inter-pod affinity plugin (FloorPlugin):
+	// nothing enforces or scores pod (anti-)affinity terms, every other
+	// plugin runs as in ours. No inter-pod affinity plugin can make a
+	// profile faster than leaving it out, so the floor is the speed limit
+	// ours is measured against.
+	Floor Profile = "floor"
 )
 
-// Profiles are the profiles every test case is prepared for.
-var Profiles = []Profile{Upstream, Ours}
+// AllProfiles are the profiles every test case is prepared for, in the
+// order an odd repeat runs them (RunOrder).
+func AllProfiles() []Profile { return []Profile{Upstream, Ours, Floor} }
 
 // Source is one performance-config file, upstream's or ours, and the test
 // cases taken from it.
@@ -137,7 +147,7 @@ const OurProfileName = "placement-scheduler"
 // harnessProfileName is the name upstream's pod templates schedule with.
 const harnessProfileName = "default-scheduler"
 
-// Case is one upstream test case prepared for both profiles.
+// Case is one test case prepared for every profile.
 type Case struct {
 	Name  string
 	Topic string
@@ -176,24 +186,32 @@ type Options struct {
 type Setup struct {
 	// OurConfig is the derived scheduler config for our profile.
 	OurConfig string
-	Cases     []Case
+	// FloorConfig is the derived scheduler config for the floor.
+	FloorConfig string
+	Cases       []Case
 }
 
-// Prepare writes the derived scheduler config and one file per test case
+// Prepare writes the derived scheduler configs and one file per test case
 // and profile under opts.Dir.
 func Prepare(opts Options) (*Setup, error) {
 	sources := opts.Sources
 	if sources == nil {
 		sources = LineSources()
 	}
-	ourConfig := filepath.Join(opts.Dir, "scheduler-config-ours.yaml")
-	if err := DeriveOurConfig(manifests.SchedulerConfig(), ourConfig); err != nil {
+	setup := &Setup{
+		OurConfig:   filepath.Join(opts.Dir, "scheduler-config-ours.yaml"),
+		FloorConfig: filepath.Join(opts.Dir, "scheduler-config-floor.yaml"),
+	}
+	if err := DeriveOurConfig(manifests.SchedulerConfig(), setup.OurConfig); err != nil {
 		return nil, err
 	}
-	setup := &Setup{OurConfig: ourConfig}
+	if err := DeriveFloorConfig(manifests.SchedulerConfig(), setup.FloorConfig); err != nil {
+		return nil, err
+	}
+	configs := map[Profile]string{Ours: setup.OurConfig, Floor: setup.FloorConfig}
 	seen := map[string]bool{}
 	for _, src := range sources {
-		cases, err := prepareSource(opts, src, ourConfig)
+		cases, err := prepareSource(opts, src, configs)
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +239,10 @@ func SourcePath(opts Options, src Source) (string, error) {
 	return filepath.Join(opts.OwnDir, src.File), nil
 }
 
-func prepareSource(opts Options, src Source, ourConfig string) ([]Case, error) {
+// prepareSource writes src's test cases once per profile, with
+// schedulerConfigPath set to configs[profile] where there is one (upstream
+// runs scheduler_perf's default config).
+func prepareSource(opts Options, src Source, configs map[Profile]string) ([]Case, error) {
 	path, err := SourcePath(opts, src)
 	if err != nil {
 		return nil, err
@@ -268,10 +289,10 @@ func prepareSource(opts Options, src Source, ourConfig string) ([]Case, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: test case %s: %w", path, name, err)
 		}
-		for _, p := range Profiles {
+		for _, p := range AllProfiles() {
 			out := maps.Clone(tc) // only top-level keys differ between profiles
-			if p == Ours {
-				out["schedulerConfigPath"] = ourConfig
+			if cfg, ok := configs[p]; ok {
+				out["schedulerConfigPath"] = cfg
 			}
 			file := filepath.Join(opts.Dir, string(p), src.Topic, name+".yaml")
 			if err := writeYAML(file, []any{out}); err != nil {
@@ -539,18 +560,59 @@ func setCollectorConfig(tc map[string]any, pluginNames []string) error {
 // default-scheduler and leader election off. Everything else (plugin order,
 // weights, pluginConfig) is kept as shipped.
 func DeriveOurConfig(shipped []byte, out string) error {
-	const manifest = "manifests/scheduler-config.yaml"
-	var cfg map[string]any
+	cfg, _, err := harnessConfig(shipped)
+	if err != nil {
+		return err
+	}
+	return writeYAML(out, cfg)
+}
+
+// FloorPlugin is the plugin the floor leaves out: the row of
+// pkg/plugins.Set() that replaces the in-tree InterPodAffinity.
+func FloorPlugin() (plugins.Plugin, error) {
+	for _, p := range plugins.Set() {
+		if p.Replaces == names.InterPodAffinity {
+			return p, nil
+		}
+	}
+	return plugins.Plugin{}, fmt.Errorf("pkg/plugins.Set() has no plugin replacing %s: the floor has nothing to leave out", names.InterPodAffinity)
+}
+
+// DeriveFloorConfig writes DeriveOurConfig's config without FloorPlugin:
+// gone from every extension point's enabled and disabled lists and from
+// pluginConfig, everything else as in ours. It fails if the shipped
+// profile does not enable the plugin, since the floor would then be ours.
+func DeriveFloorConfig(shipped []byte, out string) error {
+	cfg, profile, err := harnessConfig(shipped)
+	if err != nil {
+		return err
+	}
+	pl, err := FloorPlugin()
+	if err != nil {
+		return err
+	}
+	if err := removePlugin(profile, pl.Name); err != nil {
+		return fmt.Errorf("%s: %w", shippedConfigName, err)
+	}
+	return writeYAML(out, cfg)
+}
+
+// shippedConfigName names the shipped config in errors.
+const shippedConfigName = "manifests/scheduler-config.yaml"
+
+// harnessConfig parses the shipped config and returns it, and its one
+// profile, renamed default-scheduler and with leader election off.
+func harnessConfig(shipped []byte) (cfg, profile map[string]any, err error) {
 	if err := yaml.Unmarshal(shipped, &cfg); err != nil {
-		return fmt.Errorf("parsing %s: %w", manifest, err)
+		return nil, nil, fmt.Errorf("parsing %s: %w", shippedConfigName, err)
 	}
 	profiles, _ := cfg["profiles"].([]any)
 	if len(profiles) != 1 {
-		return fmt.Errorf("%s: want exactly one profile, found %d", manifest, len(profiles))
+		return nil, nil, fmt.Errorf("%s: want exactly one profile, found %d", shippedConfigName, len(profiles))
 	}
-	profile, _ := profiles[0].(map[string]any)
+	profile, _ = profiles[0].(map[string]any)
 	if name, _ := profile["schedulerName"].(string); name != OurProfileName {
-		return fmt.Errorf("%s: profile is %q, want %q", manifest, name, OurProfileName)
+		return nil, nil, fmt.Errorf("%s: profile is %q, want %q", shippedConfigName, name, OurProfileName)
 	}
 	profile["schedulerName"] = harnessProfileName
 	le, _ := cfg["leaderElection"].(map[string]any)
@@ -559,7 +621,41 @@ func DeriveOurConfig(shipped []byte, out string) error {
 		cfg["leaderElection"] = le
 	}
 	le["leaderElect"] = false
-	return writeYAML(out, cfg)
+	return cfg, profile, nil
+}
+
+// removePlugin deletes plugin from every extension point's enabled and
+// disabled lists of profile (multiPoint, preFilter, ...) and its args from
+// pluginConfig; an error if no list enabled it.
+func removePlugin(profile map[string]any, plugin string) error {
+	named := func(v any) bool {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		return name == plugin
+	}
+	enabled := 0
+	points, _ := profile["plugins"].(map[string]any)
+	for _, set := range points {
+		lists, _ := set.(map[string]any)
+		for _, which := range []string{"enabled", "disabled"} {
+			list, ok := lists[which].([]any)
+			if !ok {
+				continue
+			}
+			kept := slices.DeleteFunc(slices.Clone(list), named)
+			if which == "enabled" {
+				enabled += len(list) - len(kept)
+			}
+			lists[which] = kept
+		}
+	}
+	if enabled == 0 {
+		return fmt.Errorf("the profile enables no %s to leave out", plugin)
+	}
+	if pcs, ok := profile["pluginConfig"].([]any); ok {
+		profile["pluginConfig"] = slices.DeleteFunc(slices.Clone(pcs), named)
+	}
+	return nil
 }
 
 func writeYAML(file string, v any) error {

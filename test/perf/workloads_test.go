@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,12 +11,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	benchmark "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"sigs.k8s.io/yaml"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
@@ -84,7 +89,7 @@ func TestPrepareKeepsUpstreamTestCases(t *testing.T) {
 	}
 	ours := ourPluginNames()
 	for _, c := range upstreamCases {
-		for _, p := range Profiles {
+		for _, p := range AllProfiles() {
 			got := readCases(t, c.Files[p])
 			if len(got) != 1 {
 				t.Fatalf("%s: %d test cases in one file", c.Files[p], len(got))
@@ -94,6 +99,8 @@ func TestPrepareKeepsUpstreamTestCases(t *testing.T) {
 			switch {
 			case p == Ours && cfgPath != setup.OurConfig:
 				t.Errorf("%s/%s: schedulerConfigPath = %v, want %s", c.Name, p, cfgPath, setup.OurConfig)
+			case p == Floor && cfgPath != setup.FloorConfig:
+				t.Errorf("%s/%s: schedulerConfigPath = %v, want %s", c.Name, p, cfgPath, setup.FloorConfig)
 			case p == Upstream && hasCfg:
 				t.Errorf("%s/%s: upstream run must use scheduler_perf's default config, has schedulerConfigPath %v", c.Name, p, cfgPath)
 			}
@@ -310,6 +317,142 @@ func TestDerivedConfigIsShippedProfile(t *testing.T) {
 		if slices.Contains(enabled, pl.Replaces) {
 			t.Errorf("multiPoint still enables in-tree %s", pl.Replaces)
 		}
+	}
+}
+
+// The floor must be ours less exactly one plugin, the one pkg/plugins.Set()
+// has replacing InterPodAffinity: both derived configs are loaded as
+// kube-scheduler loads --config, their frameworks built with the registry
+// the scheduler binary has, and every extension point's plugin list (and
+// weight) compared.
+func TestFloorIsOursWithoutInterPodAffinity(t *testing.T) {
+	setup := prepareForTest(t, nil)
+	left, err := FloorPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left.Replaces != "InterPodAffinity" {
+		t.Fatalf("FloorPlugin() replaces %s", left.Replaces)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	built := map[Profile]*config.Plugins{}
+	configs := map[Profile]*config.KubeSchedulerConfiguration{}
+	for p, file := range map[Profile]string{Ours: setup.OurConfig, Floor: setup.FloorConfig} {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := profile.LoadConfig(raw, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		configs[p] = cfg
+		client := fake.NewClientset()
+		src, err := profile.NewSources(ctx, client, informers.NewSharedInformerFactory(client, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw, err := profile.Build(ctx, &cfg.Profiles[0], src, k8sline.NewEmptySnapshot(), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		built[p] = fw.ListPlugins()
+		if _, ok := fw.Plugins[left.Name]; ok != (p == Ours) {
+			t.Errorf("%s: instantiates %s = %v", p, left.Name, ok)
+		}
+	}
+	// Ours minus the plugin, at every extension point: equal to the floor,
+	// and a real difference (the plugin runs somewhere in ours).
+	want := built[Ours].DeepCopy()
+	removed := 0
+	for _, set := range pluginSets(want) {
+		before := len(set.Enabled)
+		set.Enabled = slices.DeleteFunc(set.Enabled, func(pl config.Plugin) bool { return pl.Name == left.Name })
+		removed += before - len(set.Enabled)
+	}
+	if removed == 0 {
+		t.Fatalf("ours runs %s at no extension point: %+v", left.Name, built[Ours])
+	}
+	if diff := cmp.Diff(want, built[Floor]); diff != "" {
+		t.Errorf("floor differs from ours without %s (-want +floor):\n%s", left.Name, diff)
+	}
+	// Beyond the plugins, the configs are the same: only the plugin's
+	// args go from pluginConfig.
+	oursCfg, floorCfg := configs[Ours].DeepCopy(), configs[Floor].DeepCopy()
+	oursCfg.Profiles[0].Plugins, floorCfg.Profiles[0].Plugins = nil, nil
+	oursCfg.Profiles[0].PluginConfig = slices.DeleteFunc(oursCfg.Profiles[0].PluginConfig, func(pc config.PluginConfig) bool { return pc.Name == left.Name })
+	if diff := cmp.Diff(oursCfg, floorCfg); diff != "" {
+		t.Errorf("floor config differs from ours beyond %s (-ours +floor):\n%s", left.Name, diff)
+	}
+}
+
+// pluginSets are every extension point's set of ps, for editing in place.
+func pluginSets(ps *config.Plugins) []*config.PluginSet {
+	v := reflect.ValueOf(ps).Elem()
+	var out []*config.PluginSet
+	for i := range v.NumField() {
+		if set, ok := v.Field(i).Addr().Interface().(*config.PluginSet); ok {
+			out = append(out, set)
+		}
+	}
+	return out
+}
+
+func TestDeriveFloorConfig(t *testing.T) {
+	dir := t.TempDir()
+	left, err := FloorPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A profile listing the plugin at single extension points too, and
+	// disabling it somewhere: it goes from every list.
+	manifest := `profiles:
+- schedulerName: placement-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{name: A}, {name: ` + left.Name + `, weight: 2}, {name: B}]
+    preScore:
+      enabled: [{name: ` + left.Name + `}]
+    score:
+      disabled: [{name: ` + left.Name + `}]
+  pluginConfig:
+  - name: ` + left.Name + `
+    args: {hardPodAffinityWeight: 1}
+  - name: A
+    args: {x: 1}
+`
+	out := filepath.Join(dir, "floor.yaml")
+	if err := DeriveFloorConfig([]byte(manifest), out); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := yaml.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"leaderElection": map[string]any{"leaderElect": false},
+		"profiles": []any{map[string]any{
+			"schedulerName": "default-scheduler",
+			"plugins": map[string]any{
+				"multiPoint": map[string]any{"enabled": []any{map[string]any{"name": "A"}, map[string]any{"name": "B"}}},
+				"preScore":   map[string]any{"enabled": []any{}},
+				"score":      map[string]any{"disabled": []any{}},
+			},
+			"pluginConfig": []any{map[string]any{"name": "A", "args": map[string]any{"x": float64(1)}}},
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("floor config (-want +got):\n%s", diff)
+	}
+	// Without the plugin enabled, the floor would silently be ours.
+	err = DeriveFloorConfig([]byte("profiles:\n- schedulerName: placement-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: A}]\n"), out)
+	if err == nil || !strings.Contains(err.Error(), left.Name) {
+		t.Errorf("shipped profile without %s: err = %v, want one naming it", left.Name, err)
 	}
 }
 

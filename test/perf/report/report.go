@@ -1,6 +1,8 @@
 // Package report turns the JSON data items scheduler_perf writes to
 // -data-items-dir into side-by-side tables: upstream's default profile
-// against ours, per test case and workload, with the spread over repeats.
+// against ours, and ours against the floor (ours without the inter-pod
+// affinity plugin), per test case and workload, with the spread over
+// repeats.
 //
 // It relies on one naming contract with test/perf's benchmark: every data
 // item's Name label is the sub-benchmark path
@@ -31,7 +33,13 @@ import (
 const (
 	Upstream = "upstream"
 	Ours     = "ours"
+	// Floor is ours without the inter-pod affinity plugin: the speed
+	// limit of any inter-pod affinity plugin.
+	Floor = "floor"
 )
+
+// allProfiles are the profile names in the order the report shows them.
+func allProfiles() []string { return []string{Upstream, Ours, Floor} }
 
 // CeilingCase is the test case without affinity that bounds what the
 // affinity cases can reach on the same machine and run.
@@ -58,6 +66,12 @@ type RunInfo struct {
 	Cases          []string `json:"cases"`
 	UpstreamDir    string   `json:"upstreamDir"`
 	OurConfigBasis string   `json:"ourConfigBasis"`
+	// FloorConfigBasis says what the floor profile leaves out of ours.
+	FloorConfigBasis string `json:"floorConfigBasis,omitempty"`
+	// Profiles are the profiles the invocation ran (its -profiles);
+	// empty in the run info of a harness that always ran upstream and
+	// ours.
+	Profiles []string `json:"profiles,omitempty"`
 	// MeasuredPods is how many pods each workload's measured op creates,
 	// keyed "<test case>/<workload>" (see MeasuredPodsKey); a workload
 	// whose count the harness could not read is absent.
@@ -162,7 +176,7 @@ type Results struct {
 }
 
 var (
-	nameRE = regexp.MustCompile(`^BenchmarkPerfScheduling[^/]*/([^/]+)/r(\d+)-(` + Upstream + `|` + Ours + `)/([^/]+)/([^/]+)(?:/(.*))?$`)
+	nameRE = regexp.MustCompile(`^BenchmarkPerfScheduling[^/]*/([^/]+)/r(\d+)-(` + strings.Join(allProfiles(), "|") + `)/([^/]+)/([^/]+)(?:/(.*))?$`)
 	// The testing package appends #NN to duplicate sub-benchmark names
 	// (go test -count>1).
 	dupSuffix = regexp.MustCompile(`#\d+$`)
@@ -262,7 +276,7 @@ func Load(dir string) (*Results, error) {
 // <case>_<workload>_<topic>_<runID>.dat, where test/perf's topic ends in
 // _r<rep>-<profile>. The workload may itself contain "_" (5000Nodes_5000Pods),
 // so the case and workload are matched against the data items' keys, not split.
-var datRE = regexp.MustCompile(`^(.+)_[^_]+_r(\d+)-(` + Upstream + `|` + Ours + `)_[^_]+\.dat$`)
+var datRE = regexp.MustCompile(`^(.+)_[^_]+_r(\d+)-(` + strings.Join(allProfiles(), "|") + `)_[^_]+\.dat$`)
 
 // countProgressSamples calls found for each progress file in dir with its
 // case_workload prefix, profile, repeat and number of samples (one line per
@@ -412,11 +426,12 @@ type PluginStat struct {
 	OursMs         Stat   `json:"oursAverageMs"`
 }
 
-// ExtensionPointStat compares the two profiles' time at one extension point.
+// ExtensionPointStat compares the profiles' time at one extension point.
 type ExtensionPointStat struct {
 	ExtensionPoint string `json:"extensionPoint"`
 	UpstreamMs     Stat   `json:"upstreamAverageMs"`
 	OursMs         Stat   `json:"oursAverageMs"`
+	FloorMs        Stat   `json:"floorAverageMs"`
 }
 
 // Row is one Key's comparison.
@@ -424,6 +439,7 @@ type Row struct {
 	Key
 	Upstream ProfileStats `json:"upstream"`
 	Ours     ProfileStats `json:"ours"`
+	Floor    ProfileStats `json:"floor"`
 	// Ratio is mean(ours)/mean(upstream) throughput; null when either is
 	// missing.
 	Ratio *float64 `json:"throughputRatio"`
@@ -431,25 +447,37 @@ type Row struct {
 	// measured pods created and scheduled, so the throughput ratio over the
 	// whole phase; null when either is missing. It does not depend on how
 	// the phase falls into 1-s samples (see Row.FewSamples).
-	PhaseRatio *float64     `json:"phaseRatio"`
-	Plugins    []PluginStat `json:"plugins,omitempty"`
+	PhaseRatio *float64 `json:"phaseRatio"`
+	// OursOfFloor is ours' share of the floor by phase time,
+	// mean(floor)/mean(ours) SchedulingDuration (the floor schedules the
+	// same pods): what ours reaches of the speed limit an inter-pod
+	// affinity plugin has; null when either is missing.
+	OursOfFloor *float64 `json:"oursOfFloorPhase"`
+	// OursOfFloorThroughput is mean(ours)/mean(floor) throughput; null
+	// when either is missing.
+	OursOfFloorThroughput *float64 `json:"oursOfFloorThroughput"`
+	// HeapOfFloor is mean(ours)/mean(floor) peak heap; null when either
+	// is missing.
+	HeapOfFloor *float64     `json:"oursHeapOfFloor"`
+	Plugins     []PluginStat `json:"plugins,omitempty"`
 	// OfCeiling compares the row with the ceiling, the faster profile's
 	// CeilingCase in the same run; null when a pod count or a phase time
 	// is missing.
 	OfCeiling *CeilingShare `json:"ofCeiling,omitempty"`
-	// ExtensionPoints: whole-profile time per cycle; the profiles differ
-	// only in our four plugins, so a difference here is theirs.
+	// ExtensionPoints: whole-profile time per cycle; upstream and ours
+	// differ only in our four plugins, ours and the floor only in the
+	// inter-pod affinity one, so a difference here is theirs.
 	ExtensionPoints []ExtensionPointStat `json:"extensionPoints,omitempty"`
 }
 
 // CeilingShare is a workload's throughput as a fraction of the ceiling's:
 // its measured pods over its median phase time, against the same for
-// CeilingCase at the same scale in the same run, taking the faster of the
-// two profiles' CeilingCase (see ceilingTime) as the ceiling of both. The
-// phase time needs no sampling clock (see Row.FewSamples), and the pod
-// counts differ between test cases at some scales, so both are used. The
-// median, not the mean: on a shared machine one slow run in five would
-// otherwise move the line.
+// CeilingCase at the same scale in the same run, taking the faster of
+// upstream's and ours' CeilingCase (see ceilingTime) as the ceiling of
+// every profile. The phase time needs no sampling clock (see
+// Row.FewSamples), and the pod counts differ between test cases at some
+// scales, so both are used. The median, not the mean: on a shared machine
+// one slow run in five would otherwise move the line.
 type CeilingShare struct {
 	// CeilingProfile is the profile whose CeilingCase was faster.
 	CeilingProfile string `json:"ceilingProfile"`
@@ -458,6 +486,7 @@ type CeilingShare struct {
 	CeilingPodsPerSec float64  `json:"ceilingPodsPerSec"`
 	Upstream          *float64 `json:"upstream"`
 	Ours              *float64 `json:"ours"`
+	Floor             *float64 `json:"floor"`
 	// OursRuns is each run of ours against the ceiling, to show the spread
 	// behind Ours.
 	OursRuns Stat `json:"oursRuns"`
@@ -474,6 +503,9 @@ type Table struct {
 // Report is the machine-readable result.
 type Report struct {
 	Run *RunInfo `json:"run,omitempty"`
+	// Profiles are the profiles that ran: the run info's, or else those
+	// with samples. A profile not among them is n/a in the Markdown.
+	Profiles []string `json:"profiles"`
 	// LoadAverage1m summarises the 1-minute load average after each run.
 	LoadAverage1m *Stat   `json:"loadAverage1m,omitempty"`
 	Tables        []Table `json:"tables"`
@@ -482,7 +514,7 @@ type Report struct {
 // Build aggregates results into tables. Case order follows the run info
 // when known, then name order.
 func Build(res *Results) *Report {
-	rep := &Report{Run: res.Info}
+	rep := &Report{Run: res.Info, Profiles: ranProfiles(res)}
 	if len(res.Load1) > 0 {
 		st := NewStat(res.Load1)
 		rep.LoadAverage1m = &st
@@ -542,12 +574,35 @@ func Build(res *Results) *Report {
 	return rep
 }
 
+// ranProfiles are the profiles res's invocation ran: the run info's list
+// when it has one, or else every profile with a sample, in allProfiles'
+// order.
+func ranProfiles(res *Results) []string {
+	if res.Info != nil && len(res.Info.Profiles) > 0 {
+		return res.Info.Profiles
+	}
+	seen := map[string]bool{}
+	for _, samples := range res.Samples {
+		for _, s := range samples {
+			seen[s.Profile] = true
+		}
+	}
+	var out []string
+	for _, p := range allProfiles() {
+		if seen[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // ceilingTime is the ceiling's phase time: the shorter of the two
 // profiles' median SchedulingDuration for CeilingCase (both schedule the
 // same pods, so the shorter time is the higher pods/s), and the profile it
 // is from; ok is false when neither profile has one. Taking the faster
 // profile means a slower SchedulingBasic of ours lowers the ceiling of
-// neither profile, so it can never raise a share.
+// neither profile, so it can never raise a share. The floor's is no
+// candidate: whether the floor ran changes no share of the other two.
 func ceilingTime(c *Row) (median float64, profile string, ok bool) {
 	u, o := c.Upstream.DurationS.Median, c.Ours.DurationS.Median
 	switch {
@@ -559,11 +614,12 @@ func ceilingTime(c *Row) (median float64, profile string, ok bool) {
 	return 0, "", false
 }
 
-// ofCeiling compares row with t's ceiling, the faster profile's
-// SchedulingBasic (ceilingTime), for both profiles; nil when the counts or
-// times to do so are missing, or when the row is one of several measured
-// ops of its workload (the count is the workload's). The ceiling's own row
-// gets a share too: 100 % for the faster profile, below for the other.
+// ofCeiling compares row with t's ceiling, the faster of upstream's and
+// ours' SchedulingBasic (ceilingTime), for every profile; nil when the
+// counts or times to do so are missing, or when the row is one of several
+// measured ops of its workload (the count is the workload's). The
+// ceiling's own row gets a share too: 100 % for the faster of upstream and
+// ours, below for the other, and the floor's against the same.
 func ofCeiling(t Table, row Row, pods map[string]int) *CeilingShare {
 	c := t.Ceiling
 	if measuresPerWorkload(t, row.Case) > 1 || measuresPerWorkload(t, c.Case) > 1 {
@@ -588,8 +644,9 @@ func ofCeiling(t Table, row Row, pods map[string]int) *CeilingShare {
 		CeilingPodsPerSec: cn / cd,
 		Upstream:          share(row.Upstream.DurationS.Median),
 		Ours:              share(row.Ours.DurationS.Median),
+		Floor:             share(row.Floor.DurationS.Median),
 	}
-	if s.Upstream == nil && s.Ours == nil {
+	if s.Upstream == nil && s.Ours == nil && s.Floor == nil {
 		return nil
 	}
 	var runs []float64
@@ -607,15 +664,12 @@ func buildRow(k Key, samples []Sample) Row {
 	for _, s := range samples {
 		by[s.Profile] = append(by[s.Profile], s)
 	}
-	row := Row{Key: k, Upstream: profileStats(by[Upstream]), Ours: profileStats(by[Ours])}
-	if u, o := row.Upstream.Throughput.Mean, row.Ours.Throughput.Mean; row.Upstream.Throughput.N > 0 && row.Ours.Throughput.N > 0 && u > 0 {
-		r := o / u
-		row.Ratio = &r
-	}
-	if u, o := row.Upstream.DurationS.Mean, row.Ours.DurationS.Mean; row.Upstream.DurationS.N > 0 && row.Ours.DurationS.N > 0 && o > 0 {
-		r := u / o
-		row.PhaseRatio = &r
-	}
+	row := Row{Key: k, Upstream: profileStats(by[Upstream]), Ours: profileStats(by[Ours]), Floor: profileStats(by[Floor])}
+	row.Ratio = meanRatio(row.Ours.Throughput, row.Upstream.Throughput)
+	row.PhaseRatio = meanRatio(row.Upstream.DurationS, row.Ours.DurationS)
+	row.OursOfFloor = meanRatio(row.Floor.DurationS, row.Ours.DurationS)
+	row.OursOfFloorThroughput = meanRatio(row.Ours.Throughput, row.Floor.Throughput)
+	row.HeapOfFloor = meanRatio(row.Ours.PeakHeapMB, row.Floor.PeakHeapMB)
 	for _, pl := range plugins.Set() {
 		name, ours := pl.Replaces, pl.Name
 		points := map[string]bool{}
@@ -647,10 +701,20 @@ func buildRow(k Key, samples []Sample) Row {
 	for _, ep := range sortedExtensionPoints(points) {
 		get := func(s Sample) (float64, bool) { v, ok := s.ExtensionPoints[ep]; return v, ok }
 		row.ExtensionPoints = append(row.ExtensionPoints, ExtensionPointStat{
-			ExtensionPoint: ep, UpstreamMs: pickStat(by[Upstream], get), OursMs: pickStat(by[Ours], get),
+			ExtensionPoint: ep, UpstreamMs: pickStat(by[Upstream], get), OursMs: pickStat(by[Ours], get), FloorMs: pickStat(by[Floor], get),
 		})
 	}
 	return row
+}
+
+// meanRatio is mean(num)/mean(den); nil unless both were measured and
+// den's mean is positive.
+func meanRatio(num, den Stat) *float64 {
+	if num.N == 0 || den.N == 0 || !(den.Mean > 0) {
+		return nil
+	}
+	r := num.Mean / den.Mean
+	return &r
 }
 
 // pickStat summarises one value over samples; a sample without it counts
@@ -712,7 +776,8 @@ func profileStats(samples []Sample) ProfileStats {
 // Markdown renders the report for people.
 func Markdown(r *Report) string {
 	var b strings.Builder
-	b.WriteString("# scheduler_perf: upstream default profile vs placement-scheduler profile\n\n")
+	b.WriteString("# scheduler_perf: upstream default profile vs placement-scheduler profile, and the floor\n\n")
+	fmt.Fprintf(&b, "- Profiles run: %s (n/a below: not run)\n", strings.Join(r.Profiles, ", "))
 	if info := r.Run; info != nil {
 		fmt.Fprintf(&b, "- Started %s; k8s.io/kubernetes %s; %s; NumCPU %d, GOMAXPROCS %d\n", info.Started, info.K8sVersion, info.GoVersion, info.NumCPU, info.GOMAXPROCS)
 		fmt.Fprintf(&b, "- Repeats: %d per profile, %s\n", info.Repeats, info.Order)
@@ -723,6 +788,9 @@ func Markdown(r *Report) string {
 		}
 		fmt.Fprintf(&b, "- Workloads: upstream's files, unmodified, from %s (a 15000Nodes workload of upstream's is its 5000Nodes with every count x3), "+
 			"%s; profile ours = %s\n", info.UpstreamDir, own, info.OurConfigBasis)
+		if info.FloorConfigBasis != "" {
+			fmt.Fprintf(&b, "- Profile floor = %s\n", info.FloorConfigBasis)
+		}
 		for _, u := range info.Unavailable {
 			fmt.Fprintf(&b, "- n/a with k8s.io/kubernetes %s: %s: %s\n", info.K8sVersion, u.What, u.Why)
 		}
@@ -738,13 +806,15 @@ func Markdown(r *Report) string {
 		"Attempt latency: scheduler_scheduling_attempt_duration_seconds{result=scheduled}, ms, bucket-interpolated. " +
 		"Heap: peak HeapInuse of the whole test process (in-process apiserver + scheduler + harness), MB.\n")
 	b.WriteString("- A measuring stick, not a verdict: one machine, few repeats; read the spread before the ratio.\n")
+	f := formatter{profiles: r.Profiles}
 	for _, t := range r.Tables {
 		fmt.Fprintf(&b, "\n## %s\n\n", t.Workload)
 		if c := t.Ceiling; c != nil {
-			fmt.Fprintf(&b, "Ceiling (%s/%s, same run, no affinity): upstream %s pods/s, ours %s pods/s.\n\n", c.Case, c.Workload, cell(c.Upstream.Throughput, 1), cell(c.Ours.Throughput, 1))
+			fmt.Fprintf(&b, "Ceiling (%s/%s, same run, no affinity): upstream %s pods/s, ours %s pods/s, floor %s pods/s.\n\n", c.Case, c.Workload,
+				f.cell(Upstream, c.Upstream.Throughput, 1), f.cell(Ours, c.Ours.Throughput, 1), f.cell(Floor, c.Floor.Throughput, 1))
 		}
-		b.WriteString("| Test case | upstream pods/s | ours pods/s | ours/upstream | attempt p50 ms (up / ours) | attempt p99 ms (up / ours) | peak heap MB (up / ours) |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| Test case | upstream pods/s | ours pods/s | floor pods/s | ours/upstream | ours/floor | attempt p50 ms (up / ours / floor) | attempt p99 ms (up / ours / floor) | peak heap MB (up / ours / floor) | ours heap/floor |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		few := false
 		for _, row := range t.Rows {
 			name := row.Case
@@ -754,31 +824,36 @@ func Markdown(r *Report) string {
 			if row.Measure != "" && measuresPerWorkload(t, row.Case) > 1 {
 				name += " [" + row.Measure + "]"
 			}
-			ratio := "n/a"
-			if row.Ratio != nil {
-				ratio = fmt.Sprintf("%.2f", *row.Ratio)
+			throughputRatio := func(r *float64) string {
+				if r == nil {
+					return "n/a"
+				}
+				out := fmt.Sprintf("%.2f", *r)
 				if row.FewSamples() {
-					ratio += " †"
+					out += " †"
 					few = true
 				}
+				return out
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", name,
-				cell(row.Upstream.Throughput, 1), cell(row.Ours.Throughput, 1), ratio,
-				cell(row.Upstream.AttemptP50, 2), cell(row.Ours.AttemptP50, 2),
-				cell(row.Upstream.AttemptP99, 2), cell(row.Ours.AttemptP99, 2),
-				cell(row.Upstream.PeakHeapMB, 0), cell(row.Ours.PeakHeapMB, 0))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+				f.cell(Upstream, row.Upstream.Throughput, 1), f.cell(Ours, row.Ours.Throughput, 1), f.cell(Floor, row.Floor.Throughput, 1),
+				throughputRatio(row.Ratio), throughputRatio(row.OursOfFloorThroughput),
+				f.cells(row, func(ps ProfileStats) Stat { return ps.AttemptP50 }, 2),
+				f.cells(row, func(ps ProfileStats) Stat { return ps.AttemptP99 }, 2),
+				f.cells(row, func(ps ProfileStats) Stat { return ps.PeakHeapMB }, 0),
+				ratioCell(row.HeapOfFloor))
 		}
 		if few {
-			fmt.Fprintf(&b, "\n† Some run's throughput Average is over fewer than %d one-second samples: read ours/upstream by phase time below.\n", MinThroughputSamples)
+			fmt.Fprintf(&b, "\n† Some run's throughput Average is over fewer than %d one-second samples: read the ratios by phase time below.\n", MinThroughputSamples)
 		}
 		if why, lacks := r.Run.Lacks(SchedulingDurationMetric); lacks {
 			fmt.Fprintf(&b, "\nMeasured phase and share of the ceiling: n/a (they need the %s data item: %s).\n", SchedulingDurationMetric, why)
 		} else {
-			writePhaseTable(&b, t)
-			writeCeilingTable(&b, t)
+			writePhaseTable(&b, t, f)
+			writeCeilingTable(&b, t, f)
 		}
-		writeExtensionPointTable(&b, t)
-		writePluginTable(&b, t)
+		writeExtensionPointTable(&b, t, f)
+		writePluginTable(&b, t, f)
 	}
 	if len(r.Tables) == 0 {
 		b.WriteString("\nNo data items found.\n")
@@ -793,10 +868,10 @@ func Markdown(r *Report) string {
 // bound, each moving a 2–4 sample Average by tens of percent.
 const MinThroughputSamples = 5
 
-// FewSamples reports whether some run of either profile has a throughput
+// FewSamples reports whether some run of any profile has a throughput
 // Average over fewer than MinThroughputSamples samples.
 func (r Row) FewSamples() bool {
-	for _, st := range []Stat{r.Upstream.ThroughputSamples, r.Ours.ThroughputSamples} {
+	for _, st := range []Stat{r.Upstream.ThroughputSamples, r.Ours.ThroughputSamples, r.Floor.ThroughputSamples} {
 		if st.N > 0 && st.Min < MinThroughputSamples {
 			return true
 		}
@@ -806,29 +881,33 @@ func (r Row) FewSamples() bool {
 
 // writePhaseTable compares the profiles by how long the measured phase took,
 // which needs no sampling clock.
-func writePhaseTable(b *strings.Builder, t Table) {
+func writePhaseTable(b *strings.Builder, t Table, f formatter) {
 	var lines []string
 	for _, row := range t.Rows {
-		if row.PhaseRatio == nil {
+		if row.PhaseRatio == nil && row.OursOfFloor == nil {
 			continue
 		}
-		samples := func(st Stat) string {
-			if st.N == 0 {
-				return "–"
+		samples := func(ps ProfileStats) Stat {
+			st := ps.ThroughputSamples
+			// The fewest samples, as a one-value Stat: cell prints it bare.
+			if st.N > 0 {
+				st = NewStat([]float64{st.Min})
 			}
-			return strconv.FormatFloat(st.Min, 'f', 0, 64)
+			return st
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %s / %s | %.2f | %s / %s |\n", row.Case,
-			cell(row.Upstream.DurationS, 2), cell(row.Ours.DurationS, 2), *row.PhaseRatio,
-			samples(row.Upstream.ThroughputSamples), samples(row.Ours.ThroughputSamples)))
+		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %s | %s |\n", row.Case,
+			f.cells(row, func(ps ProfileStats) Stat { return ps.DurationS }, 2),
+			ratioCell(row.PhaseRatio), ratioCell(row.OursOfFloor),
+			f.cells(row, samples, 0)))
 	}
 	if len(lines) == 0 {
 		return
 	}
 	b.WriteString("\nMeasured phase: SchedulingDuration, the seconds from the start of the measured op (before its first pod is created) until all its pods were scheduled, mean [min–max]. " +
-		"Both profiles create and schedule the same pods, so upstream's time over ours is the throughput ratio over the whole phase, pod creation included. " +
+		"Every profile creates and schedules the same pods, so upstream's time over ours is the throughput ratio over the whole phase, pod creation included, " +
+		"and the floor's time over ours is ours' share of the floor: of the speed ours' profile would have with no inter-pod affinity plugin at all. " +
 		"The last column is the fewest 1-s samples any run's throughput Average is over.\n\n")
-	b.WriteString("| Test case | phase s (up / ours) | ours/upstream by phase time | 1-s samples, fewest (up / ours) |\n|---|---:|---:|---:|\n")
+	b.WriteString("| Test case | phase s (up / ours / floor) | ours/upstream by phase time | ours/floor by phase time | 1-s samples, fewest (up / ours / floor) |\n|---|---:|---:|---:|---:|\n")
 	for _, l := range lines {
 		b.WriteString(l)
 	}
@@ -836,12 +915,15 @@ func writePhaseTable(b *strings.Builder, t Table) {
 
 // writeCeilingTable shows each workload's throughput as a share of the
 // ceiling's from the same run and profile.
-func writeCeilingTable(b *strings.Builder, t Table) {
-	pct := func(f *float64) string {
-		if f == nil {
+func writeCeilingTable(b *strings.Builder, t Table, f formatter) {
+	pct := func(profile string, v *float64) string {
+		if !f.ran(profile) {
+			return "n/a"
+		}
+		if v == nil {
 			return "–"
 		}
-		return fmt.Sprintf("%.0f %%", 100**f)
+		return fmt.Sprintf("%.0f %%", 100**v)
 	}
 	var lines []string
 	var ceiling *CeilingShare
@@ -859,16 +941,16 @@ func writeCeilingTable(b *strings.Builder, t Table) {
 		if row.Case == CeilingCase {
 			name += " (ceiling)"
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %s |\n", name, pct(s.Upstream), pct(s.Ours), runs))
+		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %s | %s |\n", name, pct(Upstream, s.Upstream), pct(Ours, s.Ours), pct(Floor, s.Floor), runs))
 	}
 	if len(lines) == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\nAgainst the ceiling: each workload's pods/s (its measured pods over its median phase time) as a share of the ceiling, "+
-		"the faster of the two profiles' %s in the same run (here the %s profile's, %.1f pods/s), for both profiles: a slower %s of ours lowers no ceiling, so it cannot raise a share. "+
+		"the faster of upstream's and ours' %s in the same run (here the %s profile's, %.1f pods/s), for every profile: a slower %s of ours lowers no ceiling, so it cannot raise a share. "+
 		"The last column is each run of ours against the ceiling: with few repeats on a shared machine, read it before the median.\n\n",
 		t.Ceiling.Case, ceiling.CeilingProfile, ceiling.CeilingPodsPerSec, t.Ceiling.Case)
-	b.WriteString("| Test case | upstream, % of ceiling | ours, % of ceiling | ours, each run |\n|---|---:|---:|---:|\n")
+	b.WriteString("| Test case | upstream, % of ceiling | ours, % of ceiling | floor, % of ceiling | ours, each run |\n|---|---:|---:|---:|---:|\n")
 	for _, l := range lines {
 		b.WriteString(l)
 	}
@@ -878,7 +960,7 @@ func writeCeilingTable(b *strings.Builder, t Table) {
 // table; report.json has every point with its spread.
 var pluginTablePoints = []string{"PreFilter", "Filter", "PreScore", "Score"}
 
-func writePluginTable(b *strings.Builder, t Table) {
+func writePluginTable(b *strings.Builder, t Table, f formatter) {
 	var lines []string
 	for _, row := range t.Rows {
 		byPair := map[string]map[string]PluginStat{}
@@ -892,9 +974,9 @@ func writePluginTable(b *strings.Builder, t Table) {
 			byPair[pair][p.ExtensionPoint] = p
 		}
 		for _, pair := range pairs {
-			if cells, ok := pointCells(func(ep string) (Stat, Stat) {
+			if cells, ok := f.pointCells([]string{Upstream, Ours}, func(ep string) []Stat {
 				p := byPair[pair][ep]
-				return p.UpstreamMs, p.OursMs
+				return []Stat{p.UpstreamMs, p.OursMs}
 			}); ok {
 				lines = append(lines, fmt.Sprintf("| %s | %s | %s |\n", row.Case, pair, cells))
 			}
@@ -919,40 +1001,76 @@ const pluginMetricCaveat = "Sampled (a random 10% of cycles) and lossy: the sche
 	"A gap (–) means no observation survived, not that the plugin took no time; compare the per-extension-point table, which has every cycle."
 
 // writeExtensionPointTable renders the whole profile's time per cycle at
-// pluginTablePoints, upstream / ours.
-func writeExtensionPointTable(b *strings.Builder, t Table) {
+// pluginTablePoints, upstream / ours / floor.
+func writeExtensionPointTable(b *strings.Builder, t Table, f formatter) {
 	var lines []string
 	for _, row := range t.Rows {
 		byPoint := map[string]ExtensionPointStat{}
 		for _, e := range row.ExtensionPoints {
 			byPoint[e.ExtensionPoint] = e
 		}
-		if cells, ok := pointCells(func(ep string) (Stat, Stat) {
+		if cells, ok := f.pointCells(allProfiles(), func(ep string) []Stat {
 			e := byPoint[ep]
-			return e.UpstreamMs, e.OursMs
+			return []Stat{e.UpstreamMs, e.OursMs, e.FloorMs}
 		}); ok {
 			lines = append(lines, fmt.Sprintf("| %s | %s |\n", row.Case, cells))
 		}
 	}
-	writeTimeTable(b, "Per extension point, whole profile: scheduler_framework_extension_point_duration_seconds Average, ms per scheduling cycle, mean over repeats, upstream / ours. "+
-		"Every cycle is observed (Filter: the whole filtering phase). The profiles differ only in our four plugins, so a difference here is theirs.",
+	writeTimeTable(b, "Per extension point, whole profile: scheduler_framework_extension_point_duration_seconds Average, ms per scheduling cycle, mean over repeats, upstream / ours / floor. "+
+		"Every cycle is observed (Filter: the whole filtering phase). Upstream and ours differ only in our four plugins, so a difference there is theirs; "+
+		"the floor is ours without the inter-pod affinity plugin, so ours minus floor is that plugin's time (PreFilter, Filter, PreScore, Score).",
 		[]string{"Test case"}, lines)
 }
 
-// pointCells renders "upstream / ours" for each of pluginTablePoints, empty
-// where neither side has a value; ok is false when no cell has one.
-func pointCells(get func(ep string) (upstream, ours Stat)) (cells string, ok bool) {
+// formatter renders cells for the profiles that ran, and n/a for the
+// others.
+type formatter struct{ profiles []string }
+
+func (f formatter) ran(profile string) bool { return slices.Contains(f.profiles, profile) }
+
+// cell is the package's cell, or n/a if profile did not run.
+func (f formatter) cell(profile string, s Stat, prec int) string {
+	if !f.ran(profile) {
+		return "n/a"
+	}
+	return cell(s, prec)
+}
+
+// cells is "upstream / ours / floor" for one statistic of row.
+func (f formatter) cells(row Row, get func(ProfileStats) Stat, prec int) string {
+	return f.cell(Upstream, get(row.Upstream), prec) + " / " + f.cell(Ours, get(row.Ours), prec) + " / " + f.cell(Floor, get(row.Floor), prec)
+}
+
+// pointCells renders, for each of pluginTablePoints, the mean of each of
+// profiles' stats (get returns them in the same order) joined by " / ",
+// empty where no profile has a value; ok is false when no cell has one.
+func (f formatter) pointCells(profiles []string, get func(ep string) []Stat) (cells string, ok bool) {
 	out := make([]string, 0, len(pluginTablePoints))
 	for _, ep := range pluginTablePoints {
-		u, o := get(ep)
-		if u.N == 0 && o.N == 0 {
+		stats := get(ep)
+		if !slices.ContainsFunc(stats, func(s Stat) bool { return s.N > 0 }) {
 			out = append(out, "")
 			continue
 		}
 		ok = true
-		out = append(out, meanOnly(u)+" / "+meanOnly(o))
+		parts := make([]string, len(stats))
+		for i, s := range stats {
+			parts[i] = "n/a"
+			if f.ran(profiles[i]) {
+				parts[i] = meanOnly(s)
+			}
+		}
+		out = append(out, strings.Join(parts, " / "))
 	}
 	return strings.Join(out, " | "), ok
+}
+
+// ratioCell is a ratio with two decimals, n/a when it could not be taken.
+func ratioCell(r *float64) string {
+	if r == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", *r)
 }
 
 // writeTimeTable writes intro and a table whose columns are lead then

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,10 +113,14 @@ func run(t *testing.T, dir, c, profile string, rep int, throughput, p50, p99, he
 		item(name, "scheduler_scheduling_attempt_duration_seconds", map[string]float64{"Perc50": 999, "Perc99": 999}, "result", "unschedulable"),
 		item(name, "heap_memory_usage", map[string]float64{"Max": heap, "Average": 1}),
 		item(name, "SchedulingDuration", map[string]float64{"Duration": duration}),
-		item(name, "scheduler_plugin_execution_duration_seconds", map[string]float64{"Average": pluginMs}, "plugin", "InterPodAffinity", "extension_point", "PreFilter"),
-		item(name, "scheduler_plugin_execution_duration_seconds", map[string]float64{"Average": pluginMs}, "plugin", "PlacementInterPodAffinity", "extension_point", "PreFilter"),
 		item(name, "scheduler_framework_extension_point_duration_seconds", map[string]float64{"Average": 10 * pluginMs}, "extension_point", "PreScore"),
 		item(name, "scheduler_framework_extension_point_duration_seconds", map[string]float64{"Average": 20 * pluginMs}, "extension_point", "Filter"),
+	}
+	switch profile {
+	case Upstream:
+		items = append(items, item(name, "scheduler_plugin_execution_duration_seconds", map[string]float64{"Average": pluginMs}, "plugin", "InterPodAffinity", "extension_point", "PreFilter"))
+	case Ours:
+		items = append(items, item(name, "scheduler_plugin_execution_duration_seconds", map[string]float64{"Average": pluginMs}, "plugin", "PlacementInterPodAffinity", "extension_point", "PreFilter"))
 	}
 	if c == "SchedulingPodAffinity" && profile == Ours && rep == 1 {
 		// One PreScore observation survived the scheduler's metric buffer
@@ -131,6 +136,18 @@ func run(t *testing.T, dir, c, profile string, rep int, throughput, p50, p99, he
 		items = append(items, DataItem{Labels: map[string]string{"Name": name, "Metric": "not applicable"}})
 	}
 	writeItems(t, dir, "BenchmarkPerfScheduling_"+c+"_r"+string(rune('0'+rep))+"-"+profile+"_benchmark_x.json", items...)
+}
+
+// writeRunInfo writes info where the benchmark writes its run info.
+func writeRunInfo(t *testing.T, dir string, info RunInfo) {
+	t.Helper()
+	js, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // progress writes a run's scheduler_perf progress file with n samples,
@@ -168,10 +185,7 @@ func TestLoadAndBuild(t *testing.T) {
 		// The ceiling measures twice the pods here: its pods/s is twice
 		// what its phase time alone would say.
 		MeasuredPods: map[string]int{"SchedulingPodAffinity/500Nodes": 1000, "SchedulingBasic/500Nodes": 2000}}
-	js, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRunInfo(t, dir, info)
 
 	if err := os.WriteFile(filepath.Join(dir, LoadFile), []byte("A/r1-upstream\t1.5\t1\t1\nA/r1-ours\t2.5\t1\t1\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,10 +246,10 @@ func TestLoadAndBuild(t *testing.T) {
 		t.Errorf("plugins (-want +got):\n%s", diff)
 	}
 	wantPoints := []ExtensionPointStat{
-		{ExtensionPoint: "Filter", UpstreamMs: NewStat([]float64{2, 2.4}), OursMs: NewStat([]float64{3, 3.4})},
-		{ExtensionPoint: "PreScore", UpstreamMs: NewStat([]float64{1, 1.2}), OursMs: NewStat([]float64{1.5, 1.7})},
+		{ExtensionPoint: "Filter", UpstreamMs: NewStat([]float64{2, 2.4}), OursMs: NewStat([]float64{3, 3.4}), FloorMs: NewStat(nil)},
+		{ExtensionPoint: "PreScore", UpstreamMs: NewStat([]float64{1, 1.2}), OursMs: NewStat([]float64{1.5, 1.7}), FloorMs: NewStat(nil)},
 	}
-	if diff := cmp.Diff(wantPoints, aff.ExtensionPoints, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+	if diff := cmp.Diff(wantPoints, aff.ExtensionPoints, cmpopts.EquateApprox(0, 1e-9), cmpopts.EquateNaNs()); diff != "" {
 		t.Errorf("extension points (-want +got):\n%s", diff)
 	}
 	if tbl.Ceiling == nil || tbl.Ceiling.Case != "SchedulingBasic" {
@@ -264,19 +278,28 @@ func TestLoadAndBuild(t *testing.T) {
 		t.Errorf("the ceiling's own share: the faster profile at 100 %%, the other below (-want +got):\n%s", diff)
 	}
 
+	// This run has no floor: every floor cell is n/a.
+	if aff.OursOfFloor != nil || aff.OursOfFloorThroughput != nil || aff.HeapOfFloor != nil || aff.OfCeiling.Floor != nil {
+		t.Errorf("ratios to a floor that did not run: %v, %v, %v, %v", aff.OursOfFloor, aff.OursOfFloorThroughput, aff.HeapOfFloor, aff.OfCeiling.Floor)
+	}
+	if !slices.Equal(rep.Profiles, []string{Upstream, Ours}) {
+		t.Errorf("profiles = %q, want those with samples (the run info names none)", rep.Profiles)
+	}
 	md := Markdown(rep)
 	checkMarkdown(t, md, []string{
-		"| SchedulingPodAffinity | 14 % | 20 % | 19–21 % |",
-		"| SchedulingBasic (ceiling) | 100 % | 62 % | 62–62 % |",
-		"the faster of the two profiles' SchedulingBasic in the same run (here the upstream profile's, 800.0 pods/s)",
-		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | 1.45 † | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] |",
-		"| SchedulingBasic (ceiling) | 400.0 | – | n/a |",
-		"| SchedulingPodAffinity | 9.17 [8.33–10.00] / 6.27 [5.88–6.67] | 1.46 | 4 / 7 |",
+		"- Profiles run: upstream, ours (n/a below: not run)",
+		"| SchedulingPodAffinity | 14 % | 20 % | n/a | 19–21 % |",
+		"| SchedulingBasic (ceiling) | 100 % | 62 % | n/a | 62–62 % |",
+		"the faster of upstream's and ours' SchedulingBasic in the same run (here the upstream profile's, 800.0 pods/s)",
+		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | n/a | 1.45 † | n/a | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] / n/a |",
+		"| 305 [300–310] / 285 [280–290] / n/a | n/a |",
+		"| SchedulingBasic (ceiling) | 400.0 | – | n/a | n/a | n/a |",
+		"| SchedulingPodAffinity | 9.17 [8.33–10.00] / 6.27 [5.88–6.67] / n/a | 1.46 | n/a | 4 / 7 / n/a |",
 		"† Some run's throughput Average is over fewer than 5 one-second samples",
-		"| SchedulingBasic | 2.50 / 4.00 | 0.62 | 2 / – |",
-		"Ceiling (SchedulingBasic/500Nodes, same run, no affinity): upstream 400.0 pods/s",
+		"| SchedulingBasic | 2.50 / 4.00 / n/a | 0.62 | n/a | 2 / – / n/a |",
+		"Ceiling (SchedulingBasic/500Nodes, same run, no affinity): upstream 400.0 pods/s, ours – pods/s, floor n/a pods/s.",
 		"| SchedulingPodAffinity | InterPodAffinity → PlacementInterPodAffinity | 0.1100 / 0.1600 |  | – / 3.0000 |  |",
-		"| SchedulingPodAffinity |  | 2.2000 / 3.2000 | 1.1000 / 1.6000 |  |",
+		"| SchedulingPodAffinity |  | 2.2000 / 3.2000 / n/a | 1.1000 / 1.6000 / n/a |  |",
 		"A gap (–) means no observation survived",
 		"NumCPU 2",
 		"Machine load during the run (1-min load average, 2 samples, 2 CPUs): mean 2.0, min 1.5, max 2.5",
@@ -296,8 +319,85 @@ func TestLoadAndBuild(t *testing.T) {
 	}
 }
 
-// The ceiling is the faster of the two profiles' SchedulingBasic: a slower
-// SchedulingBasic of ours changes no share, a faster one lowers both.
+// TestFloorColumns: with the floor run, each row has its stats, ours' share
+// of it (phase time and throughput), ours' heap over its heap, its share of
+// the ceiling and its time per extension point; a case the floor has no
+// sample of shows "–", not n/a (the floor ran, that run did not measure).
+func TestFloorColumns(t *testing.T) {
+	dir := t.TempDir()
+	for rep := 1; rep <= 2; rep++ {
+		for _, p := range []string{Upstream, Ours, Floor} {
+			progress(t, dir, "SchedulingPodAffinity", "500Nodes", p, rep, 10)
+		}
+	}
+	run(t, dir, "SchedulingPodAffinity", Upstream, 1, 100, 5, 9, 300)
+	run(t, dir, "SchedulingPodAffinity", Ours, 1, 150, 3, 7, 280)
+	run(t, dir, "SchedulingPodAffinity", Floor, 1, 200, 2, 6, 250)
+	run(t, dir, "SchedulingPodAffinity", Floor, 2, 220, 2, 6, 270)
+	run(t, dir, "SchedulingPodAffinity", Ours, 2, 170, 4, 8, 290)
+	run(t, dir, "SchedulingPodAffinity", Upstream, 2, 120, 6, 10, 310)
+	run(t, dir, "SchedulingBasic", Upstream, 1, 400, 1, 2, 200)
+	run(t, dir, "SchedulingBasic", Ours, 1, 400, 1, 2, 200)
+	info := RunInfo{Repeats: 2, Cases: []string{"SchedulingPodAffinity", "SchedulingBasic"}, Profiles: []string{Upstream, Ours, Floor},
+		FloorConfigBasis: "ours without PlacementInterPodAffinity",
+		MeasuredPods:     map[string]int{"SchedulingPodAffinity/500Nodes": 1000, "SchedulingBasic/500Nodes": 1000}}
+	writeRunInfo(t, dir, info)
+	res, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Build(res)
+	aff, basic := rep.Tables[0].Rows[0], rep.Tables[0].Rows[1]
+	if got := aff.Floor.Throughput; got.N != 2 || got.Mean != 210 {
+		t.Errorf("floor throughput = %+v, want 200 and 220", got)
+	}
+	approx := func(what string, got *float64, want float64) {
+		t.Helper()
+		if got == nil || math.Abs(*got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	approx("ours of floor by phase time", aff.OursOfFloor, (1000/200.+1000/220.)/(1000/150.+1000/170.))
+	approx("ours of floor by throughput", aff.OursOfFloorThroughput, 160./210)
+	approx("ours' heap over the floor's", aff.HeapOfFloor, 285./260)
+	approx("floor's share of the ceiling", aff.OfCeiling.Floor, (1000/((1000/200.+1000/220.)/2))/400)
+	wantPoints := []ExtensionPointStat{
+		{ExtensionPoint: "Filter", UpstreamMs: NewStat([]float64{2, 2.4}), OursMs: NewStat([]float64{3, 3.4}), FloorMs: NewStat([]float64{4, 4.4})},
+		{ExtensionPoint: "PreScore", UpstreamMs: NewStat([]float64{1, 1.2}), OursMs: NewStat([]float64{1.5, 1.7}), FloorMs: NewStat([]float64{2, 2.2})},
+	}
+	if diff := cmp.Diff(wantPoints, aff.ExtensionPoints, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("extension points (-want +got):\n%s", diff)
+	}
+	if basic.Floor.Throughput.N != 0 || basic.OursOfFloor != nil || basic.HeapOfFloor != nil {
+		t.Errorf("SchedulingBasic has no floor run, got %+v, %v, %v", basic.Floor.Throughput, basic.OursOfFloor, basic.HeapOfFloor)
+	}
+	checkMarkdown(t, Markdown(rep), []string{
+		"- Profiles run: upstream, ours, floor (n/a below: not run)",
+		"- Profile floor = ours without PlacementInterPodAffinity",
+		"| SchedulingPodAffinity | 110.0 [100.0–120.0] | 160.0 [150.0–170.0] | 210.0 [200.0–220.0] | 1.45 | 0.76 | 5.50 [5.00–6.00] / 3.50 [3.00–4.00] / 2.00 [2.00–2.00] |",
+		"| 305 [300–310] / 285 [280–290] / 260 [250–270] | 1.10 |",
+		"| SchedulingBasic (ceiling) | 400.0 | 400.0 | – | 1.00 | n/a |",
+		"| SchedulingPodAffinity | 9.17 [8.33–10.00] / 6.27 [5.88–6.67] / 4.77 [4.55–5.00] | 1.46 | 0.76 | 10 / 10 / 10 |",
+		"| SchedulingPodAffinity | 27 % | 40 % | 52 % | 38–42 % |",
+		"| SchedulingPodAffinity |  | 2.2000 / 3.2000 / 4.2000 | 1.1000 / 1.6000 / 2.1000 |  |",
+		"| ours/upstream | ours/floor |",
+		"ours/floor by phase time",
+	}, []string{"n/a pods/s"})
+	out, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{`"profiles":["upstream","ours","floor"]`, `"floor":{"throughputPodsPerSec"`, `"oursOfFloorPhase":0.7`,
+		`"oursOfFloorThroughput":0.7`, `"oursHeapOfFloor":1.09`, `"floorAverageMs":{"n":2`} {
+		if !strings.Contains(string(out), field) {
+			t.Errorf("report.json lacks %s", field)
+		}
+	}
+}
+
+// The ceiling is the faster of upstream's and ours' SchedulingBasic: a slower
+// SchedulingBasic of ours changes no share, a faster one lowers both; the
+// floor's, however fast, is no candidate.
 func TestCeilingIsTheFasterBasic(t *testing.T) {
 	const workload = "500Nodes"
 	build := func(basicUpstream, basicOurs float64) Table {
@@ -310,7 +410,7 @@ func TestCeilingIsTheFasterBasic(t *testing.T) {
 				MeasuredPodsKey("Interleaved", workload): 1000, MeasuredPodsKey(CeilingCase, workload): 1000}},
 			Samples: map[Key][]Sample{
 				{Case: "Interleaved", Workload: workload}: {sample(Upstream, 10), sample(Ours, 5)},
-				{Case: CeilingCase, Workload: workload}:   {sample(Upstream, basicUpstream), sample(Ours, basicOurs)},
+				{Case: CeilingCase, Workload: workload}:   {sample(Upstream, basicUpstream), sample(Ours, basicOurs), sample(Floor, 0.5)},
 			},
 		}
 		tables := Build(res).Tables
@@ -373,10 +473,7 @@ func TestUnavailableIsShownAsNA(t *testing.T) {
 			{What: SchedulingDurationMetric, Why: "no such collector"},
 			{What: OwnWorkloads, Why: "no templateParams"},
 		}}
-	js, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, RunInfoFile), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRunInfo(t, dir, info)
 	res, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -398,7 +495,7 @@ func TestUnavailableIsShownAsNA(t *testing.T) {
 		"- n/a with k8s.io/kubernetes v1.35.4: test/perf/workloads: no templateParams",
 		"not our own (test/perf/workloads: n/a, below)",
 		"Measured phase and share of the ceiling: n/a (they need the SchedulingDuration data item: no such collector).",
-		"| SchedulingPodAffinity | 100.0 | 100.0 | 1.00 |",
+		"| SchedulingPodAffinity | 100.0 | 100.0 | n/a | 1.00 | n/a |",
 	}, []string{"Measured phase: SchedulingDuration", "Against the ceiling", "and our own from test/perf/workloads"})
 	out, err := json.Marshal(rep)
 	if err != nil {

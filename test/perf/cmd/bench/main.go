@@ -1,6 +1,7 @@
 // Command bench runs test/perf's side-by-side scheduler_perf benchmark with
 // every workload run in a process of its own, in ABBA order per test case
-// (perf.Plan). `make bench` compiles the test binary once and calls this.
+// over the chosen profiles (perf.Plan). `make bench` compiles the test
+// binary once and calls this.
 //
 // One process per run keeps what a run leaves behind in the process (heap,
 // informer goroutines, GC pacing) from reaching the next run: at 5000 nodes
@@ -39,6 +40,8 @@ func run() error {
 		scale       = flag.Int("scale", 500, "workload size: runs the <scale>Nodes workload of each test case (500, 5000; 15000 for upstream's scaled inter-pod affinity cases, SchedulingBasic and ours)")
 		cases       = flag.String("cases", ".*", "regexp selecting test cases by full name")
 		repeats     = flag.Int("repeats", 2, "runs per profile and test case; even numbers balance the ABBA order")
+		profileList = flag.String("profiles", "upstream,ours,floor", "comma-separated profiles to run: upstream (kube-scheduler's default), "+
+			"ours (manifests/scheduler-config.yaml), floor (ours without the inter-pod affinity plugin)")
 		timeout     = flag.Duration("timeout", 24*time.Hour, "limit for each run's process")
 		podsTimeout = flag.Duration("pods-timeout", 0, "how long each createPods op may wait for its pods to be scheduled; 0 keeps scheduler_perf's 10m, "+
 			"which upstream's slowest affinity cases can exceed at 15000 nodes")
@@ -50,6 +53,10 @@ func run() error {
 	}
 	if *repeats < 1 {
 		return fmt.Errorf("-repeats=%d: need at least 1", *repeats)
+	}
+	profiles, err := perf.ParseProfiles(*profileList)
+	if err != nil {
+		return fmt.Errorf("-profiles: %w", err)
 	}
 	caseRE, err := regexp.Compile("^(" + *cases + ")$")
 	if err != nil {
@@ -79,7 +86,7 @@ func run() error {
 		return err
 	}
 	workload := strconv.Itoa(*scale) + "Nodes"
-	runs, skipped := perf.Plan(setup.Cases, caseRE, workload, *repeats)
+	runs, skipped := perf.Plan(setup.Cases, caseRE, workload, *repeats, profiles)
 	for _, c := range skipped {
 		fmt.Printf("bench: %s has no %s workload, skipped\n", c, workload)
 	}
@@ -112,7 +119,7 @@ func run() error {
 	var failed []string
 	for i, r := range runs {
 		fmt.Fprintf(io.MultiWriter(os.Stdout, logFile), "bench: run %d/%d: %s/%s/%s\n", i+1, len(runs), r.Case, r.Name(), r.Workload)
-		if err := runOne(binary, filepath.Join(repoRoot, "test", "perf"), absDir, r, *repeats, *timeout, *podsTimeout, logFile); err != nil {
+		if err := runOne(binary, filepath.Join(repoRoot, "test", "perf"), absDir, r, *repeats, perf.JoinProfiles(profiles, ","), *timeout, *podsTimeout, logFile); err != nil {
 			fmt.Fprintf(io.MultiWriter(os.Stderr, logFile), "bench: %s/%s: %v\n", r.Case, r.Name(), err)
 			failed = append(failed, r.Case+"/"+r.Name())
 		}
@@ -125,7 +132,7 @@ func run() error {
 
 // runOne measures one run in a fresh process of the test binary, working in
 // the package directory as `go test` would.
-func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, timeout, podsTimeout time.Duration, log io.Writer) error {
+func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, profiles string, timeout, podsTimeout time.Duration, log io.Writer) error {
 	args := []string{
 		"-test.run", "^$",
 		"-test.bench", r.BenchPattern(),
@@ -134,6 +141,7 @@ func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, timeout, po
 		"-perf-scheduling-label-filter=",
 		"-data-items-dir", dataDir,
 		"-placement-repeats", strconv.Itoa(repeats),
+		"-placement-profiles", profiles,
 		"-placement-process-per-run",
 	}
 	if podsTimeout > 0 {

@@ -9,20 +9,6 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
 
-// oursOnly is the shipped plugin set with "*" disabled, as in
-// testSchedulerConfig.
-const oursOnly = `
-      multiPoint:
-        enabled:
-          - {name: PrioritySort}
-          - {name: PlacementNodeName}
-          - {name: PlacementTaintToleration, weight: 3}
-          - {name: PlacementNodeAffinity, weight: 2}
-          - {name: NodeResourcesFit, weight: 1}
-          - {name: PlacementInterPodAffinity, weight: 2}
-          - {name: DefaultBinder}
-        disabled: [{name: "*"}]`
-
 // The enforcer refuses, at start-up, a scheduler configuration with a
 // profile whose Filter runs the in-tree NodeAffinity or InterPodAffinity:
 // one line naming the file, each such profile and plugin, and the fix.
@@ -53,14 +39,14 @@ func TestSchedulerConfigMustRunOurAffinityPlugins(t *testing.T) {
 		// Ours added, but "*" not disabled: the defaults stay, in-tree
 		// ones included. The good profile before it is not named.
 		name: "ours beside the defaults",
-		config: head + "  - schedulerName: good\n    plugins:" + oursOnly + "\n" +
+		config: head + "  - schedulerName: good\n    plugins:" + ourPlugins + "\n" +
 			"  - schedulerName: both\n    plugins:\n      multiPoint:\n        enabled: [{name: PlacementNodeAffinity}, {name: PlacementInterPodAffinity}]\n",
 		want:    []string{`profile "both" runs the in-tree NodeAffinity`, `profile "both" runs the in-tree InterPodAffinity`},
 		notWant: []string{`"good"`},
 	}, {
 		// The in-tree plugin enabled at filter alone still decides there.
 		name:    "the in-tree InterPodAffinity at filter",
-		config:  head + "  - schedulerName: mixed\n    plugins:" + oursOnly + "\n      filter:\n        enabled: [{name: InterPodAffinity}]\n",
+		config:  head + "  - schedulerName: mixed\n    plugins:" + ourPlugins + "\n      filter:\n        enabled: [{name: InterPodAffinity}]\n",
 		want:    []string{`profile "mixed" runs the in-tree InterPodAffinity`},
 		notWant: []string{"in-tree NodeAffinity"},
 	}, {

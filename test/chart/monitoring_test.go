@@ -139,7 +139,12 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 	}
 	raw, _, _ := unstructured.NestedString(cm.Object, "data", "placement-scheduler.json")
 	var dashboard struct {
-		UID    string `json:"uid"`
+		UID        string `json:"uid"`
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
 		Panels []struct {
 			Title   string `json:"title"`
 			Targets []struct {
@@ -169,6 +174,15 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 	}
 	if enforcerPanels == 0 {
 		t.Error("the dashboard has no enforcer panel")
+	}
+	vars := map[string]bool{}
+	for _, v := range dashboard.Templating.List {
+		vars[v.Name] = true
+	}
+	for _, v := range []string{"namespace", "job", "enforcer_job"} {
+		if !vars[v] {
+			t.Errorf("the dashboard's queries use $%s, which it does not define (it has %v)", v, vars)
+		}
 	}
 }
 

@@ -3,12 +3,16 @@ package chart
 import (
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 // byKind indexes a render by kind, then name.
@@ -107,6 +111,10 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 		"placement-scheduler": `job="` + svc.GetName() + `", namespace="` + namespace + `"`,
 		"placement-enforcer":  `job="` + esvc.GetName() + `", namespace="` + namespace + `"`,
 	}
+	runbooks, err := os.ReadFile(filepath.Join(framework.ChartDir(t), "..", "..", "docs", "observability.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	alerts := map[string]int{}
 	for _, g := range groups {
 		name, _, _ := unstructured.NestedString(g.(map[string]any), "name")
@@ -123,6 +131,9 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 			}
 			if url, _, _ := unstructured.NestedString(r, "annotations", "runbook_url"); !strings.HasSuffix(url, "docs/observability.md#"+strings.ToLower(r["alert"].(string))) {
 				t.Errorf("alert %v: runbook_url %q is not its section of docs/observability.md", r["alert"], url)
+			}
+			if !strings.Contains(string(runbooks), "\n### "+r["alert"].(string)+"\n") {
+				t.Errorf("alert %v: docs/observability.md has no section ### %v for its runbook_url", r["alert"], r["alert"])
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
@@ -61,5 +62,6 @@ func run(configPath, kubeconfig string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return enforcer.Run(klog.NewContext(ctx, klog.Background()), cfg, restConfig)
+	build := buildinfo.Info{Version: version, GitCommit: gitCommit, BuildDate: buildDate}
+	return enforcer.Run(klog.NewContext(ctx, klog.Background()), cfg, restConfig, build)
 }

@@ -12,14 +12,17 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	k8sversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/internal/schedulerapp"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
 // Set by the Makefile with -ldflags -X. We do not stamp our version into
@@ -33,6 +36,9 @@ var (
 )
 
 func main() {
+	// Upstream's /metrics serves legacyregistry, beside kube-scheduler's
+	// own metrics and our plugins' (pkg/plugins.RegisterMetrics).
+	buildinfo.Register(legacyregistry.MustRegister, plugins.MetricsNamespace, buildinfo.Info{Version: version, GitCommit: gitCommit, BuildDate: buildDate})
 	command := app.NewSchedulerCommand(schedulerapp.Options()...)
 	command.Use = "placement-scheduler"
 	checkProfiles(command)

@@ -26,7 +26,7 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked) (s
 		p.backoff.Next(id, p.now) // report again later, not every pass
 		return StateDryRun, ""
 	case evictions.Accepted:
-		p.metrics.evictions.WithLabelValues(string(rule), "evicted").Inc()
+		p.metrics.evictions.WithLabelValues(string(rule), resultEvicted).Inc()
 		p.metrics.latency.WithLabelValues(string(rule)).Observe(p.now.Sub(t.since[rule]).Seconds())
 		return StateEvicting, ""
 	case evictions.Refused:
@@ -35,7 +35,7 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked) (s
 		p.after(p.backoff.Get(id))
 		return StatePDBBlocked, err.Error()
 	case evictions.Gone:
-		p.metrics.evictions.WithLabelValues(string(rule), "gone").Inc()
+		p.metrics.evictions.WithLabelValues(string(rule), resultGone).Inc()
 		return StateError, "the pod is gone or was replaced: " + err.Error()
 	}
 	p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()

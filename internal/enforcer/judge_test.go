@@ -17,14 +17,9 @@ import (
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
-// testSchedulerConfig has the shipped plugin set in two profiles: ours, and
-// "pool-foo", whose addedAffinity confines its pods to pool=foo.
-const testSchedulerConfig = `
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: placement-scheduler
-    plugins: &plugins
+// ourPlugins is a profile's plugins (at the indentation of its keys): the
+// shipped plugin set, ours in place of the in-tree ones, "*" disabled.
+const ourPlugins = `
       multiPoint:
         enabled:
           - {name: PrioritySort}
@@ -34,7 +29,16 @@ profiles:
           - {name: NodeResourcesFit, weight: 1}
           - {name: PlacementInterPodAffinity, weight: 2}
           - {name: DefaultBinder}
-        disabled: [{name: "*"}]
+        disabled: [{name: "*"}]`
+
+// testSchedulerConfig has the shipped plugin set in two profiles: ours, and
+// "pool-foo", whose addedAffinity confines its pods to pool=foo.
+const testSchedulerConfig = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: placement-scheduler
+    plugins: &plugins` + ourPlugins + `
   - schedulerName: pool-foo
     plugins: *plugins
     pluginConfig:

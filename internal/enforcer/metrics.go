@@ -1,7 +1,21 @@
 package enforcer
 
 import (
+	"context"
+
 	"k8s.io/component-base/metrics"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
+)
+
+// metricsPrefix prefixes the enforcer's own metrics.
+const metricsPrefix = "placement_enforcer"
+
+// Eviction results, the result label of evictions_total beside the states
+// of the same name (StateDryRun, StatePDBBlocked, StateError).
+const (
+	resultEvicted = "evicted"
+	resultGone    = "gone"
 )
 
 // enforcerMetrics are the enforcer's metrics, in a registry of its own (no
@@ -11,28 +25,59 @@ type enforcerMetrics struct {
 	violations *metrics.GaugeVec
 	evictions  *metrics.CounterVec
 	latency    *metrics.HistogramVec
+	leader     *metrics.Gauge
 }
 
 func newMetrics() *enforcerMetrics {
 	m := &enforcerMetrics{
 		registry: metrics.NewKubeRegistry(),
 		violations: metrics.NewGaugeVec(&metrics.GaugeOpts{
-			Subsystem: "placement_enforcer", Name: "violations",
+			Subsystem: metricsPrefix, Name: "violations",
 			Help:           "Pods violating an enforced placement rule, by rule and state, at the last judgement.",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"rule", "state"}),
 		evictions: metrics.NewCounterVec(&metrics.CounterOpts{
-			Subsystem: "placement_enforcer", Name: "evictions_total",
+			Subsystem: metricsPrefix, Name: "evictions_total",
 			Help:           "Eviction requests, by rule and result (evicted, dry-run, pdb-blocked, gone, error).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"rule", "result"}),
 		latency: metrics.NewHistogramVec(&metrics.HistogramOpts{
-			Subsystem: "placement_enforcer", Name: "detect_to_evict_seconds",
+			Subsystem: metricsPrefix, Name: "detect_to_evict_seconds",
 			Help:           "Time from a violation's first judgement to its pod's accepted eviction, grace period included.",
 			Buckets:        metrics.ExponentialBuckets(1, 2, 12),
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"rule"}),
+		leader: metrics.NewGauge(&metrics.GaugeOpts{
+			Subsystem: metricsPrefix, Name: "leader",
+			Help:           "1 while this replica holds the enforcer's Lease and passes run, else 0.",
+			StabilityLevel: metrics.ALPHA,
+		}),
 	}
-	m.registry.MustRegister(m.violations, m.evictions, m.latency)
+	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader)
+	// Every eviction series exists from the start, at 0, so that the first
+	// error is an increase Prometheus sees (increase and rate ignore a
+	// series' first sample) and the alert on it fires.
+	for _, r := range Rules() {
+		for _, res := range []string{resultEvicted, StateDryRun, StatePDBBlocked, resultGone, StateError} {
+			m.evictions.WithLabelValues(string(r), res)
+		}
+	}
 	return m
+}
+
+// registerBuild adds placement_enforcer_build_info to the registry.
+func (m *enforcerMetrics) registerBuild(info buildinfo.Info) {
+	buildinfo.Register(m.registry.MustRegister, metricsPrefix, info)
+}
+
+// leading wraps a leader's loop so that the leader gauge is 1 exactly while
+// the loop runs: from the Lease's acquisition until the loop ends, whether
+// the Lease was lost or the loop gave up (a judge it could not build), so
+// that a replica holding the Lease without passing counts as no leader.
+func (m *enforcerMetrics) leading(loop func(context.Context)) func(context.Context) {
+	return func(ctx context.Context) {
+		m.leader.Set(1)
+		defer m.leader.Set(0)
+		loop(ctx)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
 
@@ -37,15 +37,11 @@ const minPassInterval = time.Second
 
 // Run runs the enforcer until ctx ends: informers on nodes, pods, namespaces
 // and PodDisruptionBudgets (a change to any queues a pass; their resync is
-// the periodic backstop), the metrics endpoint, and the passes themselves,
-// only while this replica holds the Lease.
-func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
+// the periodic backstop), the metrics endpoint (build is its build_info),
+// and the passes themselves, only while this replica holds the Lease.
+func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildinfo.Info) error {
 	logger := klog.FromContext(ctx)
-	data, err := os.ReadFile(cfg.SchedulerConfig)
-	if err != nil {
-		return fmt.Errorf("schedulerConfig: %w", err)
-	}
-	sched, err := profile.LoadConfig(data, cfg.SchedulerConfig)
+	sched, err := loadSchedulerConfig(cfg.SchedulerConfig)
 	if err != nil {
 		return err
 	}
@@ -61,6 +57,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: Component})
 	e := New(cfg, sched, client, recorder, clock.RealClock{})
+	e.metrics.registerBuild(build)
 
 	factory := informers.NewSharedInformerFactory(client, cfg.Resync.Duration)
 	nodes := factory.Core().V1().Nodes()
@@ -161,6 +158,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config) error {
 			}
 		}
 	}
+	loop = e.metrics.leading(loop)
 	if cfg.LeaderElection.Disabled {
 		loop(ctx)
 		return ctx.Err()

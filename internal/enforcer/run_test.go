@@ -1,24 +1,49 @@
 package enforcer
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
+// scrape returns what e's /metrics serves.
+func scrape(e *Enforcer) string {
+	rec := httptest.NewRecorder()
+	mux(e).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
 // TestEndpoints: /violations serves the last pass's reports and /metrics
-// the violation and eviction counts.
+// the violation and eviction counts, every eviction series from the start
+// (at 0, so that the first error is an increase), and the build.
 func TestEndpoints(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.e.metrics.registerBuild(buildinfo.Info{Version: "v1.2.3", GitCommit: "abc", BuildDate: "today"})
 	empty := httptest.NewRecorder()
 	mux(r.e).ServeHTTP(empty, httptest.NewRequest("GET", "/violations", nil))
 	if got := strings.TrimSpace(empty.Body.String()); got != "[]" {
 		t.Errorf("/violations before any pass: %q, want []", got)
+	}
+	before := scrape(r.e)
+	for _, want := range []string{
+		`placement_enforcer_evictions_total{result="error",rule="pod-anti-affinity"} 0`,
+		`placement_enforcer_evictions_total{result="pdb-blocked",rule="node-affinity"} 0`,
+		`placement_enforcer_leader 0`,
+		`placement_enforcer_build_info{build_date="today",git_commit="abc",go_version="` + runtime.Version() + `",kubernetes_line="` + k8sline.Minor + `",version="v1.2.3"} 1`,
+	} {
+		if !strings.Contains(before, want) {
+			t.Errorf("/metrics before any pass lacks %s:\n%s", want, before)
+		}
 	}
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a"), ssdPod("q", "rs2", "a")}
@@ -36,9 +61,7 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("/violations: %+v", reps)
 	}
 
-	rec = httptest.NewRecorder()
-	m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body := rec.Body.String()
+	body := scrape(r.e)
 	for _, want := range []string{
 		`placement_enforcer_violations{rule="node-affinity",state="evicting"} 2`,
 		`placement_enforcer_evictions_total{result="evicted",rule="node-affinity"} 2`,
@@ -47,6 +70,24 @@ func TestEndpoints(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
 		}
+	}
+}
+
+// The leader gauge is 1 exactly while a leader's loop runs, and back to 0
+// once it ends, whether the Lease was lost or the loop gave up.
+func TestLeaderGauge(t *testing.T) {
+	r := newRig(t, nil)
+	if got := scrape(r.e); !strings.Contains(got, "placement_enforcer_leader 0\n") {
+		t.Fatalf("/metrics of a replica that never led:\n%s", got)
+	}
+	var during string
+	loop := r.e.metrics.leading(func(context.Context) { during = scrape(r.e) })
+	loop(context.Background())
+	if !strings.Contains(during, "placement_enforcer_leader 1\n") {
+		t.Errorf("/metrics while leading:\n%s", during)
+	}
+	if got := scrape(r.e); !strings.Contains(got, "placement_enforcer_leader 0\n") {
+		t.Errorf("/metrics after the loop ended:\n%s", got)
 	}
 }
 

@@ -10,16 +10,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
 
 // BuildInfo is the release a binary was built as. cmd/kubectl-placement
 // gets it from the Makefile's -ldflags -X, like the scheduler.
-type BuildInfo struct {
-	Version   string `json:"version"`
-	GitCommit string `json:"gitCommit"`
-	BuildDate string `json:"buildDate"`
-}
+type BuildInfo = buildinfo.Info
 
 // versionInfo is what `kubectl placement version` prints: the stamped
 // release plus what the binary was compiled against, read from the module

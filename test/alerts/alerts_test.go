@@ -32,6 +32,12 @@ const (
 	replicaA  = job + `, instance="10.0.0.1:10259", pod="placement-scheduler-a"`
 	replicaB  = job + `, instance="10.0.0.2:10259", pod="placement-scheduler-b"`
 	evalEvery = time.Minute // the rule group's evaluation interval
+
+	// The enforcer's, as its ServiceMonitor labels them: a leading, b
+	// standing by.
+	enforcerJob = `job="placement-scheduler-enforcer-metrics", namespace="placement-scheduler"`
+	enforcerA   = enforcerJob + `, instance="10.0.0.3:10261", pod="placement-scheduler-enforcer-a"`
+	enforcerB   = enforcerJob + `, instance="10.0.0.4:10261", pod="placement-scheduler-enforcer-b"`
 )
 
 // renderRules is `helm template` of the chart's PrometheusRule with args,
@@ -133,8 +139,24 @@ func evaluate(t *testing.T, rs []rulefmt.Rule, load string, end time.Duration) m
 	return got
 }
 
-// healthySeries are the series of two replicas, a leading, with nothing
-// pending and no panic, by name with their (constant) value.
+// enforcerViolations is the leading enforcer replica's violations series
+// for a node-affinity rule in state.
+func enforcerViolations(state string) string {
+	return `placement_enforcer_violations{` + enforcerA + `, rule="node-affinity", state="` + state + `"}`
+}
+
+// enforcerEvictions is an enforcer replica's evictions_total series for
+// node-affinity with result.
+func enforcerEvictions(replica, result string) string {
+	return `placement_enforcer_evictions_total{` + replica + `, rule="node-affinity", result="` + result + `"}`
+}
+
+// healthySeries are the series of two scheduler replicas, a leading, with
+// nothing pending and no panic, and of two enforcer replicas, a leading,
+// with one pod in its grace period and no eviction refused, by name with
+// their (constant) value; "_" is a series that has no samples until a case
+// gives it some (the enforcer exports a violations series only for a
+// state some pod is in, and only on the leader).
 func healthySeries() map[string]string {
 	return map[string]string{
 		`up{` + replicaA + `}`: "1",
@@ -147,6 +169,18 @@ func healthySeries() map[string]string {
 		`scheduler_pending_pods{` + replicaB + `, queue="active"}`:                                                            "0",
 		`placement_scheduler_plugin_panics_total{` + replicaA + `, plugin="PlacementNodeAffinity", extension_point="Filter"}`: "0",
 		`placement_scheduler_plugin_panics_total{` + replicaB + `, plugin="PlacementNodeAffinity", extension_point="Filter"}`: "0",
+
+		// The enforcer's.
+		`up{` + enforcerA + `}`:                        "1",
+		`up{` + enforcerB + `}`:                        "1",
+		`placement_enforcer_leader{` + enforcerA + `}`: "1",
+		`placement_enforcer_leader{` + enforcerB + `}`: "0",
+		enforcerViolations("grace"):                    "1",
+		enforcerViolations("no-fit"):                   "_",
+		enforcerViolations("pdb-blocked"):              "_",
+		enforcerEvictions(enforcerA, "error"):          "0",
+		enforcerEvictions(enforcerA, "pdb-blocked"):    "0",
+		enforcerEvictions(enforcerB, "error"):          "0",
 	}
 }
 
@@ -175,14 +209,17 @@ func healthyWith(n int, override map[string]string) string {
 
 func healthy(n int) string { return healthyWith(n, nil) }
 
-// scrapesFailFrom10m overrides every healthy series from 10m on, when no
-// scrape of either replica succeeds any more: the series go stale (the
-// stale markers Prometheus writes), except up, which takes upAfter: "0x30"
-// when the targets are there and their scrapes fail, "stale" when the
-// targets are gone.
-func scrapesFailFrom10m(upAfter string) map[string]string {
+// scrapesFailFrom10m overrides every healthy series of the job selected by
+// jobSel from 10m on, when no scrape of either of its replicas succeeds any
+// more: the series go stale (the stale markers Prometheus writes), except
+// up, which takes upAfter: "0x30" when the targets are there and their
+// scrapes fail, "stale" when the targets are gone.
+func scrapesFailFrom10m(jobSel, upAfter string) map[string]string {
 	o := map[string]string{}
 	for name, v := range healthySeries() {
+		if !strings.Contains(name, jobSel) || v == "_" {
+			continue
+		}
 		if strings.HasPrefix(name, "up{") {
 			o[name] = v + "x9 " + upAfter
 		} else {
@@ -198,7 +235,8 @@ func TestAlerts(t *testing.T) {
 	for _, r := range rs {
 		names = append(names, r.Alert)
 	}
-	want := []string{"PlacementSchedulerDown", "PlacementSchedulerNoLeader", "PlacementSchedulerPodsPending", "PlacementSchedulerPluginPanics"}
+	want := []string{"PlacementSchedulerDown", "PlacementSchedulerNoLeader", "PlacementSchedulerPodsPending", "PlacementSchedulerPluginPanics",
+		"PlacementEnforcerDown", "PlacementEnforcerNoLeader", "PlacementEnforcerNoFit", "PlacementEnforcerPDBBlocked", "PlacementEnforcerEvictionErrors"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("the chart's alerts are %v, want %v (a new alert needs its cases here)", names, want)
 	}
@@ -239,14 +277,14 @@ func TestAlerts(t *testing.T) {
 		// Both replicas' scrapes fail from 10m on (up 0): Down after
 		// downFor (5m) of it, at 15m.
 		name: "every replica down: Down fires",
-		load: healthyWith(minutes, scrapesFailFrom10m("0x30")),
+		load: healthyWith(minutes, scrapesFailFrom10m(job, "0x30")),
 		want: map[string][]firing{"PlacementSchedulerDown": {{Labels: `{}`, First: 15 * time.Minute}}},
 	}, {
 		// The targets vanish (the Deployment was deleted, the Service
 		// selects nothing): no up series at all after 10m. Down fires
 		// too, once the last samples are stale.
 		name: "targets gone: Down fires",
-		load: healthyWith(minutes, scrapesFailFrom10m("stale")),
+		load: healthyWith(minutes, scrapesFailFrom10m(job, "stale")),
 		want: map[string][]firing{"PlacementSchedulerDown": {{Labels: `{}`, First: 15 * time.Minute}}},
 	}, {
 		// Both replicas up, neither leads from 10m on (lost lease, RBAC
@@ -294,6 +332,81 @@ func TestAlerts(t *testing.T) {
 			pending(replicaA, "active"): "0x4 3x9 0x25",
 			pending(replicaA, "gated"):  "7x40",
 		}),
+	}, {
+		// Both enforcer replicas' scrapes fail from 10m on: EnforcerDown
+		// after its downFor (10m), at 20m; the scheduler's alerts stay
+		// quiet, and so does EnforcerNoLeader (no series: Down's case).
+		name: "every enforcer replica down: EnforcerDown fires",
+		load: healthyWith(minutes, scrapesFailFrom10m(enforcerJob, "0x30")),
+		want: map[string][]firing{"PlacementEnforcerDown": {{Labels: `{}`, First: 20 * time.Minute}}},
+	}, {
+		name: "enforcer targets gone: EnforcerDown fires",
+		load: healthyWith(minutes, scrapesFailFrom10m(enforcerJob, "stale")),
+		want: map[string][]firing{"PlacementEnforcerDown": {{Labels: `{}`, First: 20 * time.Minute}}},
+	}, {
+		// Both enforcer replicas up, neither leads from 10m on (the Lease
+		// lost, or the leader's loop gave up): EnforcerNoLeader after
+		// noLeaderFor (10m). Its last report's gauges stay, but no alert
+		// reads them as stuck before their own `for`.
+		name: "enforcer up but leaderless: EnforcerNoLeader fires",
+		load: healthyWith(minutes, map[string]string{
+			`placement_enforcer_leader{` + enforcerA + `}`: "1x9 0x30",
+		}),
+		want: map[string][]firing{"PlacementEnforcerNoLeader": {{Labels: `{}`, First: 20 * time.Minute}}},
+	}, {
+		// The enforcer's leader dies at 10m; b leads from 11m (its report
+		// starts with its first pass), a returns at 13m as the standby:
+		// quiet, as is the eviction error counter restarting at 0.
+		name: "enforcer failover: quiet",
+		load: healthyWith(minutes, map[string]string{
+			`up{` + enforcerA + `}`:                        "1x9 0x2 1x27",
+			`placement_enforcer_leader{` + enforcerA + `}`: "1x9 stale _x2 0x27",
+			`placement_enforcer_leader{` + enforcerB + `}`: "0x10 1x29",
+			enforcerViolations("grace"):                    "1x9 stale _x30",
+			enforcerViolations("no-fit"):                   "_x4 1x4 stale _x30",
+			enforcerEvictions(enforcerA, "error"):          "2x9 stale _x2 0x27",
+			enforcerEvictions(enforcerA, "pdb-blocked"):    "0x9 stale _x2 0x27",
+		}),
+	}, {
+		// Two pods no-fit from 5m on: more than none for noFitFor (30m),
+		// fires at 35m, by rule.
+		name: "pods no-fit too long: EnforcerNoFit fires",
+		load: healthyWith(minutes, map[string]string{
+			enforcerViolations("no-fit"): "_x5 2x34",
+		}),
+		want: map[string][]firing{"PlacementEnforcerNoFit": {{Labels: `{rule="node-affinity"}`, First: 35 * time.Minute}}},
+	}, {
+		name: "pods pdb-blocked too long: EnforcerPDBBlocked fires",
+		load: healthyWith(minutes, map[string]string{
+			enforcerViolations("pdb-blocked"): "_x5 1x34",
+		}),
+		want: map[string][]firing{"PlacementEnforcerPDBBlocked": {{Labels: `{rule="node-affinity"}`, First: 35 * time.Minute}}},
+	}, {
+		// No-fit for 20 minutes, pdb-blocked for 10, then moved (their
+		// series go away, as the gauge is reset each pass); refusals by a
+		// PodDisruptionBudget counted as such: quiet.
+		name: "no-fit and pdb-blocked briefly, PDB refusals: quiet",
+		load: healthyWith(minutes, map[string]string{
+			enforcerViolations("no-fit"):                "_x4 1x19 stale _x15",
+			enforcerViolations("pdb-blocked"):           "_x4 1x9 stale _x25",
+			enforcerEvictions(enforcerA, "pdb-blocked"): "0x4 1x5 3x30",
+		}),
+	}, {
+		// One failed eviction at 12m: fires at once, by rule, and stops
+		// once it is older than the window (10m).
+		name: "an eviction error: EnforcerEvictionErrors fires",
+		load: healthyWith(minutes, map[string]string{
+			enforcerEvictions(enforcerA, "error"): "0x11 1x28",
+		}),
+		want: map[string][]firing{"PlacementEnforcerEvictionErrors": {{Labels: `{rule="node-affinity"}`, First: 12 * time.Minute}}},
+	}, {
+		// The first error of a replica that just took over: its series
+		// exists at 0 from the start, so increase sees it.
+		name: "an eviction error on a new leader: EnforcerEvictionErrors fires",
+		load: healthyWith(minutes, map[string]string{
+			enforcerEvictions(enforcerB, "error"): "0x19 1x20",
+		}),
+		want: map[string][]firing{"PlacementEnforcerEvictionErrors": {{Labels: `{rule="node-affinity"}`, First: 20 * time.Minute}}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := evaluate(t, rs, tc.load, end)
@@ -337,5 +450,23 @@ func TestAlertKnobs(t *testing.T) {
 	got = evaluate(t, renderRules(t, "--set", `monitoring.prometheusRule.selector=job="other"`), healthy(minutes), end)
 	if w := []firing{{Labels: `{}`, First: 5 * time.Minute}}; !slices.Equal(got["PlacementSchedulerDown"], w) || len(got) != 1 {
 		t.Errorf(`selector job="other": fired %v, want only Down %v`, got, w)
+	}
+
+	// The enforcer's knobs: a shorter noFitFor fires sooner; its own
+	// selector points its rules, and only them, elsewhere; without the
+	// enforcer there are no enforcer rules.
+	noFit := healthyWith(minutes, map[string]string{enforcerViolations("no-fit"): "_x5 2x34"})
+	got = evaluate(t, renderRules(t, "--set", "monitoring.prometheusRule.enforcer.noFitFor=10m"), noFit, end)
+	if w := []firing{{Labels: `{rule="node-affinity"}`, First: 15 * time.Minute}}; !slices.Equal(got["PlacementEnforcerNoFit"], w) {
+		t.Errorf("enforcer.noFitFor=10m: EnforcerNoFit fired %v, want %v", got["PlacementEnforcerNoFit"], w)
+	}
+	got = evaluate(t, renderRules(t, "--set", `monitoring.prometheusRule.enforcer.selector=job="other"`), healthy(minutes), end)
+	if w := []firing{{Labels: `{}`, First: 10 * time.Minute}}; !slices.Equal(got["PlacementEnforcerDown"], w) || len(got) != 1 {
+		t.Errorf(`enforcer.selector job="other": fired %v, want only EnforcerDown %v`, got, w)
+	}
+	for _, r := range renderRules(t, "--set", "enforcer.enabled=false") {
+		if strings.HasPrefix(r.Alert, "PlacementEnforcer") {
+			t.Errorf("enforcer.enabled=false still renders %s", r.Alert)
+		}
 	}
 }

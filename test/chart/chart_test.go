@@ -63,7 +63,13 @@ const newestLineCluster = "v1.37.2"
 // renderAll is `helm template` of the chart with args, test hooks included.
 func renderAll(t *testing.T, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, errOut, err := helm(t).Run(append([]string{"template", release, framework.ChartDir(t), "--namespace", namespace, "--kube-version", newestLineCluster}, args...)...)
+	return renderRelease(t, release, args...)
+}
+
+// renderRelease is renderAll for a release called name.
+func renderRelease(t *testing.T, name string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, errOut, err := helm(t).Run(append([]string{"template", name, framework.ChartDir(t), "--namespace", namespace, "--kube-version", newestLineCluster}, args...)...)
 	if err != nil {
 		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, errOut)
 	}
@@ -394,6 +400,107 @@ additionalProfiles:
 	}
 }
 
+// The enforcer's values land on the enforcer's Deployment, and the
+// scheduler's on the scheduler's only: each has its own placement, priority,
+// pod labels and annotations, and resources. The enforcer's
+// PodDisruptionBudget selects its pods and nothing else.
+func TestEnforcerValuesLandWhereTheySay(t *testing.T) {
+	values := writeValues(t, `
+enforcer:
+  replicas: 3
+  logVerbosity: 5
+  nodeSelector: {pool: infra}
+  tolerations: [{key: infra, operator: Exists, effect: NoSchedule}]
+  resources: {requests: {cpu: 100m}}
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app.kubernetes.io/name: placement-scheduler-enforcer}}}
+  topologySpreadConstraints:
+    - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app.kubernetes.io/name: placement-scheduler-enforcer}}}
+  priorityClassName: enforcer-priority
+  podAnnotations: {example.com/team: enforce}
+  podLabels: {example.com/cost-center: "7"}
+`)
+	objs := byKind(render(t, "-f", values))
+	d := objs["Deployment"][release+"-enforcer"]
+	if d == nil {
+		t.Fatal("no enforcer Deployment rendered")
+	}
+	pod := at(t, d.Object, "spec", "template", "spec").(map[string]any)
+	c := pod["containers"].([]any)[0].(map[string]any)
+	meta := at(t, d.Object, "spec", "template", "metadata").(map[string]any)
+	for _, check := range []struct {
+		what      string
+		got, want any
+	}{
+		{"replicas", at(t, d.Object, "spec", "replicas"), float64(3)},
+		{"args", c["args"], []any{"--config=/etc/placement-scheduler/enforcer-config.yaml", "--v=5"}},
+		// Maps merge into the defaults, as Helm merges values.
+		{"nodeSelector", pod["nodeSelector"], map[string]any{"kubernetes.io/os": "linux", "pool": "infra"}},
+		{"tolerations", pod["tolerations"], []any{map[string]any{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}}},
+		{"resources", c["resources"], map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"memory": "1Gi"}}},
+		{"affinity", pod["affinity"], map[string]any{"podAntiAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{
+			"topologyKey": "kubernetes.io/hostname", "labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "placement-scheduler-enforcer"}},
+		}}}}},
+		{"topologySpreadConstraints", pod["topologySpreadConstraints"], []any{map[string]any{
+			"maxSkew": float64(1), "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+			"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "placement-scheduler-enforcer"}},
+		}}},
+		{"priorityClassName", pod["priorityClassName"], "enforcer-priority"},
+		// Added to the chart's own, which stay.
+		{"podAnnotations", at(t, meta, "annotations", "example.com/team"), "enforce"},
+		{"the checksum next to podAnnotations", at(t, meta, "annotations", "checksum/enforcer-config") != "", true},
+		{"podLabels", at(t, meta, "labels", "example.com/cost-center"), "7"},
+		{"the selector label next to podLabels", at(t, meta, "labels", "app.kubernetes.io/name"), release + "-enforcer"},
+	} {
+		if diff := cmp.Diff(check.want, check.got); diff != "" {
+			t.Errorf("enforcer %s (-want +got):\n%s", check.what, diff)
+		}
+	}
+
+	// None of it reaches the scheduler's Deployment, whose own defaults stay.
+	sched := at(t, objs["Deployment"][release].Object, "spec", "template").(map[string]any)
+	schedPod := sched["spec"].(map[string]any)
+	if schedPod["priorityClassName"] != "system-cluster-critical" || schedPod["tolerations"] != nil || schedPod["topologySpreadConstraints"] != nil ||
+		!cmp.Equal(schedPod["nodeSelector"], map[string]any{"kubernetes.io/os": "linux"}) {
+		t.Errorf("the enforcer's values reached the scheduler's pod spec: %v", schedPod)
+	}
+	if l := at(t, sched, "metadata", "labels").(map[string]any); l["example.com/cost-center"] != nil {
+		t.Errorf("enforcer.podLabels reached the scheduler's pods: %v", l)
+	}
+	// And the scheduler's placement values do not reach the enforcer.
+	e := byKind(render(t, "--set", "priorityClassName=x,tolerations[0].key=k,tolerations[0].operator=Exists,podLabels.team=s"))["Deployment"][release+"-enforcer"]
+	if ePod := at(t, e.Object, "spec", "template", "spec").(map[string]any); ePod["priorityClassName"] != nil || ePod["tolerations"] != nil {
+		t.Errorf("the scheduler's priorityClassName or tolerations reached the enforcer's pod spec: %v", ePod)
+	}
+	if l := at(t, e.Object, "spec", "template", "metadata", "labels").(map[string]any); l["team"] != nil {
+		t.Errorf("podLabels reached the enforcer's pods: %v", l)
+	}
+
+	// Its PodDisruptionBudget selects exactly its pods, whatever the
+	// release is called.
+	for _, name := range []string{release, "other"} {
+		var pdb, dep *unstructured.Unstructured
+		for _, o := range renderRelease(t, name, "--skip-tests") {
+			switch {
+			case o.GetKind() == "PodDisruptionBudget" && strings.HasSuffix(o.GetName(), "-enforcer"):
+				pdb = o
+			case o.GetKind() == "Deployment" && strings.HasSuffix(o.GetName(), "-enforcer"):
+				dep = o
+			}
+		}
+		if pdb == nil || dep == nil {
+			t.Fatalf("release %s: no enforcer PodDisruptionBudget (%v) or Deployment (%v)", name, pdb != nil, dep != nil)
+		}
+		sel, _, _ := unstructured.NestedStringMap(pdb.Object, "spec", "selector", "matchLabels")
+		want, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "selector", "matchLabels")
+		if !maps.Equal(sel, want) || pdb.GetName() != dep.GetName() {
+			t.Errorf("release %s: PodDisruptionBudget %s selects %v, Deployment %s's pods are %v", name, pdb.GetName(), sel, dep.GetName(), want)
+		}
+	}
+}
+
 // image.digest pins the image: repository@digest is deployed, whatever the
 // tag says, and `helm test`'s canary runs that same image. NOTES.txt names
 // the image deployed, not the chart's appVersion when a tag or digest
@@ -478,6 +585,10 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 		{name: "a tag as digest", args: []string{"--set", "image.digest=v1.2.3"}, want: []string{"/image/digest"}},
 		{name: "monitoring typo", args: []string{"--set", "monitoring.serviceMonitor.enable=true"}, want: []string{"/monitoring/serviceMonitor", "enable"}},
 		{name: "alert duration without unit", args: []string{"--set-string", "monitoring.prometheusRule.downFor=5"}, want: []string{"/monitoring/prometheusRule/downFor"}},
+		{name: "enforcer typo", args: []string{"--set", "enforcer.nodeselector.pool=x"}, want: []string{"/enforcer", "nodeselector"}},
+		{name: "an enforcer pod label the chart owns", args: []string{"--set", "enforcer.podLabels.app\\.kubernetes\\.io/component=x"}, want: []string{"invalid propertyName 'app.kubernetes.io/component'"}},
+		{name: "the enforcer's checksum annotation", args: []string{"--set", "enforcer.podAnnotations.checksum/enforcer-config=x"}, want: []string{"invalid propertyName 'checksum/enforcer-config'"}},
+		{name: "enforcer affinity typo", values: "enforcer: {affinity: {podAntiAfinity: {}}}\n", want: []string{"/enforcer/affinity", "podAntiAfinity"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"template", release, framework.ChartDir(t), "--namespace", namespace}, tc.args...)

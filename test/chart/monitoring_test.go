@@ -2,12 +2,17 @@ package chart
 
 import (
 	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
 // byKind indexes a render by kind, then name.
@@ -25,11 +30,13 @@ func byKind(objs []*unstructured.Unstructured) map[string]map[string]*unstructur
 // The monitoring objects are off by default (the defaults render the
 // kustomize base, TestDefaultsRenderTheKustomizeBase) and, turned on, hang
 // together: the ServiceMonitor selects the metrics Service by its labels
-// and names its port; the rules select the job the ServiceMonitor gives the
-// targets (the Service's name, the Prometheus Operator's default) in the
-// release namespace; the Prometheus ServiceAccount is bound to the
+// and names its port, for the scheduler and for the enforcer; each rule
+// group selects the job its binary's ServiceMonitor gives the targets (the
+// Service's name, the Prometheus Operator's default) in the release
+// namespace; the Prometheus ServiceAccount is bound to the
 // metrics-reader ClusterRole; the dashboard ConfigMap carries the Grafana
-// sidecar's label and a dashboard whose every query selects $job. What the
+// sidecar's label and a dashboard whose every query selects $job, or
+// $enforcer_job for the enforcer's panels. What the
 // alerts decide is tested in test/alerts, with Prometheus' engine.
 func TestMonitoringObjectsHangTogether(t *testing.T) {
 	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
@@ -84,24 +91,54 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 	if rule == nil {
 		t.Fatal("no PrometheusRule")
 	}
+	// The enforcer's ServiceMonitor selects its metrics Service and port,
+	// whose name is the job of the enforcer's alerts.
+	esvc := objs["Service"][release+"-enforcer-metrics"]
+	esm := objs["ServiceMonitor"][release+"-enforcer"]
+	if esvc == nil || esm == nil {
+		t.Fatalf("no enforcer metrics Service (%v) or ServiceMonitor (%v)", esvc != nil, esm != nil)
+	}
+	eselector, _, _ := unstructured.NestedStringMap(esm.Object, "spec", "selector", "matchLabels")
+	for k, v := range eselector {
+		if esvc.GetLabels()[k] != v {
+			t.Errorf("the enforcer's ServiceMonitor selects %s=%s, its Service's labels are %v", k, v, esvc.GetLabels())
+		}
+	}
+
 	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
-	sel := `job="` + svc.GetName() + `", namespace="` + namespace + `"`
-	n := 0
+	// Each group's alerts select the job of the Service of its binary.
+	sels := map[string]string{
+		"placement-scheduler": `job="` + svc.GetName() + `", namespace="` + namespace + `"`,
+		"placement-enforcer":  `job="` + esvc.GetName() + `", namespace="` + namespace + `"`,
+	}
+	runbooks, err := os.ReadFile(filepath.Join(framework.ChartDir(t), "..", "..", "docs", "observability.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]int{}
 	for _, g := range groups {
+		name, _, _ := unstructured.NestedString(g.(map[string]any), "name")
+		sel, ok := sels[name]
+		if !ok {
+			t.Errorf("rule group %q: want one of %v", name, sels)
+		}
 		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
 		for _, r := range rules {
 			r := r.(map[string]any)
-			n++
+			alerts[name]++
 			if !strings.Contains(r["expr"].(string), sel) {
 				t.Errorf("alert %v: expr %q does not select %s", r["alert"], r["expr"], sel)
 			}
 			if url, _, _ := unstructured.NestedString(r, "annotations", "runbook_url"); !strings.HasSuffix(url, "docs/observability.md#"+strings.ToLower(r["alert"].(string))) {
 				t.Errorf("alert %v: runbook_url %q is not its section of docs/observability.md", r["alert"], url)
 			}
+			if !strings.Contains(string(runbooks), "\n### "+r["alert"].(string)+"\n") {
+				t.Errorf("alert %v: docs/observability.md has no section ### %v for its runbook_url", r["alert"], r["alert"])
+			}
 		}
 	}
-	if n != 4 {
-		t.Errorf("%d alerts, want 4", n)
+	if want := map[string]int{"placement-scheduler": 4, "placement-enforcer": 5}; !maps.Equal(alerts, want) {
+		t.Errorf("alerts by group %v, want %v", alerts, want)
 	}
 
 	cm := objs["ConfigMap"][release+"-dashboard"]
@@ -113,7 +150,12 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 	}
 	raw, _, _ := unstructured.NestedString(cm.Object, "data", "placement-scheduler.json")
 	var dashboard struct {
-		UID    string `json:"uid"`
+		UID        string `json:"uid"`
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
 		Panels []struct {
 			Title   string `json:"title"`
 			Targets []struct {
@@ -124,14 +166,33 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &dashboard); err != nil || dashboard.UID == "" || len(dashboard.Panels) == 0 {
 		t.Fatalf("the dashboard is not a Grafana dashboard (%v): uid %q, %d panels", err, dashboard.UID, len(dashboard.Panels))
 	}
+	enforcerPanels := 0
 	for _, p := range dashboard.Panels {
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, q := range p.Targets {
-			if !strings.Contains(q.Expr, `job=~"$job"`) {
-				t.Errorf("panel %q: query %q does not select $job", p.Title, q.Expr)
+			// The scheduler's series by $job, the enforcer's by $enforcer_job.
+			want := `job=~"$job"`
+			if strings.Contains(q.Expr, "placement_enforcer_") || strings.HasPrefix(p.Title, "Enforcer ") {
+				want = `job=~"$enforcer_job"`
+				enforcerPanels++
 			}
+			if !strings.Contains(q.Expr, want) {
+				t.Errorf("panel %q: query %q does not select %s", p.Title, q.Expr, want)
+			}
+		}
+	}
+	if enforcerPanels == 0 {
+		t.Error("the dashboard has no enforcer panel")
+	}
+	vars := map[string]bool{}
+	for _, v := range dashboard.Templating.List {
+		vars[v.Name] = true
+	}
+	for _, v := range []string{"namespace", "job", "enforcer_job"} {
+		if !vars[v] {
+			t.Errorf("the dashboard's queries use $%s, which it does not define (it has %v)", v, vars)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
@@ -125,7 +126,7 @@ metricsBindAddress: "0"
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	done := make(chan error, 1)
-	go func() { done <- enforcer.Run(ctx, cfg, env.Config) }()
+	go func() { done <- enforcer.Run(ctx, cfg, env.Config, buildinfo.Info{Version: "test"}) }()
 	return func() error {
 		cancel()
 		err := <-done

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func TestChartInstallsASchedulerThatNeedsOnlyItsServiceAccount(t *testing.T) {
 	env.StopSharedScheduler()
 	in := env.InstallChart(t, framework.ChartDir(t))
 	checkStored(t, in, map[string]int{
-		"ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 1,
+		"ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 2,
 		"ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 3, "ClusterRole": 2, // the scheduler's and the enforcer's
 	})
 	// The chart read the apiserver's version and picked this build's line:
@@ -189,8 +190,8 @@ func checkAPIServerVersion(t *testing.T) {
 // checkAlertInputs scrapes the binary's /metrics, as the chart's
 // ServiceMonitor does, and fails unless it serves, under the names and
 // labels the chart's alerts and dashboard use, the leader gauge (this
-// replica leads), the queue gauge and the panic counter at zero for every
-// plugin of ours.
+// replica leads), the queue gauge, the panic counter at zero for every
+// plugin of ours, and the build.
 func checkAlertInputs(t *testing.T, sched *framework.Scheduler, token string) {
 	t.Helper()
 	code, body, err := sched.GetBody("/metrics", token)
@@ -209,6 +210,11 @@ func checkAlertInputs(t *testing.T, sched *framework.Scheduler, token string) {
 		if !strings.Contains(string(body), "\n"+w) {
 			t.Errorf("/metrics has no line starting %q", w)
 		}
+	}
+	// The build, for the dashboard: this build's line, at 1.
+	build := regexp.MustCompile(`\nplacement_scheduler_build_info\{[^}]*kubernetes_line="` + regexp.QuoteMeta(k8sline.Minor) + `"[^}]*\} 1\n`)
+	if !build.MatchString(string(body)) {
+		t.Errorf("/metrics has no placement_scheduler_build_info of the %s line at 1", k8sline.Minor)
 	}
 }
 

@@ -41,7 +41,7 @@ func TestManifestsInstallOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	in := env.InstallManifests(t)
 	checkStored(t, in, map[string]int{
-		"Namespace": 1, "ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 1,
+		"Namespace": 1, "ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 2,
 		"ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 3, "ClusterRole": 2, // the scheduler's and the enforcer's
 	})
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
@@ -50,7 +51,7 @@ leaderElection: {leaseNamespace: `+ns+`}
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	done := make(chan error, 1)
-	go func() { done <- enforcer.Run(ctx, cfg, restConfig) }()
+	go func() { done <- enforcer.Run(ctx, cfg, restConfig, buildinfo.Info{Version: "test"}) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {

@@ -201,6 +201,15 @@ says otherwise.
 {{- end -}}
 
 {{/*
+The label matchers selecting this release's enforcer series: the enforcer's
+ServiceMonitor's job and namespace unless
+monitoring.prometheusRule.enforcer.selector says otherwise.
+*/}}
+{{- define "placement-scheduler.enforcerMetricsSelector" -}}
+{{- .Values.monitoring.prometheusRule.enforcer.selector | default (printf "job=%q, namespace=%q" (printf "%s-enforcer-metrics" (include "placement-scheduler.fullname" .)) .Release.Namespace) -}}
+{{- end -}}
+
+{{/*
 The profiles before pluginArgs, as JSON: .Values.profiles, or when it is
 empty the shipped profile of the line that runs (profileLine).
 */}}

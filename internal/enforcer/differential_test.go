@@ -61,13 +61,14 @@ func TestDifferentialAgainstUpstream(t *testing.T) {
 			continue
 		}
 		pods := scenarioPods(sc)
-		ours, err := differentialJudge(ctx, sc, pods)
+		nsf := namespaceFactory(ctx, sc)
+		ours, err := differentialJudge(ctx, sc, nsf, pods)
 		if err != nil {
 			continue // args upstream's validation rejects too: no profile to judge with
 		}
 		for _, p := range pods {
 			got, err := ours.Judge(ctx, p, AllRules, nil)
-			want, werr := upstreamVerdict(ctx, sc, pods, p)
+			want, werr := upstreamVerdict(ctx, sc, nsf, pods, p)
 			if werr != nil {
 				t.Fatalf("scenario %d pod %s: upstream: %v", i, p.Name, werr)
 			}
@@ -169,7 +170,8 @@ func TestDifferentialWhateverEnforcementStates(t *testing.T) {
 		if err := s.sync(logger); err != nil {
 			t.Fatal(err)
 		}
-		j, err := newJudge(ctx, schedCfg, namespaceFactory(sc), s)
+		nsf := namespaceFactory(ctx, sc)
+		j, err := newJudge(ctx, schedCfg, nsf, s)
 		if err != nil {
 			continue // args upstream's validation rejects too
 		}
@@ -192,14 +194,14 @@ func TestDifferentialWhateverEnforcementStates(t *testing.T) {
 		})
 		var gone []*v1.Pod // younger pods violating their anti-affinity, leaving
 		for _, pod := range order {
-			want, err := upstreamVerdict(ctx, sc, pods, pod)
+			want, err := upstreamVerdict(ctx, sc, nsf, pods, pod)
 			if err != nil {
 				t.Fatalf("scenario %d pod %s: upstream: %v", i, pod.Name, err)
 			}
 			wantAnti := want.anti
 			if len(gone) > 0 && !want.unparsable {
 				takenOut++
-				without, err := upstreamVerdict(ctx, sc, pods, pod, gone...)
+				without, err := upstreamVerdict(ctx, sc, nsf, pods, pod, gone...)
 				if err != nil {
 					t.Fatalf("scenario %d pod %s: upstream: %v", i, pod.Name, err)
 				}
@@ -311,8 +313,8 @@ func scenarioPods(sc *equivalence.Scenario) []*v1.Pod {
 	return out
 }
 
-func differentialJudge(ctx context.Context, sc *equivalence.Scenario, pods []*v1.Pod) (*Judge, error) {
-	return NewJudge(ctx, scenarioConfig(sc), namespaceFactory(sc), sc.Nodes, pods)
+func differentialJudge(ctx context.Context, sc *equivalence.Scenario, factory informers.SharedInformerFactory, pods []*v1.Pod) (*Judge, error) {
+	return NewJudge(ctx, scenarioConfig(sc), factory, sc.Nodes, pods)
 }
 
 // scenarioConfig is one profile, ours, with the scenario's plugin args.
@@ -327,12 +329,21 @@ func scenarioConfig(sc *equivalence.Scenario) *config.KubeSchedulerConfiguration
 	return &config.KubeSchedulerConfiguration{Profiles: []config.KubeSchedulerProfile{prof}}
 }
 
-func namespaceFactory(sc *equivalence.Scenario) informers.SharedInformerFactory {
+// namespaceFactory is an informer factory over sc's namespaces with its
+// namespace informer started and synced, built once per scenario: the
+// judges and frameworks built on it then find their caches synced at once.
+// (client-go before 0.37 polls WaitForCacheSync every 100 ms; a fresh
+// factory per pod made this test take many minutes on the older lines.)
+func namespaceFactory(ctx context.Context, sc *equivalence.Scenario) informers.SharedInformerFactory {
 	objs := make([]runtime.Object, 0, len(sc.Namespaces))
 	for _, ns := range sc.Namespaces {
 		objs = append(objs, ns)
 	}
-	return informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
+	f := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
+	f.Core().V1().Namespaces().Informer()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return f
 }
 
 type upstreamResult struct {
@@ -341,7 +352,7 @@ type upstreamResult struct {
 
 // upstreamVerdict runs upstream's plugins, each in a framework of its own,
 // for p on its node over a snapshot of every other pod but those in gone.
-func upstreamVerdict(ctx context.Context, sc *equivalence.Scenario, pods []*v1.Pod, p *v1.Pod, gone ...*v1.Pod) (upstreamResult, error) {
+func upstreamVerdict(ctx context.Context, sc *equivalence.Scenario, factory informers.SharedInformerFactory, pods []*v1.Pod, p *v1.Pod, gone ...*v1.Pod) (upstreamResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	others := make([]*v1.Pod, 0, len(pods))
@@ -355,7 +366,6 @@ func upstreamVerdict(ctx context.Context, sc *equivalence.Scenario, pods []*v1.P
 	if err != nil {
 		return upstreamResult{}, err
 	}
-	factory := namespaceFactory(sc)
 	naArgs, err := setRow(nodeaffinity.Name).InternalArgs(sc.NodeAffinityArgs)
 	if err != nil {
 		return upstreamResult{}, err

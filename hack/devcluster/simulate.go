@@ -49,9 +49,7 @@ func simulateFirst(ctx context.Context, env *framework.Env, fsys fs.FS, name str
 		args = append(args, "-f", f)
 	}
 	fmt.Printf("what if: kubectl placement simulate -f manifests/examples/%s/ (before applying it)\n", name)
-	if err := placement(ctx, os.Stdout, args...); err != nil {
-		return nil, err
-	}
+	// One simulation, as -o json, printed the way the table output prints it.
 	var out bytes.Buffer
 	if err := placement(ctx, &out, append(args, "-o", "json")...); err != nil {
 		return nil, err
@@ -59,6 +57,9 @@ func simulateFirst(ctx context.Context, env *framework.Env, fsys fs.FS, name str
 	var res simulate.Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return nil, fmt.Errorf("decoding simulate -o json: %w", err)
+	}
+	if err := simulate.PrintTable(os.Stdout, &res); err != nil {
+		return nil, err
 	}
 	var want []string
 	for _, r := range res.Replicas {

@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -116,7 +117,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 		others = append(others, p.Name)
 	}
 	postFilterMessage := func(preemption string) string {
-		return strings.Join(append(append(before, preemption), after...), ", ")
+		return strings.Join(slices.Concat(before, []string{preemption}, after), ", ")
 	}
 	if pl == nil && len(others) == 0 {
 		return &PostFilter{Reason: "the profile has no preemption plugin: the scheduler does not preempt"}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -377,30 +378,8 @@ func count(skipped, computed map[string]int, kind string, skip, relevant bool) {
 //	go test ./pkg/plugins/interpodaffinity -run '^$' -bench InterleavedDeployments -benchmem
 func BenchmarkInterleavedDeployments(b *testing.B) {
 	const nodes, deployments = 1000, 100
-	shape := func(w *tu.PodWrapper, d int) *tu.PodWrapper {
-		app := fmt.Sprint("web-", d)
-		w.Label("app", app).Label("pod-template-hash", fmt.Sprint("h", d))
-		own := tu.Selector(map[string]string{"app": app, "pod-template-hash": fmt.Sprint("h", d)})
-		switch d % 4 {
-		case 0:
-			return w.RequiredPodAntiAffinity(tu.AffinityTerm(host, own)).PreferredPodAntiAffinity(tu.Weighted(100, tu.AffinityTerm(zone, sel("app", app))))
-		case 1:
-			return w.PreferredPodAntiAffinity(tu.Weighted(100, tu.AffinityTerm(host, own)), tu.Weighted(50, tu.AffinityTerm(zone, sel("app", app))))
-		case 2:
-			return w.RequiredPodAffinity(tu.AffinityTerm(zone, sel("app", app))).PreferredPodAffinity(tu.Weighted(10, tu.AffinityTerm(host, sel("app", app))))
-		default:
-			return w.RequiredPodAntiAffinity(tu.AffinityTerm(host, own)).PreferredPodAffinity(tu.Weighted(50, tu.AffinityTerm(zone, sel("app", fmt.Sprint("web-", (d+1)%deployments)))))
-		}
-	}
-	var pods []*v1.Pod
-	var ns []*v1.Node
-	for i := range nodes {
-		name := fmt.Sprintf("node-%04d", i)
-		ns = append(ns, tu.MakeNode(name).Label(host, name).Label(zone, fmt.Sprintf("z%d", i%3)).Obj())
-	}
-	for i := range 2 * nodes {
-		pods = append(pods, shape(placed("ns-0", fmt.Sprint("p-", i), fmt.Sprintf("node-%04d", i%nodes)), i%deployments).Obj())
-	}
+	shape := interleavedShape(deployments)
+	pods, ns := interleavedCluster(nodes, 2*nodes, deployments, shape)
 	b.Run("build", func(b *testing.B) {
 		// What a first summarizing costs, against a cycle above.
 		e := newEnv(b, nil, feature.Features{}, pods, ns, tu.MakeNamespace("ns-0", nil), tu.MakeNamespace("ns-1", nil))
@@ -451,4 +430,92 @@ func entriesOf(x any) int {
 // oneScoredKey is a PreScore state that scores key, with no weights.
 func oneScoredKey(key string) *preScoreState {
 	return &preScoreState{weights: &scoreWeights{keys: counts.KeyTally{{Key: key, N: 1}}}}
+}
+
+// interleavedShape gives pod w the labels and terms of Deployment d of
+// scheduler_perf's interleaved workloads (test/perf/workloads: four
+// shapes by d mod 4, each selecting its own Deployment's pods, shape 3
+// preferring the next Deployment's zone).
+func interleavedShape(deployments int) func(w *tu.PodWrapper, d int) *tu.PodWrapper {
+	return func(w *tu.PodWrapper, d int) *tu.PodWrapper {
+		app := fmt.Sprint("web-", d)
+		w.Label("app", app).Label("pod-template-hash", fmt.Sprint("h", d))
+		own := tu.Selector(map[string]string{"app": app, "pod-template-hash": fmt.Sprint("h", d)})
+		switch d % 4 {
+		case 0:
+			return w.RequiredPodAntiAffinity(tu.AffinityTerm(host, own)).PreferredPodAntiAffinity(tu.Weighted(100, tu.AffinityTerm(zone, sel("app", app))))
+		case 1:
+			return w.PreferredPodAntiAffinity(tu.Weighted(100, tu.AffinityTerm(host, own)), tu.Weighted(50, tu.AffinityTerm(zone, sel("app", app))))
+		case 2:
+			return w.RequiredPodAffinity(tu.AffinityTerm(zone, sel("app", app))).PreferredPodAffinity(tu.Weighted(10, tu.AffinityTerm(host, sel("app", app))))
+		default:
+			return w.RequiredPodAntiAffinity(tu.AffinityTerm(host, own)).PreferredPodAffinity(tu.Weighted(50, tu.AffinityTerm(zone, sel("app", fmt.Sprint("web-", (d+1)%deployments)))))
+		}
+	}
+}
+
+// interleavedCluster is nodes nodes over three zones and pods pods of
+// the deployments Deployments, pod i on node i mod nodes.
+func interleavedCluster(nodes, pods, deployments int, shape func(*tu.PodWrapper, int) *tu.PodWrapper) ([]*v1.Pod, []*v1.Node) {
+	var ps []*v1.Pod
+	var ns []*v1.Node
+	for i := range nodes {
+		name := fmt.Sprintf("node-%05d", i)
+		ns = append(ns, tu.MakeNode(name).Label(host, name).Label(zone, fmt.Sprintf("z%d", i%3)).Obj())
+	}
+	for i := range pods {
+		ps = append(ps, shape(placed("ns-0", fmt.Sprint("p-", i), fmt.Sprintf("node-%05d", i%nodes)), i%deployments).Obj())
+	}
+	return ps, ns
+}
+
+// BenchmarkRetainedMemory measures what all of the plugin's caches hold
+// (the four node indexes, the topology table and the pod summaries) once
+// 1000 Deployments' pods, interleaved as in scheduler_perf's
+// InterleavedDeployments1000, have each had two cycles (PreFilter and
+// PreScore): every signature is then admitted once by the indexes, which
+// keep what their bounds allow. retained-MB is the live heap the caches
+// hold after a collection, against the same cluster before the first
+// cycle; the loop times one more cycle.
+//
+//	go test ./pkg/plugins/interpodaffinity -run '^$' -bench RetainedMemory -benchtime 1x
+func BenchmarkRetainedMemory(b *testing.B) {
+	const deployments = 1000
+	shape := interleavedShape(deployments)
+	for _, nodes := range []int{5000, 15000} {
+		b.Run(fmt.Sprint("nodes=", nodes), func(b *testing.B) {
+			pods, ns := interleavedCluster(nodes, nodes, deployments, shape)
+			e := newEnv(b, nil, feature.Features{}, pods, ns, tu.MakeNamespace("ns-0", nil), tu.MakeNamespace("ns-1", nil))
+			e.ctx = klog.NewContext(e.ctx, logr.Discard())
+			e.pl.caches = newCaches(Name, feature.Features{}, options{})
+			all := e.allNodes(b)
+			incomingPods := make([]*v1.Pod, deployments)
+			for d := range incomingPods {
+				incomingPods[d] = shape(incoming("ns-1"), d).Obj()
+			}
+			cycle := func(pod *v1.Pod) {
+				cs := framework.NewCycleState()
+				e.pl.PreFilter(e.ctx, cs, pod, all)
+				e.pl.PreScore(e.ctx, cs, pod, all)
+			}
+			var before, after goruntime.MemStats
+			goruntime.GC()
+			goruntime.ReadMemStats(&before)
+			for range 2 {
+				for _, pod := range incomingPods {
+					cycle(pod)
+				}
+			}
+			goruntime.GC()
+			goruntime.ReadMemStats(&after)
+			held := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				cycle(incomingPods[i%deployments])
+			}
+			b.ReportMetric(held/(1<<20), "retained-MB")
+			b.ReportMetric(held/float64(nodes), "retained-B/node")
+			goruntime.KeepAlive(e)
+		})
+	}
 }

@@ -127,4 +127,10 @@ func TestRelevantUpdate(t *testing.T) {
 	if !relevantUpdate(n, lab) {
 		t.Error("a node label change starts no pass")
 	}
+	cordoned := n.DeepCopy()
+	cordoned.ResourceVersion = "3"
+	cordoned.Spec.Unschedulable = true
+	if !relevantUpdate(cordoned, hb) {
+		t.Error("an uncordon starts no pass: a no-fit pod's replacement may fit now")
+	}
 }

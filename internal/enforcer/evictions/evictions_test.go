@@ -88,11 +88,11 @@ func TestBookSettles(t *testing.T) {
 			p := readyPod("p", "rs", "a")
 			c.add(p)
 			b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
-			b.Add(c, p, "b", now)
+			b.Add(c, p, "b", now, false)
 			other := readyPod("q", "rs2", "a")
 			c.add(other)
-			if got := b.CapReached(c, other); got == "" || !b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") {
-				t.Fatalf("in flight: cap %q, owner busy %v; want limits.perNode and busy", got, b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs"))
+			if got, _ := b.CapReached(c, other); got != HoldPerNode || b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") == "" {
+				t.Fatalf("in flight: cap %q, owner busy %q; want limits.perNode and busy", got, b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs"))
 			}
 			tc.after(c)
 			b.Settle(c, now.Add(time.Minute))
@@ -106,5 +106,58 @@ func TestBookSettles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A dry run's eviction holds the caps and the owner as an accepted one
+// does, though its pod never leaves; it settles when the pod goes, when
+// its violation clears (Forget) or after Timeout.
+func TestSimulatedEvictionHoldsUntilForgottenOrTimeout(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name   string
+		after  func(c *cluster, b *Book)
+		at     time.Duration
+		settle bool
+	}{
+		{"pod running", func(*cluster, *Book) {}, time.Minute, false},
+		{"violation cleared", func(_ *cluster, b *Book) { b.Forget("p") }, time.Minute, true},
+		{"pod gone", func(c *cluster, _ *Book) { delete(c.pods, "p") }, time.Minute, true},
+		{"timeout", func(*cluster, *Book) {}, Timeout + time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: ReplacedWhenReady}
+			p := readyPod("p", "rs", "a")
+			c.add(p)
+			b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
+			b.Add(c, p, "b", now, true)
+			other := readyPod("q", "rs2", "a")
+			c.add(other)
+			if got, _ := b.CapReached(c, other); got != HoldPerNode {
+				t.Fatalf("cap %q, want %s", got, HoldPerNode)
+			}
+			if b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") == "" {
+				t.Fatal("owner not busy with a simulated eviction in flight")
+			}
+			if len(b.Reservations(c)) != 1 {
+				t.Fatal("a simulated eviction holds no room for its replacement")
+			}
+			tc.after(c, b)
+			b.Settle(c, now.Add(tc.at))
+			if got := !b.Has("p"); got != tc.settle {
+				t.Errorf("settled %v, want %v", got, tc.settle)
+			}
+		})
+	}
+	// An accepted eviction is not forgotten when its violation clears:
+	// the pod is leaving anyway.
+	c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: ReplacedWhenReady}
+	p := readyPod("p", "rs", "a")
+	c.add(p)
+	b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
+	b.Add(c, p, "b", now, false)
+	b.Forget("p")
+	if !b.Has("p") {
+		t.Error("Forget dropped an accepted eviction")
 	}
 }

@@ -7,8 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -52,31 +50,9 @@ func benchCluster(nodes int) ([]*v1.Node, []*v1.Pod) {
 // judged once (the first, full pass).
 func benchEnforcer(b *testing.B, nodes []*v1.Node, pods []*v1.Pod) (*Enforcer, *clusterState, *Judge, *placing, *changes) {
 	b.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	r := newRig(b, nil)
-	s := newClusterState(ctx)
-	ch := newChanges()
-	for _, n := range nodes {
-		ch.record(n, false)
-	}
-	for _, p := range pods {
-		ch.record(p, false)
-	}
-	client := fake.NewClientset(tu.MakeNamespace("ns", nil))
-	factory := informers.NewSharedInformerFactory(client, 0)
-	j, err := newJudge(ctx, testConfig(b), factory, s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pl, err := testPlacing(ctx, client, factory)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := r.e.step(ctx, s, j, pl, ch); err != nil {
-		b.Fatal(err)
-	}
-	return r.e, s, j, pl, ch
+	sr := newStepRig(b, nil, nodes, pods)
+	sr.step()
+	return sr.e, sr.s, sr.j, sr.pl, sr.ch
 }
 
 // BenchmarkJudgeChange measures one change from the informer event to the

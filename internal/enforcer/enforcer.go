@@ -23,8 +23,10 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,9 +51,12 @@ type Enforcer struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
 	clock    clock.Clock
-	limiter  flowcontrol.PassiveRateLimiter
-	backoff  *flowcontrol.Backoff
-	metrics  *enforcerMetrics
+	// limiter paces evictions. A pass asks it for a token before placing
+	// (TokensAt) and takes one only for a pod it then evicts, so a pod
+	// paced by it costs no placement.
+	limiter *rate.Limiter
+	backoff *flowcontrol.Backoff
+	metrics *enforcerMetrics
 
 	mu     sync.Mutex
 	judged map[types.UID]*judgement
@@ -59,8 +64,10 @@ type Enforcer struct {
 	gone    sets.Set[types.UID]
 	tracked map[types.UID]*tracked
 	// book holds this leader's evictions in flight.
-	book    *evictions.Book
-	reports []Report
+	book *evictions.Book
+	// reports are the last pass's, published when it ends: /violations
+	// reads them without waiting for the pass under way.
+	reports atomic.Pointer[[]Report]
 }
 
 // New returns an Enforcer. sched is placement-scheduler's configuration;
@@ -70,7 +77,7 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 	b.Clock = clk
 	return &Enforcer{
 		cfg: cfg, sched: sched, client: client, recorder: recorder, clock: clk,
-		limiter: flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(cfg.EvictionsPerSecond), cfg.Burst, clk),
+		limiter: rate.NewLimiter(rate.Limit(cfg.EvictionsPerSecond), cfg.Burst),
 		backoff: b,
 		metrics: newMetrics(),
 		tracked: map[types.UID]*tracked{},
@@ -80,11 +87,14 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 	}
 }
 
-// Reports returns the last pass's reports, sorted by pod.
+// Reports returns the last pass's reports, sorted by pod. It never waits
+// for a pass under way.
 func (e *Enforcer) Reports() []Report {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append(make([]Report, 0, len(e.reports)), e.reports...)
+	last := e.reports.Load()
+	if last == nil {
+		return []Report{}
+	}
+	return slices.Clone(*last)
 }
 
 // pass is one pass's working state.
@@ -129,7 +139,9 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 		return 0, fmt.Errorf("updating the snapshot: %w", err)
 	}
 	p := &pass{Enforcer: e, s: s, now: e.clock.Now(), placing: pl, seen: map[types.UID]bool{}, logger: logger}
-	p.book.Settle(s, p.now)
+	if p.book.Settle(s, p.now) {
+		s.fitGeneration++ // the room held for their replacements is free
+	}
 	defer func() {
 		if p.mutating {
 			if err := s.snapshot.EndMutations(); err != nil {
@@ -139,6 +151,12 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 	}()
 
 	if full {
+		// The backstop also forgets every no-fit answer: what the
+		// placers' plugins read beside nodes and pods (volumes, claims)
+		// starts no re-placement on its own.
+		for _, t := range e.tracked {
+			t.noFit = nil
+		}
 		e.judged = map[types.UID]*judgement{}
 		e.gone = sets.New[types.UID]()
 		affected = sets.New[types.UID]()
@@ -147,6 +165,13 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 		}
 	}
 	p.judgeAll(ctx, j, affected)
+	// A dry run's eviction settles once its pod no longer violates: the
+	// caps and the owner it held are free for this pass's decisions.
+	for uid := range e.tracked {
+		if e.judged[uid] == nil && e.book.Forget(uid) {
+			s.fitGeneration++
+		}
+	}
 
 	// Decide youngest first, as judged: of pods whose anti-affinity
 	// rejects each other, the one that came last goes first, and once it
@@ -198,7 +223,7 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 		}
 	}
 	sort.Slice(p.reports, func(i, j int) bool { return p.reports[i].Pod < p.reports[j].Pod })
-	e.reports = p.reports
+	e.reports.Store(&p.reports)
 	e.metrics.violations.Reset()
 	for _, r := range p.reports {
 		e.metrics.violations.WithLabelValues(string(r.Rule), r.State).Inc()
@@ -405,8 +430,8 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	base := Report{Rule: v.Rule, Reason: v.Reason, Terms: v.Terms, Since: metav1.NewTime(t.since[v.Rule])}
 	if p.book.Has(pod.UID) && t.last != nil {
 		// Its eviction was accepted: it stays evicting until it is seen
-		// terminating.
-		base.State, base.Target = StateEvicting, t.last.Target
+		// terminating (a dry run's stays dry-run while it is booked).
+		base.State, base.Target = t.last.State, t.last.Target
 		p.report(pod, base, t)
 		return
 	}
@@ -428,18 +453,37 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		p.report(pod, base, t)
 		return
 	}
+	// What may hold the pod back is asked before its replacement is
+	// placed: a placement costs a Filter over every node, and a pod held
+	// back would only undo it.
 	owner := metav1.GetControllerOf(pod)
-	if p.book.OwnerBusy(p.s, pod, owner.UID) {
-		base.State, base.Detail = StateWaitingOwner, fmt.Sprintf("%s %s has a pod not Ready or terminating", owner.Kind, owner.Name)
+	if busy := p.book.OwnerBusy(p.s, pod, owner.UID); busy != "" {
+		base.State, base.Detail, base.Wait = StateWaitingOwner, fmt.Sprintf("%s %s %s", owner.Kind, owner.Name, busy), string(evictions.HoldOwner)
 		p.report(pod, base, t)
 		return
 	}
-	if cap := p.book.CapReached(p.s, pod); cap != "" {
-		base.State, base.Detail = StatePaced, cap
-		p.after(time.Second)
+	if hold, why := p.book.CapReached(p.s, pod); hold != "" {
+		// The evictions that hold the cap settle on their pods' events,
+		// which start a pass; only their timeout needs a timer.
+		base.State, base.Detail, base.Wait = StatePaced, why, string(hold)
+		p.after(p.book.NextTimeout(p.now))
 		p.report(pod, base, t)
 		return
 	}
+	if tokens := p.limiter.TokensAt(p.now); tokens < 1 {
+		base.State, base.Detail, base.Wait = StatePaced, "rate limit", WaitRateLimit
+		p.after(time.Duration((1 - tokens) / float64(p.limiter.Limit()) * float64(time.Second)))
+		p.report(pod, base, t)
+		return
+	}
+	if t.noFit != nil && *t.noFit == p.s.fitGeneration {
+		// Nothing that could give its replacement a node changed since
+		// the last placement found none.
+		base.State = StateNoFit
+		p.report(pod, base, t)
+		return
+	}
+	t.noFit = nil
 	target, err := p.place(ctx, pod)
 	if err != nil {
 		base.State, base.Detail = StateError, "finding a node for its replacement: "+err.Error()
@@ -449,24 +493,26 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	base.Target = target
 	if target == "" && !p.cfg.EvictWithoutFit {
 		base.State = StateNoFit
+		gen := p.s.fitGeneration
+		t.noFit = &gen
 		p.report(pod, base, t)
 		return
 	}
-	if !p.limiter.TryAccept() {
-		base.State, base.Detail = StatePaced, "rate limit"
-		p.after(time.Duration(float64(time.Second) / p.cfg.EvictionsPerSecond))
-		p.unplace(ctx, pod, target)
-		p.report(pod, base, t)
-		return
-	}
+	// The token was there before the placement and nothing else took one
+	// since (a pass is the limiter's only user).
+	p.limiter.AllowN(p.now, 1)
 	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t)
-	if base.State != StateEvicting && base.State != StateDryRun {
+	leaving := base.State == StateEvicting || base.State == StateDryRun
+	if !leaving {
 		p.unplace(ctx, pod, target)
 	}
 	last := base
 	t.last = &last
-	if base.State == StateEvicting {
-		p.book.Add(p.s, pod, target, p.now)
+	if leaving {
+		// A dry run books its evictions as the live run does, so the
+		// caps, the owner's one-in-flight and the room held for
+		// replacements apply to it alike (evictions.Book.Add).
+		p.book.Add(p.s, pod, target, p.now, base.State == StateDryRun)
 	}
 	p.report(pod, base, t)
 }

@@ -560,7 +560,8 @@ func TestDryRun(t *testing.T) {
 	if ev := r.evictions[0]; len(ev.DeleteOptions.DryRun) != 1 || ev.DeleteOptions.DryRun[0] != metav1.DryRunAll {
 		t.Errorf("dry-run eviction without dryRun=All: %+v", ev.DeleteOptions)
 	}
-	// The report holds until the backoff lets it ask again.
+	// The report holds, asking nothing again, while its simulated
+	// eviction is in flight.
 	if got := r.pass()["p"]; got.State != StateDryRun || got.Target != "b" || len(r.evictions) != 1 {
 		t.Errorf("second dry-run pass: %+v, %d requests", got, len(r.evictions))
 	}

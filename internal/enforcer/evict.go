@@ -23,8 +23,7 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked) (s
 	switch res {
 	case evictions.DryRun:
 		p.metrics.evictions.WithLabelValues(string(rule), StateDryRun).Inc()
-		p.backoff.Next(id, p.now) // report again later, not every pass
-		return StateDryRun, ""
+		return StateDryRun, "" // booked in flight: reported again while it is
 	case evictions.Accepted:
 		p.metrics.evictions.WithLabelValues(string(rule), resultEvicted).Inc()
 		p.metrics.latency.WithLabelValues(string(rule)).Observe(p.now.Sub(t.since[rule]).Seconds())
@@ -71,6 +70,7 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	p.metrics.placements.Inc()
 	return pl.Place(ctx, pod)
 }
 

@@ -3,6 +3,8 @@ package enforcer
 import (
 	"context"
 	"fmt"
+	"strings"
+	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
 // Test scaffolding: a whole pass or a judge over a list of objects, with
@@ -111,4 +114,53 @@ func NewJudge(ctx context.Context, cfg *config.KubeSchedulerConfiguration, facto
 		return nil, err
 	}
 	return newJudge(ctx, cfg, factory, s)
+}
+
+// stepRig is a rig whose passes run as Run's do: one state kept across
+// passes from recorded changes (ch), judging only what they can affect.
+type stepRig struct {
+	*rig
+	ctx context.Context
+	s   *clusterState
+	j   *Judge
+	pl  *placing
+	ch  *changes
+}
+
+// newStepRig records nodes and pods for the first step; the namespace ns
+// is served to the judge and the placers.
+func newStepRig(t testing.TB, mutate func(*Config), nodes []*v1.Node, pods []*v1.Pod) *stepRig {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sr := &stepRig{rig: newRig(t, mutate), ctx: ctx, s: newClusterState(ctx), ch: newChanges()}
+	for _, n := range nodes {
+		sr.ch.record(n, false)
+	}
+	for _, p := range pods {
+		sr.ch.record(p, false)
+	}
+	client := fake.NewClientset(tu.MakeNamespace("ns", nil))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	var err error
+	if sr.j, err = newJudge(ctx, testConfig(t), factory, sr.s); err != nil {
+		t.Fatal(err)
+	}
+	if sr.pl, err = testPlacing(ctx, client, factory); err != nil {
+		t.Fatal(err)
+	}
+	return sr
+}
+
+// step applies the recorded changes and runs a pass, as Run's loop does.
+func (sr *stepRig) step() map[string]Report {
+	sr.t.Helper()
+	if _, err := sr.e.step(sr.ctx, sr.s, sr.j, sr.pl, sr.ch); err != nil {
+		sr.t.Fatal(err)
+	}
+	out := map[string]Report{}
+	for _, rep := range sr.e.Reports() {
+		out[strings.TrimPrefix(rep.Pod, "ns/")] = rep
+	}
+	return out
 }

@@ -26,6 +26,7 @@ type enforcerMetrics struct {
 	evictions  *metrics.CounterVec
 	latency    *metrics.HistogramVec
 	leader     *metrics.Gauge
+	placements *metrics.Counter
 }
 
 func newMetrics() *enforcerMetrics {
@@ -52,8 +53,13 @@ func newMetrics() *enforcerMetrics {
 			Help:           "1 while this replica holds the enforcer's Lease and passes run, else 0.",
 			StabilityLevel: metrics.ALPHA,
 		}),
+		placements: metrics.NewCounter(&metrics.CounterOpts{
+			Subsystem: metricsPrefix, Name: "placements_total",
+			Help:           "Replacements placed with the scheduler's framework (a Filter over every node), whatever came of them: the bulk of a pass's cost.",
+			StabilityLevel: metrics.ALPHA,
+		}),
 	}
-	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader)
+	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader, m.placements)
 	// Every eviction series exists from the start, at 0, so that the first
 	// error is an increase Prometheus sees (increase and rate ignore a
 	// series' first sample) and the alert on it fires.

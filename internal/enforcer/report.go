@@ -24,6 +24,10 @@ const (
 	StateUnjudged     = "unjudged"      // opted in, but cannot be judged; Detail says why
 )
 
+// WaitRateLimit is Report.Wait for a pod the rate limit holds back (the
+// others are the evictions.Hold names).
+const WaitRateLimit = "rate-limit"
+
 // Report is one opted-in pod that violates a rule, after a pass. Its JSON
 // form is what /violations serves.
 type Report struct {
@@ -36,6 +40,10 @@ type Report struct {
 	State  string    `json:"state"`
 	// Detail is the protection reason, the refusal or the error.
 	Detail string `json:"detail,omitempty"`
+	// Wait names what holds a pod that is due back, for waiting-owner
+	// and paced: owner, limits.perNode, limits.perNamespace,
+	// limits.total or rate-limit.
+	Wait string `json:"wait,omitempty"`
 	// Target is where the replacement would be scheduled.
 	Target string      `json:"target,omitempty"`
 	Since  metav1.Time `json:"since"`
@@ -48,6 +56,10 @@ type tracked struct {
 	// last is the outcome of the last eviction request, reported again
 	// while its backoff lasts (a 429 stays pdb-blocked until the retry).
 	last *Report
+	// noFit is the clusterState.fitGeneration at which a placement last
+	// found no node for its replacement (nil: none since): until the
+	// generation moves, the answer stands and it is not placed again.
+	noFit *uint64
 }
 
 // report records r for pod and, when the state changed since the last

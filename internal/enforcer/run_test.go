@@ -127,4 +127,35 @@ func TestRelevantUpdate(t *testing.T) {
 	if !relevantUpdate(n, lab) {
 		t.Error("a node label change starts no pass")
 	}
+	cordoned := n.DeepCopy()
+	cordoned.ResourceVersion = "3"
+	cordoned.Spec.Unschedulable = true
+	if !relevantUpdate(cordoned, hb) {
+		t.Error("an uncordon starts no pass: a no-fit pod's replacement may fit now")
+	}
+}
+
+// /violations answers from the last pass's reports while a pass holds the
+// enforcer's lock: a long pass never stalls the endpoint.
+func TestViolationsDoNotWaitForAPass(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	r.pass()
+	r.e.mu.Lock() // a pass under way
+	defer r.e.mu.Unlock()
+	done := make(chan string, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		mux(r.e).ServeHTTP(rec, httptest.NewRequest("GET", "/violations", nil))
+		done <- rec.Body.String()
+	}()
+	select {
+	case body := <-done:
+		if !strings.Contains(body, `"pod":"ns/p"`) {
+			t.Errorf("/violations during a pass: %s, want the last pass's report", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("/violations waited for the pass lock")
+	}
 }

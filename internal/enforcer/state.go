@@ -8,11 +8,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -70,6 +72,15 @@ type clusterState struct {
 	selfAffine sets.Set[types.UID]
 	// nsSelecting are the watchers with a namespaceSelector term.
 	nsSelecting sets.Set[types.UID]
+
+	// fitGeneration moves with every change that can change where a
+	// replacement fits: a node added, removed, relabelled, (un)tainted,
+	// (un)cordoned or resized; a pod bound, gone, finished, relabelled,
+	// resized or nominated; a namespace's labels; room held for a
+	// replacement released. A no-fit answer holds while it stands still
+	// (tracked.noFit). It errs towards moving: its worst mistake is a
+	// placement that was not needed, never a stale fit.
+	fitGeneration uint64
 }
 
 // watcher is a cached pod's required pod (anti-)affinity terms, parsed as
@@ -176,6 +187,11 @@ func (s *clusterState) setNode(logger klog.Logger, node *v1.Node, name string) s
 	if node != nil {
 		newLabels = node.Labels
 	}
+	if node != nil || old != nil {
+		if old == nil || node == nil || fitChanged(old, node) {
+			s.fitGeneration++
+		}
+	}
 	switch {
 	case node == nil && old != nil:
 		delete(s.nodes, name)
@@ -267,7 +283,11 @@ func (s *clusterState) setPod(logger klog.Logger, pod *v1.Pod, uid types.UID) se
 	old := s.pods[uid]
 	if prev := s.cached[uid]; old != nil && pod != nil && prev != nil && inCache(pod) && !relevantUpdate(old, pod) && sameController(old, pod) {
 		// Status churn (or a resize): the cache and the stored object
-		// follow, but no verdict or decision reads what changed.
+		// follow, but no verdict or decision reads what changed; a
+		// resize can change where replacements fit.
+		if !requestsEqual(prev, pod) {
+			s.fitGeneration++
+		}
 		if err := s.cache.UpdatePod(logger, prev, pod); err != nil {
 			logger.Error(err, "Updating pod in the cache", "pod", klog.KObj(pod))
 		}
@@ -278,6 +298,9 @@ func (s *clusterState) setPod(logger klog.Logger, pod *v1.Pod, uid types.UID) se
 		return sets.New[types.UID]()
 	}
 	out := sets.New(uid)
+	if takesRoom(old) || takesRoom(pod) {
+		s.fitGeneration++
+	}
 	if old != nil {
 		s.reach(old, out)
 		s.unindexPod(old)
@@ -511,6 +534,7 @@ func (s *clusterState) setNamespace(ns *v1.Namespace, name string) sets.Set[type
 		newLabels = ns.Labels
 	}
 	if !maps.Equal(oldLabels, newLabels) || (old == nil) != (ns == nil) {
+		s.fitGeneration++ // a replacement's namespaceSelector terms read them
 		out.Insert(s.nsSelecting.UnsortedList()...)
 		// Whether such a watcher matches its own terms can change too.
 		for uid := range s.nsSelecting {
@@ -556,6 +580,31 @@ func (s *clusterState) domainNodes(node *v1.Node, keys sets.Set[string]) sets.Se
 		}
 	}
 	return out
+}
+
+// fitChanged: an update of a node that can change what fits on it or
+// beside it: labels (affinity, domains), taints, cordon, allocatable.
+func fitChanged(old, cur *v1.Node) bool {
+	return !maps.Equal(old.Labels, cur.Labels) || !equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
+		old.Spec.Unschedulable != cur.Spec.Unschedulable || !equality.Semantic.DeepEqual(old.Status.Allocatable, cur.Status.Allocatable)
+}
+
+// takesRoom: a placement counts the pod, or may have: bound (terminating
+// and finished ones too: a placement holds the terminating ones), or
+// nominated to a node.
+func takesRoom(p *v1.Pod) bool {
+	return p != nil && (p.Spec.NodeName != "" || p.Status.NominatedNodeName != "")
+}
+
+// requestsEqual: two versions of a pod request the same resources, as
+// declared and as the kubelet reports them (an in-place resize).
+func requestsEqual(a, b *v1.Pod) bool {
+	for _, opts := range []resourcehelper.PodResourcesOptions{{}, {UseStatusResources: true}} {
+		if !equality.Semantic.DeepEqual(resourcehelper.PodRequests(a, opts), resourcehelper.PodRequests(b, opts)) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameController: both versions have the same controller (or none); an

@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -114,7 +113,8 @@ func isResync(old, cur any) bool {
 
 // relevantUpdate reports whether an update can change a judgement or a
 // decision: for pods their labels, annotations, node, deletion, phase or
-// Ready condition; for nodes their labels, taints or Ready condition.
+// Ready condition; for nodes their labels, taints, cordon, allocatable or
+// Ready condition.
 // Container status churn and node heartbeats start no pass; an update
 // whose object did not change is the informers' resync, the periodic
 // backstop, and always starts one.
@@ -139,7 +139,9 @@ func relevantUpdate(old, cur any) bool {
 		if o.ResourceVersion == c.ResourceVersion {
 			return true
 		}
-		return !maps.Equal(o.Labels, c.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, c.Spec.Taints) || nodeReady(o) != nodeReady(c)
+		// What changes where a replacement fits (an uncordon, say) can
+		// end a no-fit: it starts a pass too.
+		return fitChanged(o, c) || nodeReady(o) != nodeReady(c)
 	}
 	return true
 }

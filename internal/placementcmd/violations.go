@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -143,5 +145,41 @@ func (o *violationsOptions) print(w io.Writer, data []byte) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Pod, r.Node, rule, r.State, target, why)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if line := split(reports); line != "" {
+		_, err := fmt.Fprintln(w, line)
+		return err
+	}
+	return nil
+}
+
+// split sums up the pass: how many pods go now (evicting, or dry-run in a
+// dry run) and how many are due but wait, by what holds them ("" when
+// neither).
+func split(reports []enforcer.Report) string {
+	now, waiting := 0, 0
+	by := map[string]int{}
+	for _, r := range reports {
+		switch {
+		case r.State == enforcer.StateEvicting || r.State == enforcer.StateDryRun:
+			now++
+		case r.Wait != "":
+			waiting++
+			by[r.Wait]++
+		}
+	}
+	if now == 0 && waiting == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("Going now: %d. Waiting: %d", now, waiting)
+	if waiting > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(by)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+		}
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return line + "."
 }

@@ -21,7 +21,9 @@ const report = `[
  {"pod":"shop/web-1","uid":"u1","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","terms":["term 1: pool In [a]: node has pool=b"],"state":"evicting","target":"n2","since":"2026-01-01T00:00:00Z"},
  {"pod":"shop/web-2","uid":"u2","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"no-fit","since":"2026-01-01T00:00:00Z"},
  {"pod":"shop/agent","uid":"u3","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"protected","detail":"daemonset","since":"2026-01-01T00:00:00Z"},
- {"pod":"shop/db-0","uid":"u4","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"pdb-blocked","detail":"Cannot evict pod as it would violate the pod's disruption budget.","target":"n2","since":"2026-01-01T00:00:00Z"}
+ {"pod":"shop/db-0","uid":"u4","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"pdb-blocked","detail":"Cannot evict pod as it would violate the pod's disruption budget.","target":"n2","since":"2026-01-01T00:00:00Z"},
+ {"pod":"shop/web-3","uid":"u5","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"waiting-owner","detail":"ReplicaSet web has the eviction of web-1 in flight","wait":"owner","since":"2026-01-01T00:00:00Z"},
+ {"pod":"shop/api-1","uid":"u6","node":"n1","rule":"node-affinity","reason":"node(s) didn't match Pod's node affinity/selector","state":"paced","detail":"limits.perNode (1 evictions in flight on n1)","wait":"limits.perNode","since":"2026-01-01T00:00:00Z"}
 ]`
 
 func TestViolationsTable(t *testing.T) {
@@ -39,6 +41,9 @@ func TestViolationsTable(t *testing.T) {
 		"shop/web-2", "no-fit",
 		"shop/agent", "protected", "daemonset: node(s) didn't match",
 		"shop/db-0", "pdb-blocked", "disruption budget: node(s) didn't match",
+		"shop/web-3", "waiting-owner", "ReplicaSet web has the eviction of web-1 in flight",
+		"shop/api-1", "paced", "limits.perNode (1 evictions in flight on n1)",
+		"Going now: 1. Waiting: 2 (limits.perNode 1, owner 1).",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -89,6 +89,7 @@ func TestEnforcement(t *testing.T) {
 		{"NamespaceSelectorFlip", testNamespaceSelectorFlip},
 		{"Protected", testProtected},
 		{"DryRunThenLive", testDryRunThenLive},
+		{"DryRunSplitUnderCaps", testDryRunSplitUnderCaps},
 		{"LeaderKilledMidBatch", testLeaderKilledMidBatch},
 		{"JobProtected", testJobProtected},
 		{"JobEvictedWhenItsPolicyIgnoresDisruption", testJobEvictedWhenItsPolicyIgnoresDisruption},
@@ -487,12 +488,7 @@ func (r *run) acceptedEvictions(t *testing.T, want int) map[string]eviction {
 	t.Helper()
 	var got []eviction
 	env.Poll(t, fmt.Sprintf("%d accepted evictions in the audit log", want), func(context.Context) (bool, error) {
-		got = nil
-		for _, e := range evictions(t, r.nss...) {
-			if e.accepted() && !e.DryRun {
-				got = append(got, e)
-			}
-		}
+		got = evictionsAccepted(t, r.nss...)
 		return len(got) >= want, nil
 	})
 	out := map[string]eviction{}
@@ -1213,6 +1209,129 @@ func testDryRunThenLive(t *testing.T, h *enforcement) {
 	}
 	r.acceptedEvictions(t, 1)
 	r.notEvicted(t, kept...)
+}
+
+// A dry run under caps tells which pods the live run's first pass moves:
+// 20 pods of 16 ReplicaSets (four of two pods), five on each of four nodes
+// relabelled off their pool, limits.perNode 2 and a burst of 6 with a
+// rate so slow that no token comes back during the test. The dry run
+// reports 6 pods dry-run and the others waiting: some on limits.perNode or
+// their owner (a node has two going), some on the rate limit (a node has
+// fewer); the live run, started on the same cluster, evicts exactly the
+// dry-run pods and no other.
+func testDryRunSplitUnderCaps(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	labels := map[string]map[string]string{}
+	var oldNodes []string
+	// old-i holds the pods that select slot i; every new node has every
+	// slot.
+	slot := func(i int) string { return r.key(fmt.Sprintf("slot-%d", i)) }
+	for i := range 4 {
+		labels[fmt.Sprintf("old-%d", i)] = map[string]string{"pool": "yes", slot(i): "yes"}
+		labels[fmt.Sprintf("new-%d", i)] = map[string]string{slot(0): "yes", slot(1): "yes", slot(2): "yes", slot(3): "yes"}
+		oldNodes = append(oldNodes, r.node(fmt.Sprintf("old-%d", i)))
+	}
+	r.nodes(t, 10, labels)
+	replicas := map[string]int{}
+	for i := range 16 {
+		app := fmt.Sprintf("app-%02d", i)
+		replicas[app] = 1
+		if i < 4 {
+			replicas[app] = 2
+		}
+		sel := map[string]string{"pool": "yes", slot(i % 4): "yes"}
+		r.replicaSet(t, r.pod(ns, app, enforcedProfile).NodeSelector(sel).Obj(), int32(replicas[app]))
+	}
+	for app, n := range replicas {
+		waitRunning(t, ns, app, n, oldNodes...)
+	}
+	for i := range 4 {
+		env.SetNodeLabel(t, r.node(fmt.Sprintf("new-%d", i)), "pool", "yes")
+	}
+	for _, n := range oldNodes {
+		env.SetNodeLabel(t, n, "pool", "")
+	}
+	cfg := defaultEnforcerConfig()
+	cfg.perNode, cfg.rate, cfg.burst = 2, 0.001, 6
+	cfg.dryRun = true
+	dry := r.start(t, cfg)
+	var reports []framework.EnforcerReport
+	env.Poll(t, "the dry run's report of the 20 pods past their grace", func(context.Context) (bool, error) {
+		if dry.Exited() {
+			return false, fmt.Errorf("placement-enforcer exited: %v", dry.Err())
+		}
+		var err error
+		if reports, err = dry.Violations(); err != nil || len(reports) != 20 {
+			return false, nil
+		}
+		for _, rep := range reports {
+			if rep.State == "grace" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	goes := map[string]bool{}
+	waits := map[string]int{}
+	for _, rep := range reports {
+		switch rep.State {
+		case "dry-run":
+			goes[rep.Pod] = true
+		case "paced", "waiting-owner":
+			waits[rep.Wait]++
+		default:
+			t.Errorf("dry run: %s %s (%s), want dry-run, paced or waiting-owner", rep.Pod, rep.State, rep.Detail)
+		}
+	}
+	if waits["owner"]+waits["limits.perNode"] == 0 || waits["rate-limit"] == 0 {
+		t.Errorf("dry run: pods waiting %v, want some on limits.perNode or their owner and some on rate-limit", waits)
+	}
+	if len(goes) != 6 {
+		t.Errorf("dry run: %d pods would go now, want the burst's 6", len(goes))
+	}
+	if len(evictionsAccepted(t, ns)) != 0 {
+		t.Errorf("the dry run evicted pods")
+	}
+	dry.Stop()
+
+	live := r.start(t, cfg.live())
+	evicted := r.acceptedEvictions(t, len(goes))
+	for key := range evicted {
+		if !goes[key] {
+			t.Errorf("the live run evicted %s, which the dry run reported waiting", key)
+		}
+	}
+	// The others wait on the live run too, the rate limit's tokens spent.
+	for _, rep := range reports {
+		if !goes[rep.Pod] {
+			waitReport(t, live, rep.Pod, "held back", func(got *framework.EnforcerReport) bool {
+				return got != nil && (got.State == "paced" || got.State == "waiting-owner")
+			})
+		}
+	}
+	if got := len(evictionsAccepted(t, ns)); got != len(goes) {
+		t.Errorf("the live run evicted %d pods, the dry run said %d", got, len(goes))
+	}
+}
+
+// live is cfg without dryRun.
+func (cfg enforcerConfig) live() enforcerConfig {
+	cfg.dryRun = false
+	return cfg
+}
+
+// evictionsAccepted are the accepted, not dry-run, eviction requests for
+// pods in nss so far.
+func evictionsAccepted(t *testing.T, nss ...string) []eviction {
+	t.Helper()
+	var out []eviction
+	for _, e := range evictions(t, nss...) {
+		if e.accepted() && !e.DryRun {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Two enforcer processes on one Lease; the leader is SIGKILLed in the

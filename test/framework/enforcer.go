@@ -148,6 +148,7 @@ type EnforcerReport struct {
 	Terms  []string `json:"terms"`
 	State  string   `json:"state"`
 	Detail string   `json:"detail"`
+	Wait   string   `json:"wait"`
 	Target string   `json:"target"`
 }
 

@@ -123,6 +123,12 @@ type InFlight struct {
 	// room the scheduler counts, so its room is held (Reservations).
 	before sets.Set[types.UID]
 	at     time.Time
+	// simulated: a dry run's eviction (the server accepted a dryRun=All
+	// request). It counts against the caps, the owner's one-in-flight and
+	// the room held for its replacement exactly as an accepted one; its
+	// pod never leaves, so it settles only when the pod goes, its
+	// violation clears (Forget) or Timeout passes.
+	simulated bool
 }
 
 // Timeout forgets an eviction whose owner never recovers its Ready count
@@ -143,10 +149,10 @@ func NewBook(limits Limits) *Book {
 }
 
 // Add records the accepted eviction of pod, whose replacement was promised
-// target, at now.
-func (b *Book) Add(c Cluster, pod *v1.Pod, target string, now time.Time) {
+// target, at now; simulated: a dry run's.
+func (b *Book) Add(c Cluster, pod *v1.Pod, target string, now time.Time, simulated bool) {
 	owner := metav1.GetControllerOf(pod)
-	f := InFlight{Pod: pod, Target: target, at: now}
+	f := InFlight{Pod: pod, Target: target, at: now, simulated: simulated}
 	if owner != nil {
 		f.Owner = owner.UID
 		f.ready = readyOf(c, owner.UID)
@@ -161,11 +167,31 @@ func (b *Book) Has(uid types.UID) bool {
 	return ok
 }
 
+// Forget drops a dry run's eviction of the pod with uid (its violation
+// cleared) and reports whether there was one; an accepted eviction stays
+// until it settles.
+func (b *Book) Forget(uid types.UID) bool {
+	if f, ok := b.inflight[uid]; ok && f.simulated {
+		delete(b.inflight, uid)
+		return true
+	}
+	return false
+}
+
 // Settle forgets evictions whose pod is gone (or finished) and whose owner
 // has every pod Ready again with the replacement counted by the scheduler,
-// or will not replace the pod, or has not recovered within Timeout.
-func (b *Book) Settle(c Cluster, now time.Time) {
+// or will not replace the pod, or has not recovered within Timeout; and a
+// dry run's evictions whose pod is gone or that are older than Timeout. It
+// reports whether it forgot any: the room and caps they held are free.
+func (b *Book) Settle(c Cluster, now time.Time) bool {
+	n := len(b.inflight)
 	for uid, f := range b.inflight {
+		if f.simulated {
+			if p := c.Pod(uid); p == nil || finished(p) || now.Sub(f.at) > Timeout {
+				delete(b.inflight, uid)
+			}
+			continue
+		}
 		if p := c.Pod(uid); p != nil && !finished(p) {
 			continue
 		}
@@ -193,6 +219,25 @@ func (b *Book) Settle(c Cluster, now time.Time) {
 			delete(b.inflight, uid)
 		}
 	}
+	return len(b.inflight) != n
+}
+
+// NextTimeout is how long until the first eviction in flight reaches
+// Timeout (0: none in flight). A pod held back by a cap waits for an
+// eviction to settle: its pod's or owner's events start the pass that
+// sees it, and only Timeout needs a timer.
+func (b *Book) NextTimeout(now time.Time) time.Duration {
+	var next time.Duration
+	for _, f := range b.inflight {
+		d := f.at.Add(Timeout).Sub(now) + time.Millisecond // Settle's test is strict
+		if d < time.Millisecond {
+			d = time.Millisecond
+		}
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	return next
 }
 
 // replaced: a pod of f's owner that was not there at the eviction is in
@@ -224,29 +269,42 @@ func (b *Book) Reservations(c Cluster) []InFlight {
 	return out
 }
 
-// OwnerBusy: another unfinished pod of the owner is not Ready or is
-// terminating, or an eviction of ours for this owner is still in flight.
-// One pod per owner in flight: the next goes once the last one's
-// replacement is Ready.
-func (b *Book) OwnerBusy(c Cluster, pod *v1.Pod, owner types.UID) bool {
+// Hold names what holds a pod back from eviction: its owner's eviction in
+// flight or not-Ready pod, or one of the Limits.
+type Hold string
+
+const (
+	HoldOwner        Hold = "owner"
+	HoldTotal        Hold = "limits.total"
+	HoldPerNode      Hold = "limits.perNode"
+	HoldPerNamespace Hold = "limits.perNamespace"
+)
+
+// OwnerBusy says why pod's owner already has a pod moving ("" when it has
+// none): an eviction of ours (or, in a dry run, a simulated one) for this
+// owner is still in flight, or another unfinished pod of the owner is not
+// Ready or is terminating. One pod per owner in flight: the next goes once
+// the last one's replacement is Ready.
+func (b *Book) OwnerBusy(c Cluster, pod *v1.Pod, owner types.UID) string {
 	for _, f := range b.inflight {
 		if f.Owner == owner {
-			return true
+			return fmt.Sprintf("has the eviction of %s in flight", f.Pod.Name)
 		}
 	}
 	for uid := range c.Controlled(owner) {
 		other := c.Pod(uid)
 		if other.UID != pod.UID && !finished(other) && (other.DeletionTimestamp != nil || !PodReady(other)) {
-			return true
+			return fmt.Sprintf("has pod %s not Ready or terminating", other.Name)
 		}
 	}
-	return false
+	return ""
 }
 
-// CapReached names the cap that holds pod back, or "". Evictions in flight
-// are ours plus any pod terminating after an eviction (so a new leader
-// counts its predecessor's).
-func (b *Book) CapReached(c Cluster, pod *v1.Pod) string {
+// CapReached names the cap that holds pod back and says why ("": none).
+// Evictions in flight are ours (a dry run's simulated ones included) plus
+// any pod terminating after an eviction (so a new leader counts its
+// predecessor's).
+func (b *Book) CapReached(c Cluster, pod *v1.Pod) (Hold, string) {
 	node, ns, total := 0, 0, 0
 	count := func(n, namespace string) {
 		total++
@@ -268,13 +326,13 @@ func (b *Book) CapReached(c Cluster, pod *v1.Pod) string {
 	}
 	switch {
 	case total >= b.limits.Total:
-		return fmt.Sprintf("limits.total (%d evictions in flight)", total)
+		return HoldTotal, fmt.Sprintf("%s (%d evictions in flight)", HoldTotal, total)
 	case node >= b.limits.PerNode:
-		return fmt.Sprintf("limits.perNode (%d evictions in flight on %s)", node, pod.Spec.NodeName)
+		return HoldPerNode, fmt.Sprintf("%s (%d evictions in flight on %s)", HoldPerNode, node, pod.Spec.NodeName)
 	case ns >= b.limits.PerNamespace:
-		return fmt.Sprintf("limits.perNamespace (%d evictions in flight in %s)", ns, pod.Namespace)
+		return HoldPerNamespace, fmt.Sprintf("%s (%d evictions in flight in %s)", HoldPerNamespace, ns, pod.Namespace)
 	}
-	return ""
+	return "", ""
 }
 
 // readyOf counts the owner's pods that are Ready and not terminating.

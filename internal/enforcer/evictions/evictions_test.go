@@ -84,16 +84,7 @@ func TestBookSettles(t *testing.T) {
 		{"running, not replaced", NotReplaced, func(*cluster) {}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: tc.repl}
-			p := readyPod("p", "rs", "a")
-			c.add(p)
-			b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
-			b.Add(c, p, "b", now)
-			other := readyPod("q", "rs2", "a")
-			c.add(other)
-			if got := b.CapReached(c, other); got == "" || !b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") {
-				t.Fatalf("in flight: cap %q, owner busy %v; want limits.perNode and busy", got, b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs"))
-			}
+			c, b := oneInFlight(t, tc.repl, now, false)
 			tc.after(c)
 			b.Settle(c, now.Add(time.Minute))
 			if got := !b.Has("p"); got != tc.want {
@@ -106,5 +97,65 @@ func TestBookSettles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// oneInFlight is a cluster with pod p of rs on node a evicted at now
+// (simulated: a dry run's), its replacement promised node b, and pod q of
+// another owner on a; it checks that the eviction holds a's cap (perNode
+// 1) and rs.
+func oneInFlight(t *testing.T, repl Replacement, now time.Time, simulated bool) (*cluster, *Book) {
+	t.Helper()
+	c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: repl}
+	p := readyPod("p", "rs", "a")
+	c.add(p)
+	b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
+	b.Add(c, p, "b", now, simulated)
+	other := readyPod("q", "rs2", "a")
+	c.add(other)
+	if got, _ := b.CapReached(c, other); got != HoldPerNode || b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") == "" {
+		t.Fatalf("in flight: cap %q, owner busy %q; want limits.perNode and busy", got, b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs"))
+	}
+	return c, b
+}
+
+// A dry run's eviction holds the caps and the owner as an accepted one
+// does, though its pod never leaves; it settles when the pod goes, when
+// its violation clears (Forget) or after Timeout.
+func TestSimulatedEvictionHoldsUntilForgottenOrTimeout(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name   string
+		after  func(c *cluster, b *Book)
+		at     time.Duration
+		settle bool
+	}{
+		{"pod running", func(*cluster, *Book) {}, time.Minute, false},
+		{"violation cleared", func(_ *cluster, b *Book) { b.Forget("p") }, time.Minute, true},
+		{"pod gone", func(c *cluster, _ *Book) { delete(c.pods, "p") }, time.Minute, true},
+		{"timeout", func(*cluster, *Book) {}, Timeout + time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, b := oneInFlight(t, ReplacedWhenReady, now, true)
+			if len(b.Reservations(c)) != 1 {
+				t.Fatal("a simulated eviction holds no room for its replacement")
+			}
+			tc.after(c, b)
+			b.Settle(c, now.Add(tc.at))
+			if got := !b.Has("p"); got != tc.settle {
+				t.Errorf("settled %v, want %v", got, tc.settle)
+			}
+		})
+	}
+	// An accepted eviction is not forgotten when its violation clears:
+	// the pod is leaving anyway.
+	c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: ReplacedWhenReady}
+	p := readyPod("p", "rs", "a")
+	c.add(p)
+	b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
+	b.Add(c, p, "b", now, false)
+	b.Forget("p")
+	if !b.Has("p") {
+		t.Error("Forget dropped an accepted eviction")
 	}
 }

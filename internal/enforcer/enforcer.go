@@ -41,8 +41,9 @@ import (
 
 // Enforcer decides and acts, one pass at a time. It keeps, across passes,
 // when each violation was first seen (grace periods), refusals (backoff)
-// and its own evictions in flight (caps); everything else is read from the
-// cluster each pass, so a new leader continues where the last one stopped.
+// and its evictions in flight (caps, reservations), and records them on
+// the pods (records.go), so a new leader continues where the last one
+// stopped; everything else is read from the cluster.
 type Enforcer struct {
 	cfg      *Config
 	sched    *config.KubeSchedulerConfiguration
@@ -58,9 +59,15 @@ type Enforcer struct {
 	// gone are the judged pods that count as gone for older ones.
 	gone    sets.Set[types.UID]
 	tracked map[types.UID]*tracked
-	// book holds this leader's evictions in flight.
+	// book holds this leader's evictions in flight, its predecessor's
+	// included (restore).
 	book    *evictions.Book
 	reports []Report
+	// records keeps the leader's record on each violating pod, from which
+	// a successor restores grace clocks, backoffs and the book; restored:
+	// this Enforcer has restored them.
+	records  *records
+	restored bool
 }
 
 // New returns an Enforcer. sched is placement-scheduler's configuration;
@@ -77,6 +84,7 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		judged:  map[types.UID]*judgement{},
 		gone:    sets.New[types.UID](),
 		book:    evictions.NewBook(cfg.Limits),
+		records: newRecords(client, cfg.DryRun),
 	}
 }
 
@@ -129,6 +137,12 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 		return 0, fmt.Errorf("updating the snapshot: %w", err)
 	}
 	p := &pass{Enforcer: e, s: s, now: e.clock.Now(), placing: pl, seen: map[types.UID]bool{}, logger: logger}
+	if !e.restored && !e.records.off {
+		// Before anything is decided: a new leader continues its
+		// predecessor's grace periods, backoffs and evictions in flight.
+		e.restore(logger, s, p.now)
+	}
+	e.restored = true
 	p.book.Settle(s, p.now)
 	defer func() {
 		if p.mutating {
@@ -197,6 +211,7 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 			logger.V(2).Info("Violation cleared", "uid", uid)
 		}
 	}
+	e.keepRecords(ctx, s, p.now)
 	sort.Slice(p.reports, func(i, j int) bool { return p.reports[i].Pod < p.reports[j].Pod })
 	e.reports = p.reports
 	e.metrics.violations.Reset()
@@ -421,9 +436,8 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		p.report(pod, base, t)
 		return
 	}
-	id := string(pod.UID)
-	if p.backoff.IsInBackOffSinceUpdate(id, p.now) && t.last != nil {
-		p.after(p.backoff.Get(id))
+	if t.last != nil && p.now.Before(t.retryAfter) {
+		p.after(t.retryAfter.Sub(p.now))
 		base.State, base.Detail, base.Target = t.last.State, t.last.Detail, t.last.Target
 		p.report(pod, base, t)
 		return
@@ -459,14 +473,15 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		p.report(pod, base, t)
 		return
 	}
-	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t)
+	f := evictions.NewInFlight(p.s, pod, target, p.now)
+	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t, f)
 	if base.State != StateEvicting && base.State != StateDryRun {
 		p.unplace(ctx, pod, target)
 	}
 	last := base
 	t.last = &last
 	if base.State == StateEvicting {
-		p.book.Add(p.s, pod, target, p.now)
+		p.book.Add(f)
 	}
 	p.report(pod, base, t)
 }

@@ -2,8 +2,10 @@ package enforcer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +34,7 @@ type rig struct {
 	clock     *testingclock.FakeClock
 	evictions []*policyv1.Eviction
 	deletes   int
+	patches   int
 	refuse    func(*policyv1.Eviction) error
 	events    *record.FakeRecorder
 	c         *Cluster
@@ -62,6 +65,46 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 			}
 		}
 		return true, ev, nil
+	})
+	// Patches (the enforcer's records) land on the rig's pods, as the
+	// apiserver would apply them.
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa := a.(k8stesting.PatchAction)
+		r.patches++
+		for _, p := range r.c.Pods {
+			if p.Namespace != pa.GetNamespace() || p.Name != pa.GetName() {
+				continue
+			}
+			// The enforcer's merge patches set or remove annotations,
+			// with the pod's UID as a precondition.
+			var patch struct {
+				Metadata struct {
+					UID         types.UID          `json:"uid"`
+					Annotations map[string]*string `json:"annotations"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(pa.GetPatch(), &patch); err != nil {
+				return true, nil, err
+			}
+			if patch.Metadata.UID != p.UID {
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, p.Name, fmt.Errorf("uid %s, want %s", patch.Metadata.UID, p.UID))
+			}
+			// In place: tests keep pointers to their pods.
+			out := p
+			out.Annotations = maps.Clone(out.Annotations)
+			for k, v := range patch.Metadata.Annotations {
+				if v == nil {
+					delete(out.Annotations, k)
+				} else {
+					if out.Annotations == nil {
+						out.Annotations = map[string]string{}
+					}
+					out.Annotations[k] = *v
+				}
+			}
+			return true, out.DeepCopy(), nil
+		}
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, pa.GetName())
 	})
 	client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		r.deletes++

@@ -16,14 +16,29 @@ import (
 )
 
 // evict asks the Eviction API to evict pod (dryRun=All in dry-run mode) and
-// returns the state and detail to report; refusals and errors back off.
-func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked) (string, string) {
-	res, err := evictions.Request(ctx, p.client, pod, p.cfg.DryRun)
+// returns the state and detail to report; refusals and errors back off. A
+// live eviction is recorded on the pod first (f: the node promised to its
+// replacement, see records.go), so that a new leader holds that room too;
+// when the record cannot be written, the pod is not evicted.
+func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f evictions.InFlight) (string, string) {
 	id := string(pod.UID)
+	retry := func() {
+		p.backoff.Next(id, p.now)
+		t.retryAfter = p.now.Add(p.backoff.Get(id))
+		p.after(p.backoff.Get(id))
+	}
+	if !p.cfg.DryRun {
+		if err := p.records.write(ctx, pod, p.recordOf(pod.UID, t, p.now, &f)); err != nil {
+			p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()
+			retry()
+			return StateError, "recording the eviction on the pod before asking for it: " + err.Error()
+		}
+	}
+	res, err := evictions.Request(ctx, p.client, pod, p.cfg.DryRun)
 	switch res {
 	case evictions.DryRun:
 		p.metrics.evictions.WithLabelValues(string(rule), StateDryRun).Inc()
-		p.backoff.Next(id, p.now) // report again later, not every pass
+		retry() // report again later, not every pass
 		return StateDryRun, ""
 	case evictions.Accepted:
 		p.metrics.evictions.WithLabelValues(string(rule), resultEvicted).Inc()
@@ -31,16 +46,14 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked) (s
 		return StateEvicting, ""
 	case evictions.Refused:
 		p.metrics.evictions.WithLabelValues(string(rule), StatePDBBlocked).Inc()
-		p.backoff.Next(id, p.now)
-		p.after(p.backoff.Get(id))
+		retry()
 		return StatePDBBlocked, err.Error()
 	case evictions.Gone:
 		p.metrics.evictions.WithLabelValues(string(rule), resultGone).Inc()
 		return StateError, "the pod is gone or was replaced: " + err.Error()
 	}
 	p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()
-	p.backoff.Next(id, p.now)
-	p.after(p.backoff.Get(id))
+	retry()
 	return StateError, err.Error()
 }
 

@@ -129,6 +129,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 			return
 		}
 		placing := newPlacing(ctx, src)
+		e.records.start(ctx)
 		queue.Add(key)
 		go func() { <-ctx.Done(); queue.ShutDown() }()
 		var last time.Time

@@ -113,16 +113,29 @@ type InFlight struct {
 	Pod    *v1.Pod
 	Target string
 	Owner  types.UID
-	// ready is how many of the owner's pods were Ready (the evicted one
+	// Ready is how many of the owner's pods were Ready (the evicted one
 	// included) when it was evicted: the eviction settles once as many
 	// are Ready again, so a replacement its controller has not created
 	// yet still counts as in flight.
-	ready int
-	// before holds the owner's pods at the eviction (pod included). Until
+	Ready int
+	// Before holds the owner's pods at the eviction (pod included). Until
 	// a pod of the owner not among them is bound, the replacement takes no
 	// room the scheduler counts, so its room is held (Reservations).
-	before sets.Set[types.UID]
-	at     time.Time
+	Before sets.Set[types.UID]
+	// At is when the eviction was asked for.
+	At time.Time
+}
+
+// NewInFlight is the eviction of pod, whose replacement is promised
+// target, asked for at now, as the cluster stands.
+func NewInFlight(c Cluster, pod *v1.Pod, target string, now time.Time) InFlight {
+	f := InFlight{Pod: pod, Target: target, At: now}
+	if owner := metav1.GetControllerOf(pod); owner != nil {
+		f.Owner = owner.UID
+		f.Ready = readyOf(c, owner.UID)
+		f.Before = c.Controlled(owner.UID).Clone()
+	}
+	return f
 }
 
 // Timeout forgets an eviction whose owner never recovers its Ready count
@@ -142,17 +155,10 @@ func NewBook(limits Limits) *Book {
 	return &Book{limits: limits, inflight: map[types.UID]InFlight{}}
 }
 
-// Add records the accepted eviction of pod, whose replacement was promised
-// target, at now.
-func (b *Book) Add(c Cluster, pod *v1.Pod, target string, now time.Time) {
-	owner := metav1.GetControllerOf(pod)
-	f := InFlight{Pod: pod, Target: target, at: now}
-	if owner != nil {
-		f.Owner = owner.UID
-		f.ready = readyOf(c, owner.UID)
-		f.before = c.Controlled(owner.UID).Clone()
-	}
-	b.inflight[pod.UID] = f
+// Add records the accepted eviction f (NewInFlight; or, for a new leader,
+// its predecessor's, rebuilt from the record on the pod).
+func (b *Book) Add(f InFlight) {
+	b.inflight[f.Pod.UID] = f
 }
 
 // Has: the eviction of the pod with uid was accepted and has not settled.
@@ -179,7 +185,7 @@ func (b *Book) Settle(c Cluster, now time.Time) {
 				continue
 			}
 		}
-		if now.Sub(f.at) > Timeout {
+		if now.Sub(f.At) > Timeout {
 			delete(b.inflight, uid)
 			continue
 		}
@@ -189,7 +195,7 @@ func (b *Book) Settle(c Cluster, now time.Time) {
 				busy = true
 			}
 		}
-		if !busy && readyOf(c, f.Owner) >= f.ready && b.replaced(c, f) {
+		if !busy && readyOf(c, f.Owner) >= f.Ready && b.replaced(c, f) {
 			delete(b.inflight, uid)
 		}
 	}
@@ -202,7 +208,7 @@ func (b *Book) Settle(c Cluster, now time.Time) {
 // never a second promise.)
 func (b *Book) replaced(c Cluster, f InFlight) bool {
 	for uid := range c.Controlled(f.Owner) {
-		if !f.before.Has(uid) && c.Counted(c.Pod(uid)) {
+		if !f.Before.Has(uid) && c.Counted(c.Pod(uid)) {
 			return true
 		}
 	}

@@ -88,7 +88,7 @@ func TestBookSettles(t *testing.T) {
 			p := readyPod("p", "rs", "a")
 			c.add(p)
 			b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
-			b.Add(c, p, "b", now)
+			b.Add(NewInFlight(c, p, "b", now))
 			other := readyPod("q", "rs2", "a")
 			c.add(other)
 			if got := b.CapReached(c, other); got == "" || !b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") {

@@ -67,6 +67,7 @@ type Enforcer struct {
 	// a successor restores grace clocks, backoffs and the book; restored:
 	// this Enforcer has restored them.
 	records  *records
+	inflight *inflightStore
 	restored bool
 }
 
@@ -77,14 +78,15 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 	b.Clock = clk
 	return &Enforcer{
 		cfg: cfg, sched: sched, client: client, recorder: recorder, clock: clk,
-		limiter: flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(cfg.EvictionsPerSecond), cfg.Burst, clk),
-		backoff: b,
-		metrics: newMetrics(),
-		tracked: map[types.UID]*tracked{},
-		judged:  map[types.UID]*judgement{},
-		gone:    sets.New[types.UID](),
-		book:    evictions.NewBook(cfg.Limits),
-		records: newRecords(client, cfg.DryRun),
+		limiter:  flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(cfg.EvictionsPerSecond), cfg.Burst, clk),
+		backoff:  b,
+		metrics:  newMetrics(),
+		tracked:  map[types.UID]*tracked{},
+		judged:   map[types.UID]*judgement{},
+		gone:     sets.New[types.UID](),
+		book:     evictions.NewBook(cfg.Limits),
+		records:  newRecords(client, cfg.DryRun),
+		inflight: newInflightStore(client, cfg.LeaderElection, cfg.DryRun),
 	}
 }
 
@@ -137,9 +139,12 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 		return 0, fmt.Errorf("updating the snapshot: %w", err)
 	}
 	p := &pass{Enforcer: e, s: s, now: e.clock.Now(), placing: pl, seen: map[types.UID]bool{}, logger: logger}
-	if !e.restored && !e.records.off {
+	if !e.restored && !e.cfg.DryRun {
 		// Before anything is decided: a new leader continues its
-		// predecessor's grace periods, backoffs and evictions in flight.
+		// predecessor's evictions in flight, grace periods and backoffs.
+		if err := e.inflight.load(ctx, logger, s, e.book); err != nil {
+			return 0, err
+		}
 		e.restore(logger, s, p.now)
 	}
 	e.restored = true

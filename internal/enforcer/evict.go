@@ -17,9 +17,10 @@ import (
 
 // evict asks the Eviction API to evict pod (dryRun=All in dry-run mode) and
 // returns the state and detail to report; refusals and errors back off. A
-// live eviction is recorded on the pod first (f: the node promised to its
-// replacement, see records.go), so that a new leader holds that room too;
-// when the record cannot be written, the pod is not evicted.
+// live eviction f is saved with the evictions in flight first (inflight.go),
+// so that a new leader holds the room promised to its replacement and
+// counts it toward the caps; when it cannot be saved, the pod is not
+// evicted.
 func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f evictions.InFlight) (string, string) {
 	id := string(pod.UID)
 	retry := func() {
@@ -28,10 +29,14 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f 
 		p.after(p.backoff.Get(id))
 	}
 	if !p.cfg.DryRun {
-		if err := p.records.write(ctx, pod, p.recordOf(pod.UID, t, p.now, &f)); err != nil {
+		data, err := entries(p.book, &f)
+		if err == nil {
+			err = p.inflight.save(ctx, data)
+		}
+		if err != nil {
 			p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()
 			retry()
-			return StateError, "recording the eviction on the pod before asking for it: " + err.Error()
+			return StateError, "saving the eviction in flight before asking for it: " + err.Error()
 		}
 	}
 	res, err := evictions.Request(ctx, p.client, pod, p.cfg.DryRun)
@@ -92,7 +97,15 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 // book's reservations).
 func (p *pass) holdInflight() {
 	for _, f := range p.book.Reservations(p.s) {
-		if err := profile.Hold(p.s.snapshot, f.Pod, f.Target); err != nil {
+		pod := f.Pod
+		if len(pod.Spec.Containers) == 0 {
+			// A predecessor's eviction whose pod is gone: its
+			// replacement, once created, says what the room is.
+			if pod = p.s.pendingReplacement(f); pod == nil {
+				continue
+			}
+		}
+		if err := profile.Hold(p.s.snapshot, pod, f.Target); err != nil {
 			p.logger.Error(err, "Holding room for a replacement", "pod", klog.KObj(f.Pod), "node", f.Target)
 		}
 	}

@@ -10,12 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-
-	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 )
 
 // RecordAnnotation is the leader's record on a violating pod: what a new
@@ -25,7 +22,9 @@ import (
 // its backoff ends; and the node promised to an evicted pod's replacement
 // stays held until the replacement is bound. Only the leader writes it, and
 // it is removed once the violation clears. docs/enforcement.md describes
-// its fields.
+// its fields. Evictions in flight are kept beside the Lease instead
+// (inflight.go): an evicted pod, and its annotations, may be gone before
+// its replacement is bound.
 const RecordAnnotation = "placement-scheduler.io/enforcement-record"
 
 // podRecord is RecordAnnotation's value, as JSON.
@@ -39,27 +38,13 @@ type podRecord struct {
 	Backoff    metav1.Duration `json:"backoff,omitzero"`
 	State      string          `json:"state,omitempty"`
 	Detail     string          `json:"detail,omitempty"`
-	// Eviction is written before the eviction is asked for.
-	Eviction *evictionRecord `json:"eviction,omitempty"`
-}
-
-// evictionRecord is an eviction as the book holds it (evictions.InFlight).
-type evictionRecord struct {
-	At time.Time `json:"at"`
-	// Target is the node promised to the replacement ("" when none was).
-	Target string `json:"target,omitempty"`
-	// Ready and Before are the owner's Ready count and pods at the
-	// eviction: what settles it.
-	Ready  int         `json:"ready,omitempty"`
-	Before []types.UID `json:"before,omitempty"`
 }
 
 // maxDetail bounds the refusal text kept in a record.
 const maxDetail = 512
 
-// recordOf is t's record at now, with f the eviction about to be asked for
-// (nil: none); "" when there is nothing to record.
-func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time, f *evictions.InFlight) string {
+// recordOf is t's record at now; "" when there is nothing to record.
+func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time) string {
 	var r podRecord
 	if len(t.since) > 0 {
 		r.Since = make(map[Rule]time.Time, len(t.since))
@@ -67,7 +52,8 @@ func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time, f *evictio
 			r.Since[rule] = at.UTC()
 		}
 	}
-	if t.last != nil && now.Before(t.retryAfter) {
+	if t.last != nil && !t.retryAfter.IsZero() {
+		// Kept after the retry time too: the next refusal doubles it.
 		at := t.retryAfter.UTC()
 		r.RetryAfter, r.State, r.Detail = &at, t.last.State, t.last.Detail
 		r.Backoff.Duration = e.backoff.Get(string(uid))
@@ -75,10 +61,7 @@ func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time, f *evictio
 			r.Detail = r.Detail[:maxDetail]
 		}
 	}
-	if f != nil {
-		r.Eviction = &evictionRecord{At: f.At.UTC(), Target: f.Target, Ready: f.Ready, Before: sets.List(f.Before)}
-	}
-	if r.Since == nil && r.RetryAfter == nil && r.Eviction == nil {
+	if r.Since == nil && r.RetryAfter == nil {
 		return ""
 	}
 	data, err := json.Marshal(r)
@@ -88,11 +71,8 @@ func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time, f *evictio
 	return string(data)
 }
 
-// restore rebuilds, from the records on the pods, what the previous leader
-// knew: grace clocks and backoffs of the pods still running, and the
-// evictions in flight (the room promised to their replacements, the caps
-// they count toward) of the evicted pods still terminating. It runs once,
-// in a leader's first pass, before anything is decided.
+// restore rebuilds, from the records on the pods, the grace clocks and
+// backoffs the previous leader kept for the pods still running.
 func (e *Enforcer) restore(logger klog.Logger, s *clusterState, now time.Time) {
 	for uid, pod := range s.pods {
 		value, ok := pod.Annotations[RecordAnnotation]
@@ -106,20 +86,13 @@ func (e *Enforcer) restore(logger klog.Logger, s *clusterState, now time.Time) {
 			continue
 		}
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-			if r.Eviction != nil {
-				e.book.Add(evictions.InFlight{
-					Pod: pod, Target: r.Eviction.Target, At: r.Eviction.At,
-					Ready: r.Eviction.Ready, Before: sets.New(r.Eviction.Before...),
-					Owner: ownerUID(pod),
-				})
-			}
 			continue
 		}
 		t := &tracked{since: map[Rule]time.Time{}}
 		for rule, at := range r.Since {
 			t.since[rule] = at
 		}
-		if r.RetryAfter != nil && r.State != "" && now.Before(*r.RetryAfter) {
+		if r.RetryAfter != nil && r.State != "" {
 			t.retryAfter = *r.RetryAfter
 			t.last = &Report{State: r.State, Detail: r.Detail}
 			// The next refusal doubles the predecessor's backoff.
@@ -133,14 +106,22 @@ func (e *Enforcer) restore(logger klog.Logger, s *clusterState, now time.Time) {
 	}
 }
 
-// keepRecords brings the records on the pods in line with what this
-// leader knows after a pass: a tracked pod's record follows its grace
-// clocks and backoff, and a pod no longer tracked loses its record. An
-// evicted pod keeps the record written before its eviction (the
-// successor's book is rebuilt from it) until it is gone.
+// keepRecords brings the records in line with what this leader knows after
+// a pass: the stored evictions in flight follow the book, a tracked pod's
+// record follows its grace clocks and backoff, and a running pod no longer
+// tracked loses its record.
 func (e *Enforcer) keepRecords(ctx context.Context, s *clusterState, now time.Time) {
 	if e.records.off {
 		return
+	}
+	// Settled evictions leave the store; a failed write is retried next
+	// pass (an entry kept too long holds room too long, never too little).
+	data, err := entries(e.book, nil)
+	if err == nil {
+		err = e.inflight.save(ctx, data)
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Saving the evictions in flight")
 	}
 	for _, uid := range e.records.recorded() {
 		pod := s.pods[uid]
@@ -156,24 +137,16 @@ func (e *Enforcer) keepRecords(ctx context.Context, s *clusterState, now time.Ti
 		if pod == nil || pod.DeletionTimestamp != nil || e.book.Has(uid) {
 			continue
 		}
-		e.records.set(ctx, pod, e.recordOf(uid, t, now, nil))
+		e.records.set(ctx, pod, e.recordOf(uid, t, now))
 	}
-}
-
-func ownerUID(pod *v1.Pod) types.UID {
-	if o := metav1.GetControllerOf(pod); o != nil {
-		return o.UID
-	}
-	return ""
 }
 
 // records writes the leader's records on pods (RecordAnnotation) with a
 // merge patch that carries the pod's UID (a pod re-created under the same
-// name is another pod). Grace clocks and backoffs are written in the
-// background, off the pass, at the client's pace: a record lost to a crash
-// before it is written costs that pod one grace period more, never an
-// early eviction. The record of an eviction is written in the pass, before
-// the eviction is asked for.
+// name is another pod). They are written in the background, off the pass,
+// at the client's pace: a record lost to a crash before it is written
+// costs that pod one grace period more (or one backoff less: a PDB's 429
+// asked again early is harmless), never an early eviction.
 type records struct {
 	client kubernetes.Interface
 	// off: a dry run leaves the API objects as they are.
@@ -269,14 +242,6 @@ func (r *records) set(ctx context.Context, pod *v1.Pod, value string) {
 	if err := r.flush(ctx, pod.UID); err != nil {
 		klog.FromContext(ctx).Error(err, "Writing the enforcement record", "pod", klog.KObj(pod))
 	}
-}
-
-// write sets pod's record to value now.
-func (r *records) write(ctx context.Context, pod *v1.Pod, value string) error {
-	if r.off || !r.wanted(pod, value) {
-		return nil
-	}
-	return r.flush(ctx, pod.UID)
 }
 
 // wanted records value as pod's wanted record: false when it is already

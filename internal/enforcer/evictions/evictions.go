@@ -161,6 +161,15 @@ func (b *Book) Add(f InFlight) {
 	b.inflight[f.Pod.UID] = f
 }
 
+// All are the evictions in flight.
+func (b *Book) All() []InFlight {
+	out := make([]InFlight, 0, len(b.inflight))
+	for _, f := range b.inflight {
+		out = append(out, f)
+	}
+	return out
+}
+
 // Has: the eviction of the pod with uid was accepted and has not settled.
 func (b *Book) Has(uid types.UID) bool {
 	_, ok := b.inflight[uid]

@@ -1,0 +1,247 @@
+package enforcer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+)
+
+// newLeader replaces the rig's Enforcer by a new one on the same clientset
+// and cluster: the old leader is gone with everything it held in memory,
+// and the new one knows only what the API objects say.
+func (r *rig) newLeader() {
+	r.e = New(r.e.cfg, r.e.sched, r.e.client, r.events, r.clock)
+}
+
+// recordOn is the enforcement record on the rig's pod name (nil: none).
+func (r *rig) recordOn(name string) *podRecord {
+	r.t.Helper()
+	for _, p := range r.c.Pods {
+		if p.Name != name {
+			continue
+		}
+		v, ok := p.Annotations[RecordAnnotation]
+		if !ok {
+			return nil
+		}
+		rec := &podRecord{}
+		if err := json.Unmarshal([]byte(v), rec); err != nil {
+			r.t.Fatalf("record on %s: %v", name, err)
+		}
+		return rec
+	}
+	return nil
+}
+
+// A leader killed in the middle of a grace period, and again and again (a
+// crash loop): the grace period runs from the first detection, so the pod
+// is evicted once, within the grace period (plus a pass) of the first
+// detection.
+func TestGraceSurvivesLeaderChanges(t *testing.T) {
+	r := newRig(t, nil) // grace 30s
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	first := r.clock.Now()
+	if got := r.pass()["p"]; got.State != StateGrace {
+		t.Fatalf("first detection: %+v", got)
+	}
+	if rec := r.recordOn("p"); rec == nil || !rec.Since[NodeAffinity].Equal(first) {
+		t.Fatalf("record after the first detection: %+v, want since %s", rec, first)
+	}
+	for i := 0; i < 3; i++ { // a new leader every 9s
+		r.clock.Step(9 * time.Second)
+		r.newLeader()
+		got := r.pass()["p"]
+		if got.State != StateGrace || !got.Since.Time.Equal(first) || len(r.evictions) != 0 {
+			t.Fatalf("leader %d, %s after the first detection: %+v, evictions %v; want grace since the first detection", i+2, r.clock.Since(first), got, r.evicted())
+		}
+	}
+	r.clock.Step(4 * time.Second) // 31s after the first detection
+	r.newLeader()
+	if got := r.pass()["p"]; got.State != StateEvicting || len(r.evictions) != 1 {
+		t.Fatalf("%s after the first detection: %+v, evictions %v; want evicted once", r.clock.Since(first), got, r.evicted())
+	}
+	cm, err := r.e.client.CoreV1().ConfigMaps("placement-scheduler").Get(context.Background(), "placement-scheduler-enforcer-evictions", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored storedEviction
+	if err := json.Unmarshal([]byte(cm.Data["uid-p"]), &stored); err != nil || stored.Target != "b" || stored.Name != "p" {
+		t.Fatalf("stored eviction %q (%v), want p's, target b", cm.Data["uid-p"], err)
+	}
+	r.terminate()
+	r.newLeader()
+	r.pass()
+	if len(r.evictions) != 1 {
+		t.Errorf("evicted twice: %v", r.evicted())
+	}
+}
+
+// A violation that clears loses its record: a later violation starts its
+// own grace period, with this leader or the next.
+func TestRecordClearedWithTheViolation(t *testing.T) {
+	r := newRig(t, nil)
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	r.pass()
+	r.clock.Step(20 * time.Second)
+	r.c.Nodes[0] = node("a", ssd)
+	r.pass()
+	if rec := r.recordOn("p"); rec != nil {
+		t.Fatalf("cleared violation still recorded: %+v", rec)
+	}
+	r.c.Nodes[0] = node("a", nil)
+	r.clock.Step(time.Second)
+	again := r.clock.Now()
+	r.newLeader()
+	r.clock.Step(20 * time.Second)
+	if got := r.pass()["p"]; got.State != StateGrace || len(r.evictions) != 0 {
+		t.Fatalf("%+v, evictions %v; want a new grace period", got, r.evicted())
+	}
+	if rec := r.recordOn("p"); rec == nil || !rec.Since[NodeAffinity].Equal(r.clock.Now()) {
+		t.Fatalf("record %+v, want since %s (the new leader's first detection, not %s)", rec, r.clock.Now(), again)
+	}
+}
+
+// A refused eviction is not asked again by a new leader before its backoff
+// ends, and the next refusal doubles the predecessor's backoff.
+func TestBackoffSurvivesLeaderChanges(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.refuse = func(*policyv1.Eviction) error {
+		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	}
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	if got := r.pass()["p"]; got.State != StatePDBBlocked || len(r.evictions) != 1 {
+		t.Fatalf("%+v, %d requests", got, len(r.evictions))
+	}
+	r.clock.Step(5 * time.Second)
+	r.newLeader()
+	if got := r.pass()["p"]; got.State != StatePDBBlocked || len(r.evictions) != 1 {
+		t.Fatalf("new leader inside the backoff: %+v, %d requests; want pdb-blocked and no request", got, len(r.evictions))
+	}
+	r.clock.Step(6 * time.Second) // 11s: the 10s backoff is over
+	r.newLeader()
+	if got := r.pass()["p"]; got.State != StatePDBBlocked || len(r.evictions) != 2 {
+		t.Fatalf("after the backoff: %+v, %d requests; want a retry", got, len(r.evictions))
+	}
+	r.clock.Step(11 * time.Second) // inside the doubled backoff (20s)
+	r.newLeader()
+	if got := r.pass()["p"]; len(r.evictions) != 2 {
+		t.Fatalf("inside the doubled backoff: %+v, %d requests", got, len(r.evictions))
+	}
+	r.refuse = nil
+	r.clock.Step(10 * time.Second)
+	r.newLeader()
+	if got := r.pass()["p"]; got.State != StateEvicting || len(r.evictions) != 3 {
+		t.Fatalf("once the PDB allows: %+v, %d requests", got, len(r.evictions))
+	}
+}
+
+// A leader killed in the middle of a batch: its evictions were accepted,
+// their pods terminate and are gone, their replacements are not bound yet.
+// The new leader evicts none of them again, promises none of their room
+// again, and counts them toward the caps.
+func TestLeaderKilledMidBatchKeepsPromises(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.Limits.PerNode = 2
+	})
+	// b has room for two more pods: two replacements.
+	b := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 2).Ready().Obj()
+	r.c.Nodes = []*v1.Node{node("a", nil), b, node("c", nil)}
+	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a"), ssdPod("p3", "rs3", "a"), ssdPod("p4", "rs4", "a")}
+	r.pass()
+	if len(r.evictions) != 2 {
+		t.Fatalf("first leader evicted %v, want two (limits.perNode)", r.evicted())
+	}
+	evicted := map[string]bool{r.evictions[0].Name: true, r.evictions[1].Name: true}
+	r.terminate()
+	r.newLeader()
+	reps := r.pass()
+	if len(r.evictions) != 2 {
+		t.Fatalf("new leader, evicted pods terminating: evictions %v", r.evicted())
+	}
+	for name, rep := range reps {
+		if !evicted[name] && rep.State != StatePaced {
+			t.Errorf("new leader, evicted pods terminating: %s %+v, want paced by limits.perNode", name, rep)
+		}
+	}
+	// The evicted pods are gone; their replacements exist, not bound.
+	var keep []*v1.Pod
+	for _, p := range r.c.Pods {
+		if !evicted[p.Name] {
+			keep = append(keep, p)
+		}
+	}
+	for name := range evicted {
+		repl := ssdPod(name+"-r", "rs"+name[1:], "")
+		repl.Status.Conditions = nil
+		keep = append(keep, repl)
+	}
+	r.c.Pods = keep
+	r.newLeader()
+	reps = r.pass()
+	if len(r.evictions) != 2 {
+		t.Fatalf("new leader, replacements Pending: evictions %v; b's room is promised to them", r.evicted())
+	}
+	for name, rep := range reps {
+		if !evicted[name] && rep.State != StatePaced && rep.State != StateNoFit {
+			t.Errorf("new leader, replacements Pending: %s %+v, want held back", name, rep)
+		}
+	}
+	// The replacements are bound and Ready: the room is theirs, counted by
+	// the scheduler; b is full, so the others stay.
+	for _, p := range r.c.Pods {
+		if p.Spec.NodeName == "" {
+			p.Spec.NodeName = "b"
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+		}
+	}
+	r.newLeader()
+	reps = r.pass()
+	if len(r.evictions) != 2 {
+		t.Fatalf("b full: evictions %v", r.evicted())
+	}
+	for name, rep := range reps {
+		if !evicted[name] && rep.State != StateNoFit {
+			t.Errorf("b full: %s %+v, want no-fit", name, rep)
+		}
+	}
+}
+
+// An eviction is asked for only once it is saved with the evictions in
+// flight: when it cannot be saved, a new leader could not hold the room
+// promised to its replacement, so the pod stays.
+func TestNoEvictionUnlessSaved(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	fail := true
+	r.e.client.(*fake.Clientset).PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if fail && a.GetVerb() != "get" {
+			return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd unavailable"))
+		}
+		return false, nil, nil
+	})
+	if got := r.pass()["p"]; got.State != StateError || len(r.evictions) != 0 {
+		t.Fatalf("%+v, evictions %v; want error and no eviction", got, r.evicted())
+	}
+	fail = false
+	r.clock.Step(11 * time.Second)
+	if got := r.pass()["p"]; got.State != StateEvicting || len(r.evictions) != 1 {
+		t.Fatalf("%+v, evictions %v; want evicting", got, r.evicted())
+	}
+}

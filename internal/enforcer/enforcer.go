@@ -42,8 +42,9 @@ import (
 // Enforcer decides and acts, one pass at a time. It keeps, across passes,
 // when each violation was first seen (grace periods), refusals (backoff)
 // and its evictions in flight (caps, reservations), and records them on
-// the pods (records.go), so a new leader continues where the last one
-// stopped; everything else is read from the cluster.
+// the pods (records.go) and beside the Lease (inflight.go), so a new
+// leader continues where the last one stopped; everything else is read
+// from the cluster.
 type Enforcer struct {
 	cfg      *Config
 	sched    *config.KubeSchedulerConfiguration
@@ -63,11 +64,11 @@ type Enforcer struct {
 	// included (restore).
 	book    *evictions.Book
 	reports []Report
-	// records keeps the leader's record on each violating pod, from which
-	// a successor restores grace clocks, backoffs and the book; restored:
-	// this Enforcer has restored them.
+	// records keeps the leader's record on each violating pod (grace
+	// clocks, backoffs) and flights the book, from which a successor
+	// restores them; restored: this Enforcer has.
 	records  *records
-	inflight *inflightStore
+	flights  *inflightStore
 	restored bool
 }
 
@@ -78,15 +79,15 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 	b.Clock = clk
 	return &Enforcer{
 		cfg: cfg, sched: sched, client: client, recorder: recorder, clock: clk,
-		limiter:  flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(cfg.EvictionsPerSecond), cfg.Burst, clk),
-		backoff:  b,
-		metrics:  newMetrics(),
-		tracked:  map[types.UID]*tracked{},
-		judged:   map[types.UID]*judgement{},
-		gone:     sets.New[types.UID](),
-		book:     evictions.NewBook(cfg.Limits),
-		records:  newRecords(client, cfg.DryRun),
-		inflight: newInflightStore(client, cfg.LeaderElection, cfg.DryRun),
+		limiter: flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(cfg.EvictionsPerSecond), cfg.Burst, clk),
+		backoff: b,
+		metrics: newMetrics(),
+		tracked: map[types.UID]*tracked{},
+		judged:  map[types.UID]*judgement{},
+		gone:    sets.New[types.UID](),
+		book:    evictions.NewBook(cfg.Limits),
+		records: newRecords(client, cfg.DryRun),
+		flights: newInflightStore(client, cfg.LeaderElection, cfg.DryRun),
 	}
 }
 
@@ -142,7 +143,7 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 	if !e.restored && !e.cfg.DryRun {
 		// Before anything is decided: a new leader continues its
 		// predecessor's evictions in flight, grace periods and backoffs.
-		if err := e.inflight.load(ctx, logger, s, e.book); err != nil {
+		if err := e.flights.load(ctx, logger, s, e.book); err != nil {
 			return 0, err
 		}
 		e.restore(logger, s, p.now)

@@ -31,7 +31,7 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f 
 	if !p.cfg.DryRun {
 		data, err := entries(p.book, &f)
 		if err == nil {
-			err = p.inflight.save(ctx, data)
+			err = p.flights.save(ctx, data)
 		}
 		if err != nil {
 			p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()

@@ -222,6 +222,36 @@ func TestLeaderKilledMidBatchKeepsPromises(t *testing.T) {
 	}
 }
 
+// The room promised to a replacement stays held by a new leader after the
+// evicted pod is gone: the last slot of b is not promised twice.
+func TestNewLeaderHoldsRoomOfGonePod(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
+	r.c.Nodes = []*v1.Node{node("a", nil), small}
+	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a")}
+	r.pass()
+	if len(r.evictions) != 1 {
+		t.Fatalf("room for one, evicted %v", r.evicted())
+	}
+	gone, stays, owner := "p1", "p2", "rs1"
+	if r.evictions[0].Name == "p2" {
+		gone, stays, owner = "p2", "p1", "rs2"
+	}
+	var keep []*v1.Pod
+	for _, p := range r.c.Pods {
+		if p.Name != gone {
+			keep = append(keep, p)
+		}
+	}
+	repl := ssdPod(gone+"-r", owner, "")
+	repl.Status.Conditions = nil
+	r.c.Pods = append(keep, repl)
+	r.newLeader()
+	if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 1 {
+		t.Fatalf("new leader, %s gone, replacement Pending: %s %+v, evictions %v; want no-fit", gone, stays, got, r.evicted())
+	}
+}
+
 // An eviction is asked for only once it is saved with the evictions in
 // flight: when it cannot be saved, a new leader could not hold the room
 // promised to its replacement, so the pod stays.

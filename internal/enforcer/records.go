@@ -118,7 +118,7 @@ func (e *Enforcer) keepRecords(ctx context.Context, s *clusterState, now time.Ti
 	// pass (an entry kept too long holds room too long, never too little).
 	data, err := entries(e.book, nil)
 	if err == nil {
-		err = e.inflight.save(ctx, data)
+		err = e.flights.save(ctx, data)
 	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Saving the evictions in flight")

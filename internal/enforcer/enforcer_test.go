@@ -641,7 +641,8 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" {
+	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" ||
+		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 	for in, wantErr := range map[string]string{
@@ -651,6 +652,9 @@ func TestLoadConfig(t *testing.T) {
 		"apiVersion: " + ConfigAPIVersion + "\nkind: " + ConfigKind + "\n": "schedulerConfig: required",
 		head + "namespaces: {selector: {}, rules: [nodes]}\n":              `namespaces.rules: unknown rule kind "nodes"`,
 		head + "backoff: {initial: 1m, max: 1s}\n":                         "backoff.max",
+		head + "clientConnection: {qps: -1}\n":                             "clientConnection.qps: must be positive",
+		head + "clientConnection: {qps: 100, burst: 10}\n":                 "clientConnection.burst (10) must be at least clientConnection.qps (100)",
+		head + "clientConnection: {eventBurst: -2}\n":                      "clientConnection.eventBurst: must be positive",
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
@@ -90,6 +91,7 @@ func TestEnforcement(t *testing.T) {
 		{"Protected", testProtected},
 		{"DryRunThenLive", testDryRunThenLive},
 		{"LeaderKilledMidBatch", testLeaderKilledMidBatch},
+		{"LeaderKilledMidGrace", testLeaderKilledMidGrace},
 		{"JobProtected", testJobProtected},
 		{"JobEvictedWhenItsPolicyIgnoresDisruption", testJobEvictedWhenItsPolicyIgnoresDisruption},
 		{"AffinityTargetPDBBlocked", testAffinityTargetPDBBlocked},
@@ -1272,6 +1274,69 @@ func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 	}
 	t.Logf("leader killed after %d of %d evictions", killedAt, n)
 	checkRate(t, r.acceptedEvictions(t, n), cfg.rate, cfg.burst)
+	if enfs[1-leader].Exited() {
+		t.Errorf("the surviving enforcer exited: %v", enfs[1-leader].Err())
+	}
+}
+
+// Two enforcer processes on one Lease, a 20 s grace period; the leader is
+// SIGKILLed right after it detected the violation and recorded it on the
+// pod. The survivor continues that grace period rather than starting its
+// own: the pod is evicted once, no earlier than the grace period after the
+// first detection and no later than 5 s beyond it.
+func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	oldNode, newNode := r.node("old"), r.node("new")
+	key := r.key("pool")
+	r.nodes(t, 5, map[string]map[string]string{"old": {key: "yes"}, "new": {}})
+	r.replicaSet(t, r.pod(ns, "app", enforcedProfile).NodeSelector(map[string]string{key: "yes"}).Obj(), 1)
+	pod := waitRunning(t, ns, "app", 1, oldNode)[0]
+	cfg := defaultEnforcerConfig()
+	cfg.grace = 20 * time.Second
+	cfg.leaseDuration = 5 * time.Second
+	enfs := []*framework.Enforcer{r.start(t, cfg), r.start(t, cfg)}
+	w := r.watchPods(t, nil)
+
+	env.SetNodeLabel(t, newNode, key, "yes")
+	env.SetNodeLabel(t, oldNode, key, "")
+	var since time.Time
+	env.Poll(t, "the first detection recorded on the pod", func(ctx context.Context) (bool, error) {
+		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		v, ok := p.Annotations[enforcer.RecordAnnotation]
+		if !ok {
+			return false, nil
+		}
+		var rec struct {
+			Since map[enforcer.Rule]time.Time `json:"since"`
+		}
+		if err := json.Unmarshal([]byte(v), &rec); err != nil {
+			return false, fmt.Errorf("%s: %w", enforcer.RecordAnnotation, err)
+		}
+		since = rec.Since[enforcer.NodeAffinity]
+		return !since.IsZero(), nil
+	})
+	leader := -1
+	env.Poll(t, "the leading enforcer", func(context.Context) (bool, error) {
+		for i, e := range enfs {
+			if reports, err := e.Violations(); err == nil && len(reports) > 0 {
+				leader = i
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	enfs[leader].Kill()
+	at := w.waitEvicted(t, pod.UID, "the pod")
+	if at.Before(since.Add(cfg.grace)) || at.After(since.Add(cfg.grace+5*time.Second)) {
+		t.Errorf("evicted %s after the first detection, want within [%s, %s]: the grace period was not continued",
+			at.Sub(since), cfg.grace, cfg.grace+5*time.Second)
+	}
+	waitRunning(t, ns, "app", 1, newNode)
+	r.acceptedEvictions(t, 1)
 	if enfs[1-leader].Exited() {
 		t.Errorf("the surviving enforcer exited: %v", enfs[1-leader].Err())
 	}

@@ -1253,17 +1253,7 @@ func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 		env.SetNodeLabel(t, o, "pool", "")
 	}
 	env.Poll(t, "two evictions of the batch", func(context.Context) (bool, error) { return len(w.evicted()) >= 2, nil })
-	// The leader is the one reporting violations.
-	leader := -1
-	env.Poll(t, "the leading enforcer", func(context.Context) (bool, error) {
-		for i, e := range enfs {
-			if reports, err := e.Violations(); err == nil && len(reports) > 0 {
-				leader = i
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	leader := leading(t, enfs)
 	enfs[leader].Kill()
 	killedAt := len(w.evicted())
 	if killedAt >= n {
@@ -1319,16 +1309,7 @@ func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
 		since = rec.Since[enforcer.NodeAffinity]
 		return !since.IsZero(), nil
 	})
-	leader := -1
-	env.Poll(t, "the leading enforcer", func(context.Context) (bool, error) {
-		for i, e := range enfs {
-			if reports, err := e.Violations(); err == nil && len(reports) > 0 {
-				leader = i
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	leader := leading(t, enfs)
 	enfs[leader].Kill()
 	at := w.waitEvicted(t, pod.UID, "the pod")
 	if at.Before(since.Add(cfg.grace)) || at.After(since.Add(cfg.grace+5*time.Second)) {
@@ -1340,6 +1321,23 @@ func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
 	if enfs[1-leader].Exited() {
 		t.Errorf("the surviving enforcer exited: %v", enfs[1-leader].Err())
 	}
+}
+
+// leading is the index of the leader of enfs: the one reporting
+// violations.
+func leading(t *testing.T, enfs []*framework.Enforcer) int {
+	t.Helper()
+	leader := -1
+	env.Poll(t, "the leading enforcer", func(context.Context) (bool, error) {
+		for i, e := range enfs {
+			if reports, err := e.Violations(); err == nil && len(reports) > 0 {
+				leader = i
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return leader
 }
 
 // job creates Job app in ns, one pod from pod (restartPolicy Never),

@@ -12,6 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -273,5 +276,74 @@ func TestNoEvictionUnlessSaved(t *testing.T) {
 	r.clock.Step(11 * time.Second)
 	if got := r.pass()["p"]; got.State != StateEvicting || len(r.evictions) != 1 {
 		t.Fatalf("%+v, evictions %v; want evicting", got, r.evicted())
+	}
+}
+
+// The background writer: a record set lands on the pod, a second set of the
+// same value writes nothing, "" removes it, and a pod re-created under the
+// same name (another UID) is never written.
+func TestRecordsWriter(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := ssdPod("p", "rs", "a")
+	client := fake.NewClientset(p.DeepCopy())
+	patches := 0
+	// The tracker applies merge patches but ignores the UID in them, which
+	// the apiserver refuses to change: refuse as it does.
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		patches++
+		var patch struct {
+			Metadata struct {
+				UID types.UID `json:"uid"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &patch); err != nil {
+			return true, nil, err
+		}
+		if patch.Metadata.UID != p.UID {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", nil)
+		}
+		return false, nil, nil
+	})
+	w := newRecords(client, false)
+	w.start(ctx)
+	annotation := func() (string, bool) {
+		got, err := client.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := got.Annotations[RecordAnnotation]
+		return v, ok
+	}
+	poll := func(what string, done func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return done(), nil
+		}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	w.set(ctx, p, `{"since":{}}`)
+	poll("record written", func() bool { v, _ := annotation(); return v == `{"since":{}}` })
+	w.set(ctx, p, `{"since":{}}`)
+	w.set(ctx, p, "")
+	poll("record removed", func() bool { _, ok := annotation(); return !ok })
+	w.writing.Lock() // no write in progress
+	n := patches
+	w.writing.Unlock()
+	if n != 2 {
+		t.Errorf("%d patches, want 2 (the same value is not written twice)", n)
+	}
+	other := p.DeepCopy()
+	other.UID = "another"
+	w.set(ctx, other, `{"since":{}}`)
+	poll("the stale write dropped", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		_, queued := w.want[other.UID]
+		return !queued
+	})
+	if v, ok := annotation(); ok {
+		t.Errorf("a pod with another UID got the record %q", v)
 	}
 }

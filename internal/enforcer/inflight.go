@@ -83,8 +83,8 @@ func entries(book *evictions.Book, extra *evictions.InFlight) (map[string]string
 
 // save writes data as the ConfigMap's entries, when they changed.
 func (st *inflightStore) save(ctx context.Context, data map[string]string) error {
-	if st.off || (st.cm != nil && maps.Equal(data, st.saved)) {
-		return nil
+	if st.off || (st.cm == nil && len(data) == 0) || (st.cm != nil && maps.Equal(data, st.saved)) {
+		return nil // nothing new (no ConfigMap until the first eviction)
 	}
 	cms := st.client.CoreV1().ConfigMaps(st.namespace)
 	if st.cm == nil {

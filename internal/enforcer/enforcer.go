@@ -86,7 +86,7 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		judged:  map[types.UID]*judgement{},
 		gone:    sets.New[types.UID](),
 		book:    evictions.NewBook(cfg.Limits),
-		records: newRecords(client, cfg.DryRun),
+		records: newRecords(client, cfg.LeaderElection, cfg.DryRun),
 		flights: newInflightStore(client, cfg.LeaderElection, cfg.DryRun),
 	}
 }

@@ -305,7 +305,7 @@ func TestRecordsWriter(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	w := newRecords(client, false)
+	w := newRecords(client, LeaderElection{}, false)
 	w.start(ctx)
 	annotation := func() (string, bool) {
 		got, err := client.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
@@ -345,5 +345,23 @@ func TestRecordsWriter(t *testing.T) {
 	})
 	if v, ok := annotation(); ok {
 		t.Errorf("a pod with another UID got the record %q", v)
+	}
+}
+
+// A record written under another Lease (another enforcer, on other
+// namespaces) is neither continued nor cleared.
+func TestOtherLeasesRecordsLeftAlone(t *testing.T) {
+	r := newRig(t, nil)
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	theirs := `{"by":"elsewhere/enforcer","since":{"node-affinity":"2000-01-01T00:00:00Z"}}`
+	violating, fine := ssdPod("p", "rs", "a"), pod("q", "rs2", "a").Obj()
+	violating.Annotations[RecordAnnotation] = theirs
+	fine.Annotations[RecordAnnotation] = theirs
+	r.c.Pods = []*v1.Pod{violating, fine}
+	if got := r.pass()["p"]; got.State != StateGrace || !got.Since.Time.Equal(r.clock.Now()) {
+		t.Fatalf("%+v, want a grace period of its own from now", got)
+	}
+	if got := fine.Annotations[RecordAnnotation]; got != theirs {
+		t.Errorf("another Lease's record on a pod that breaks nothing became %q", got)
 	}
 }

@@ -29,6 +29,9 @@ const RecordAnnotation = "placement-scheduler.io/enforcement-record"
 
 // podRecord is RecordAnnotation's value, as JSON.
 type podRecord struct {
+	// By is the Lease of the enforcer that wrote it (namespace/name): a
+	// leader continues and clears only its own Lease's records.
+	By string `json:"by"`
 	// Since is when each violated rule's violation was first detected.
 	Since map[Rule]time.Time `json:"since,omitempty"`
 	// RetryAfter: the last eviction request was answered State (Detail)
@@ -45,7 +48,7 @@ const maxDetail = 512
 
 // recordOf is t's record at now; "" when there is nothing to record.
 func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time) string {
-	var r podRecord
+	r := podRecord{By: e.records.by}
 	if len(t.since) > 0 {
 		r.Since = make(map[Rule]time.Time, len(t.since))
 		for rule, at := range t.since {
@@ -79,12 +82,15 @@ func (e *Enforcer) restore(logger klog.Logger, s *clusterState, now time.Time) {
 		if !ok {
 			continue
 		}
-		e.records.seen(pod, value)
 		var r podRecord
 		if err := json.Unmarshal([]byte(value), &r); err != nil {
 			logger.Error(err, "Ignoring an unreadable enforcement record", "pod", klog.KObj(pod), "annotation", RecordAnnotation)
 			continue
 		}
+		if r.By != e.records.by {
+			continue // another enforcer's (another Lease): not ours to continue or clear
+		}
+		e.records.seen(pod, value)
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 			continue
 		}
@@ -151,6 +157,8 @@ type records struct {
 	client kubernetes.Interface
 	// off: a dry run leaves the API objects as they are.
 	off bool
+	// by is the Lease the records are written under (podRecord.By).
+	by string
 
 	mu sync.Mutex
 	// want are the values still to write ("": remove the annotation);
@@ -169,8 +177,8 @@ type recordWrite struct {
 	namespace, name, value string
 }
 
-func newRecords(client kubernetes.Interface, off bool) *records {
-	return &records{client: client, off: off, want: map[types.UID]recordWrite{}, written: map[types.UID]string{}}
+func newRecords(client kubernetes.Interface, le LeaderElection, off bool) *records {
+	return &records{client: client, off: off, by: le.LeaseNamespace + "/" + le.LeaseName, want: map[types.UID]recordWrite{}, written: map[types.UID]string{}}
 }
 
 // start writes the records in the background until ctx ends. It is called

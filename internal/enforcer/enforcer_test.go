@@ -77,12 +77,7 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 			}
 			// The enforcer's merge patches set or remove annotations,
 			// with the pod's UID as a precondition.
-			var patch struct {
-				Metadata struct {
-					UID         types.UID          `json:"uid"`
-					Annotations map[string]*string `json:"annotations"`
-				} `json:"metadata"`
-			}
+			var patch recordPatch
 			if err := json.Unmarshal(pa.GetPatch(), &patch); err != nil {
 				return true, nil, err
 			}
@@ -112,6 +107,14 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 	})
 	r.e = New(cfg, testConfig(t), client, r.events, r.clock)
 	return r
+}
+
+// recordPatch is the enforcer's merge patch of a pod's record.
+type recordPatch struct {
+	Metadata struct {
+		UID         types.UID          `json:"uid"`
+		Annotations map[string]*string `json:"annotations"`
+	} `json:"metadata"`
 }
 
 // pass runs one pass and returns the reports by pod name.
@@ -337,13 +340,20 @@ func TestLocalStorageEvictedOnlyWithConsent(t *testing.T) {
 	}
 }
 
-func TestPDBRefusalBacksOff(t *testing.T) {
+// pdbBlocked is a rig with pod p due for eviction (no grace period) and
+// every eviction refused by a PodDisruptionBudget.
+func pdbBlocked(t *testing.T) *rig {
 	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.refuse = func(*policyv1.Eviction) error {
 		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 	}
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	return r
+}
+
+func TestPDBRefusalBacksOff(t *testing.T) {
+	r := pdbBlocked(t)
 	if got := r.pass()["p"].State; got != StatePDBBlocked {
 		t.Fatalf("state %q, want pdb-blocked", got)
 	}
@@ -724,12 +734,12 @@ func TestPodAffinityTargetGone(t *testing.T) {
 	}
 }
 
-// A reservation lasts until the replacement it was made for is bound, not
-// just for the pass that evicted: before the eviction shows, while the
-// evicted pod terminates, after it is gone, and while its replacement is
-// Pending, the room it was promised is not promised again.
-func TestReservationHeldUntilReplacementBound(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+// oneSlot is two violating pods on a, of owners rs1 and rs2, with room for
+// one on b: the rig after the pass that evicted one of them, the evicted
+// pod and its owner, and the pod that stays.
+func oneSlot(t *testing.T) (r *rig, gone, owner, stays string) {
+	t.Helper()
+	r = newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
 	r.c.Nodes = []*v1.Node{node("a", nil), small}
 	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a")}
@@ -737,11 +747,30 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	if len(r.evictions) != 1 {
 		t.Fatalf("room for one, evicted %v", r.evicted())
 	}
-	gone, stays := r.evictions[0].Name, "p2"
-	owner := "rs1"
+	gone, owner, stays = r.evictions[0].Name, "rs1", "p2"
 	if gone == "p2" {
-		stays, owner = "p1", "rs2"
+		owner, stays = "rs2", "p1"
 	}
+	return r, gone, owner, stays
+}
+
+// without is the rig's pods but the one named name.
+func (r *rig) without(name string) []*v1.Pod {
+	var keep []*v1.Pod
+	for _, p := range r.c.Pods {
+		if p.Name != name {
+			keep = append(keep, p)
+		}
+	}
+	return keep
+}
+
+// A reservation lasts until the replacement it was made for is bound, not
+// just for the pass that evicted: before the eviction shows, while the
+// evicted pod terminates, after it is gone, and while its replacement is
+// Pending, the room it was promised is not promised again.
+func TestReservationHeldUntilReplacementBound(t *testing.T) {
+	r, gone, owner, stays := oneSlot(t)
 	check := func(when string) {
 		t.Helper()
 		if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 1 {
@@ -751,12 +780,7 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	check("eviction not seen yet")
 	r.terminate()
 	check("evicted pod terminating")
-	var keep []*v1.Pod
-	for _, p := range r.c.Pods {
-		if p.Name != gone {
-			keep = append(keep, p)
-		}
-	}
+	keep := r.without(gone)
 	r.c.Pods = keep
 	check("evicted pod gone, no replacement yet")
 	repl := pod(gone+"-r", owner, "").NodeSelector(ssd).Obj()

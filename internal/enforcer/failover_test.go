@@ -8,12 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -121,12 +119,7 @@ func TestRecordClearedWithTheViolation(t *testing.T) {
 // A refused eviction is not asked again by a new leader before its backoff
 // ends, and the next refusal doubles the predecessor's backoff.
 func TestBackoffSurvivesLeaderChanges(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
-	r.refuse = func(*policyv1.Eviction) error {
-		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-	}
-	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
-	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	r := pdbBlocked(t)
 	if got := r.pass()["p"]; got.State != StatePDBBlocked || len(r.evictions) != 1 {
 		t.Fatalf("%+v, %d requests", got, len(r.evictions))
 	}
@@ -183,18 +176,11 @@ func TestLeaderKilledMidBatchKeepsPromises(t *testing.T) {
 		}
 	}
 	// The evicted pods are gone; their replacements exist, not bound.
-	var keep []*v1.Pod
-	for _, p := range r.c.Pods {
-		if !evicted[p.Name] {
-			keep = append(keep, p)
-		}
-	}
 	for name := range evicted {
 		repl := ssdPod(name+"-r", "rs"+name[1:], "")
 		repl.Status.Conditions = nil
-		keep = append(keep, repl)
+		r.c.Pods = append(r.without(name), repl)
 	}
-	r.c.Pods = keep
 	r.newLeader()
 	reps = r.pass()
 	if len(r.evictions) != 2 {
@@ -228,24 +214,8 @@ func TestLeaderKilledMidBatchKeepsPromises(t *testing.T) {
 // The room promised to a replacement stays held by a new leader after the
 // evicted pod is gone: the last slot of b is not promised twice.
 func TestNewLeaderHoldsRoomOfGonePod(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
-	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
-	r.c.Nodes = []*v1.Node{node("a", nil), small}
-	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a")}
-	r.pass()
-	if len(r.evictions) != 1 {
-		t.Fatalf("room for one, evicted %v", r.evicted())
-	}
-	gone, stays, owner := "p1", "p2", "rs1"
-	if r.evictions[0].Name == "p2" {
-		gone, stays, owner = "p2", "p1", "rs2"
-	}
-	var keep []*v1.Pod
-	for _, p := range r.c.Pods {
-		if p.Name != gone {
-			keep = append(keep, p)
-		}
-	}
+	r, gone, owner, stays := oneSlot(t)
+	keep := r.without(gone)
 	repl := ssdPod(gone+"-r", owner, "")
 	repl.Status.Conditions = nil
 	r.c.Pods = append(keep, repl)
@@ -292,11 +262,7 @@ func TestRecordsWriter(t *testing.T) {
 	// the apiserver refuses to change: refuse as it does.
 	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		patches++
-		var patch struct {
-			Metadata struct {
-				UID types.UID `json:"uid"`
-			} `json:"metadata"`
-		}
+		var patch recordPatch
 		if err := json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &patch); err != nil {
 			return true, nil, err
 		}

@@ -111,7 +111,8 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	}
 	// The caches start with a leader's term (loop), not before: a standby
 	// replica holds nothing of the cluster, and a new leader lists it
-	// afresh (seconds at 50,000 pods, within the Lease's takeover time).
+	// afresh before its first pass (a takeover waits for the Lease to
+	// expire anyway; the list adds to it).
 	defer factory.Shutdown()
 
 	if cfg.MetricsBindAddress != "0" {

@@ -67,6 +67,8 @@ type Config struct {
 	Backoff Backoff `json:"backoff,omitempty"`
 	// LeaderElection is the enforcer's own Lease.
 	LeaderElection LeaderElection `json:"leaderElection,omitempty"`
+	// ClientConnection paces the enforcer's requests to the apiserver.
+	ClientConnection ClientConnection `json:"clientConnection,omitempty"`
 	// MetricsBindAddress serves /metrics, /healthz and /violations.
 	// Default ":10261"; "0" turns it off.
 	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
@@ -94,6 +96,17 @@ type Limits = evictions.Limits
 type Backoff struct {
 	Initial metav1.Duration `json:"initial,omitempty"`
 	Max     metav1.Duration `json:"max,omitempty"`
+}
+
+// ClientConnection paces the enforcer's requests: evictions, records and
+// the evictions-in-flight store share QPS and Burst (defaults 50 and 100);
+// events have their own budget, EventQPS and EventBurst (defaults 5 and
+// 25), so that a storm of events never delays an eviction.
+type ClientConnection struct {
+	QPS        float32 `json:"qps,omitempty"`
+	Burst      int     `json:"burst,omitempty"`
+	EventQPS   float32 `json:"eventQPS,omitempty"`
+	EventBurst int     `json:"eventBurst,omitempty"`
 }
 
 // LeaderElection configures the Lease. Defaults: placement-scheduler /
@@ -173,6 +186,19 @@ func (c *Config) defaults() {
 	dur(&le.LeaseDuration, 15*time.Second)
 	dur(&le.RenewDeadline, 10*time.Second)
 	dur(&le.RetryPeriod, 2*time.Second)
+	cc := &c.ClientConnection
+	if cc.QPS == 0 {
+		cc.QPS = 50
+	}
+	if cc.Burst == 0 {
+		cc.Burst = 100
+	}
+	if cc.EventQPS == 0 {
+		cc.EventQPS = 5
+	}
+	if cc.EventBurst == 0 {
+		cc.EventBurst = 25
+	}
 	if c.MetricsBindAddress == "" {
 		c.MetricsBindAddress = ":10261"
 	}
@@ -216,6 +242,21 @@ func (c *Config) validate() error {
 	}
 	if c.Backoff.Max.Duration < c.Backoff.Initial.Duration {
 		errs = append(errs, fmt.Errorf("backoff.max (%s) must be at least backoff.initial (%s)", c.Backoff.Max.Duration, c.Backoff.Initial.Duration))
+	}
+	cc := c.ClientConnection
+	for _, f := range []struct {
+		name  string
+		value float64
+	}{
+		{"clientConnection.qps", float64(cc.QPS)}, {"clientConnection.burst", float64(cc.Burst)},
+		{"clientConnection.eventQPS", float64(cc.EventQPS)}, {"clientConnection.eventBurst", float64(cc.EventBurst)},
+	} {
+		if f.value < 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive (leave it out for the default), got %v", f.name, f.value))
+		}
+	}
+	if cc.QPS > 0 && float64(cc.Burst) < float64(cc.QPS) {
+		errs = append(errs, fmt.Errorf("clientConnection.burst (%d) must be at least clientConnection.qps (%v)", cc.Burst, cc.QPS))
 	}
 	le := c.LeaderElection
 	if !le.Disabled && !(le.RetryPeriod.Duration < le.RenewDeadline.Duration && le.RenewDeadline.Duration < le.LeaseDuration.Duration) {

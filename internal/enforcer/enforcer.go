@@ -43,8 +43,10 @@ import (
 
 // Enforcer decides and acts, one pass at a time. It keeps, across passes,
 // when each violation was first seen (grace periods), refusals (backoff)
-// and its own evictions in flight (caps); everything else is read from the
-// cluster each pass, so a new leader continues where the last one stopped.
+// and its evictions in flight (caps, reservations), and records them on
+// the pods (records.go) and beside the Lease (inflight.go), so a new
+// leader continues where the last one stopped; everything else is read
+// from the cluster.
 type Enforcer struct {
 	cfg      *Config
 	sched    *config.KubeSchedulerConfiguration
@@ -63,11 +65,18 @@ type Enforcer struct {
 	// gone are the judged pods that count as gone for older ones.
 	gone    sets.Set[types.UID]
 	tracked map[types.UID]*tracked
-	// book holds this leader's evictions in flight.
+	// book holds this leader's evictions in flight, its predecessor's
+	// included (restore).
 	book *evictions.Book
 	// reports are the last pass's, published when it ends: /violations
 	// reads them without waiting for the pass under way.
 	reports atomic.Pointer[[]Report]
+	// records keeps the leader's record on each violating pod (grace
+	// clocks, backoffs) and flights the book, from which a successor
+	// restores them; restored: this Enforcer has.
+	records  *records
+	flights  *inflightStore
+	restored bool
 }
 
 // New returns an Enforcer. sched is placement-scheduler's configuration;
@@ -84,6 +93,8 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		judged:  map[types.UID]*judgement{},
 		gone:    sets.New[types.UID](),
 		book:    evictions.NewBook(cfg.Limits),
+		records: newRecords(client, cfg.LeaderElection, cfg.DryRun),
+		flights: newInflightStore(client, cfg.LeaderElection, cfg.DryRun),
 	}
 }
 
@@ -139,6 +150,15 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 		return 0, fmt.Errorf("updating the snapshot: %w", err)
 	}
 	p := &pass{Enforcer: e, s: s, now: e.clock.Now(), placing: pl, seen: map[types.UID]bool{}, logger: logger}
+	if !e.restored && !e.cfg.DryRun {
+		// Before anything is decided: a new leader continues its
+		// predecessor's evictions in flight, grace periods and backoffs.
+		if err := e.flights.load(ctx, logger, s, e.book); err != nil {
+			return 0, err
+		}
+		e.restore(logger, s, p.now)
+	}
+	e.restored = true
 	if p.book.Settle(s, p.now) {
 		s.fitGeneration++ // the room held for their replacements is free
 	}
@@ -222,6 +242,7 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 			logger.V(2).Info("Violation cleared", "uid", uid)
 		}
 	}
+	e.keepRecords(ctx, s, p.now)
 	sort.Slice(p.reports, func(i, j int) bool { return p.reports[i].Pod < p.reports[j].Pod })
 	e.reports.Store(&p.reports)
 	e.metrics.violations.Reset()
@@ -446,9 +467,8 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		p.report(pod, base, t)
 		return
 	}
-	id := string(pod.UID)
-	if p.backoff.IsInBackOffSinceUpdate(id, p.now) && t.last != nil {
-		p.after(p.backoff.Get(id))
+	if t.last != nil && p.now.Before(t.retryAfter) {
+		p.after(t.retryAfter.Sub(p.now))
 		base.State, base.Detail, base.Target = t.last.State, t.last.Detail, t.last.Target
 		p.report(pod, base, t)
 		return
@@ -501,7 +521,8 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	// The token was there before the placement and nothing else took one
 	// since (a pass is the limiter's only user).
 	p.limiter.AllowN(p.now, 1)
-	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t)
+	f := evictions.NewInFlight(p.s, pod, target, p.now)
+	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t, f)
 	leaving := base.State == StateEvicting || base.State == StateDryRun
 	if !leaving {
 		p.unplace(ctx, pod, target)
@@ -512,7 +533,8 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		// A dry run books its evictions as the live run does, so the
 		// caps, the owner's one-in-flight and the room held for
 		// replacements apply to it alike (evictions.Book.Add).
-		p.book.Add(p.s, pod, target, p.now, base.State == StateDryRun)
+		f.Simulated = base.State == StateDryRun
+		p.book.Add(f)
 	}
 	p.report(pod, base, t)
 }

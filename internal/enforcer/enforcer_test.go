@@ -2,8 +2,10 @@ package enforcer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +34,7 @@ type rig struct {
 	clock     *testingclock.FakeClock
 	evictions []*policyv1.Eviction
 	deletes   int
+	patches   int
 	refuse    func(*policyv1.Eviction) error
 	events    *record.FakeRecorder
 	c         *Cluster
@@ -63,12 +66,55 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 		}
 		return true, ev, nil
 	})
+	// Patches (the enforcer's records) land on the rig's pods, as the
+	// apiserver would apply them.
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa := a.(k8stesting.PatchAction)
+		r.patches++
+		for _, p := range r.c.Pods {
+			if p.Namespace != pa.GetNamespace() || p.Name != pa.GetName() {
+				continue
+			}
+			// The enforcer's merge patches set or remove annotations,
+			// with the pod's UID as a precondition.
+			var patch recordPatch
+			if err := json.Unmarshal(pa.GetPatch(), &patch); err != nil {
+				return true, nil, err
+			}
+			if patch.Metadata.UID != p.UID {
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, p.Name, fmt.Errorf("uid %s, want %s", patch.Metadata.UID, p.UID))
+			}
+			// In place: tests keep pointers to their pods.
+			out := p
+			out.Annotations = maps.Clone(out.Annotations)
+			for k, v := range patch.Metadata.Annotations {
+				if v == nil {
+					delete(out.Annotations, k)
+				} else {
+					if out.Annotations == nil {
+						out.Annotations = map[string]string{}
+					}
+					out.Annotations[k] = *v
+				}
+			}
+			return true, out.DeepCopy(), nil
+		}
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, pa.GetName())
+	})
 	client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		r.deletes++
 		return true, nil, nil
 	})
 	r.e = New(cfg, testConfig(t), client, r.events, r.clock)
 	return r
+}
+
+// recordPatch is the enforcer's merge patch of a pod's record.
+type recordPatch struct {
+	Metadata struct {
+		UID         types.UID          `json:"uid"`
+		Annotations map[string]*string `json:"annotations"`
+	} `json:"metadata"`
 }
 
 // pass runs one pass and returns the reports by pod name.
@@ -294,13 +340,20 @@ func TestLocalStorageEvictedOnlyWithConsent(t *testing.T) {
 	}
 }
 
-func TestPDBRefusalBacksOff(t *testing.T) {
+// pdbBlocked is a rig with pod p due for eviction (no grace period) and
+// every eviction refused by a PodDisruptionBudget.
+func pdbBlocked(t *testing.T) *rig {
 	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.refuse = func(*policyv1.Eviction) error {
 		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 	}
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
+	return r
+}
+
+func TestPDBRefusalBacksOff(t *testing.T) {
+	r := pdbBlocked(t)
 	if got := r.pass()["p"].State; got != StatePDBBlocked {
 		t.Fatalf("state %q, want pdb-blocked", got)
 	}
@@ -599,7 +652,8 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" {
+	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" ||
+		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 	for in, wantErr := range map[string]string{
@@ -609,6 +663,9 @@ func TestLoadConfig(t *testing.T) {
 		"apiVersion: " + ConfigAPIVersion + "\nkind: " + ConfigKind + "\n": "schedulerConfig: required",
 		head + "namespaces: {selector: {}, rules: [nodes]}\n":              `namespaces.rules: unknown rule kind "nodes"`,
 		head + "backoff: {initial: 1m, max: 1s}\n":                         "backoff.max",
+		head + "clientConnection: {qps: -1}\n":                             "clientConnection.qps: must be positive",
+		head + "clientConnection: {qps: 100, burst: 10}\n":                 "clientConnection.burst (10) must be at least clientConnection.qps (100)",
+		head + "clientConnection: {eventBurst: -2}\n":                      "clientConnection.eventBurst: must be positive",
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
@@ -678,12 +735,12 @@ func TestPodAffinityTargetGone(t *testing.T) {
 	}
 }
 
-// A reservation lasts until the replacement it was made for is bound, not
-// just for the pass that evicted: before the eviction shows, while the
-// evicted pod terminates, after it is gone, and while its replacement is
-// Pending, the room it was promised is not promised again.
-func TestReservationHeldUntilReplacementBound(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+// oneSlot is two violating pods on a, of owners rs1 and rs2, with room for
+// one on b: the rig after the pass that evicted one of them, the evicted
+// pod and its owner, and the pod that stays.
+func oneSlot(t *testing.T) (r *rig, gone, owner, stays string) {
+	t.Helper()
+	r = newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
 	r.c.Nodes = []*v1.Node{node("a", nil), small}
 	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a")}
@@ -691,11 +748,30 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	if len(r.evictions) != 1 {
 		t.Fatalf("room for one, evicted %v", r.evicted())
 	}
-	gone, stays := r.evictions[0].Name, "p2"
-	owner := "rs1"
+	gone, owner, stays = r.evictions[0].Name, "rs1", "p2"
 	if gone == "p2" {
-		stays, owner = "p1", "rs2"
+		owner, stays = "rs2", "p1"
 	}
+	return r, gone, owner, stays
+}
+
+// without is the rig's pods but the one named name.
+func (r *rig) without(name string) []*v1.Pod {
+	var keep []*v1.Pod
+	for _, p := range r.c.Pods {
+		if p.Name != name {
+			keep = append(keep, p)
+		}
+	}
+	return keep
+}
+
+// A reservation lasts until the replacement it was made for is bound, not
+// just for the pass that evicted: before the eviction shows, while the
+// evicted pod terminates, after it is gone, and while its replacement is
+// Pending, the room it was promised is not promised again.
+func TestReservationHeldUntilReplacementBound(t *testing.T) {
+	r, gone, owner, stays := oneSlot(t)
 	check := func(when string) {
 		t.Helper()
 		if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 1 {
@@ -705,12 +781,7 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	check("eviction not seen yet")
 	r.terminate()
 	check("evicted pod terminating")
-	var keep []*v1.Pod
-	for _, p := range r.c.Pods {
-		if p.Name != gone {
-			keep = append(keep, p)
-		}
-	}
+	keep := r.without(gone)
 	r.c.Pods = keep
 	check("evicted pod gone, no replacement yet")
 	repl := pod(gone+"-r", owner, "").NodeSelector(ssd).Obj()

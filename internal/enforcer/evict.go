@@ -16,10 +16,30 @@ import (
 )
 
 // evict asks the Eviction API to evict pod (dryRun=All in dry-run mode) and
-// returns the state and detail to report; refusals and errors back off.
-func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked) (string, string) {
-	res, err := evictions.Request(ctx, p.client, pod, p.cfg.DryRun)
+// returns the state and detail to report; refusals and errors back off. A
+// live eviction f is saved with the evictions in flight first (inflight.go),
+// so that a new leader holds the room promised to its replacement and
+// counts it toward the caps; when it cannot be saved, the pod is not
+// evicted.
+func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f evictions.InFlight) (string, string) {
 	id := string(pod.UID)
+	retry := func() {
+		p.backoff.Next(id, p.now)
+		t.retryAfter = p.now.Add(p.backoff.Get(id))
+		p.after(p.backoff.Get(id))
+	}
+	if !p.cfg.DryRun {
+		data, err := entries(p.book, &f)
+		if err == nil {
+			err = p.flights.save(ctx, data)
+		}
+		if err != nil {
+			p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()
+			retry()
+			return StateError, "saving the eviction in flight before asking for it: " + err.Error()
+		}
+	}
+	res, err := evictions.Request(ctx, p.client, pod, p.cfg.DryRun)
 	switch res {
 	case evictions.DryRun:
 		p.metrics.evictions.WithLabelValues(string(rule), StateDryRun).Inc()
@@ -30,16 +50,14 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked) (s
 		return StateEvicting, ""
 	case evictions.Refused:
 		p.metrics.evictions.WithLabelValues(string(rule), StatePDBBlocked).Inc()
-		p.backoff.Next(id, p.now)
-		p.after(p.backoff.Get(id))
+		retry()
 		return StatePDBBlocked, err.Error()
 	case evictions.Gone:
 		p.metrics.evictions.WithLabelValues(string(rule), resultGone).Inc()
 		return StateError, "the pod is gone or was replaced: " + err.Error()
 	}
 	p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()
-	p.backoff.Next(id, p.now)
-	p.after(p.backoff.Get(id))
+	retry()
 	return StateError, err.Error()
 }
 
@@ -79,7 +97,15 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 // book's reservations).
 func (p *pass) holdInflight() {
 	for _, f := range p.book.Reservations(p.s) {
-		if err := profile.Hold(p.s.snapshot, f.Pod, f.Target); err != nil {
+		pod := f.Pod
+		if len(pod.Spec.Containers) == 0 {
+			// A predecessor's eviction whose pod is gone: its
+			// replacement, once created, says what the room is.
+			if pod = p.s.pendingReplacement(f); pod == nil {
+				continue
+			}
+		}
+		if err := profile.Hold(p.s.snapshot, pod, f.Target); err != nil {
 			p.logger.Error(err, "Holding room for a replacement", "pod", klog.KObj(f.Pod), "node", f.Target)
 		}
 	}

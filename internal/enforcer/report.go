@@ -54,8 +54,10 @@ type tracked struct {
 	since map[Rule]time.Time
 	state string // last reported, so events fire on changes only
 	// last is the outcome of the last eviction request, reported again
-	// while its backoff lasts (a 429 stays pdb-blocked until the retry).
-	last *Report
+	// while its backoff lasts, until retryAfter (a 429 stays pdb-blocked
+	// until the retry).
+	last       *Report
+	retryAfter time.Time
 	// noFit is the clusterState.fitGeneration at which a placement last
 	// found no node for its replacement (nil: none since): until the
 	// generation moves, the answer stands and it is not placed again.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	utiluuid "k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -47,19 +49,30 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	}
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.UserAgent = Component
+	restConfig.QPS, restConfig.Burst = cfg.ClientConnection.QPS, cfg.ClientConnection.Burst
 	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	// Events have a client, and so a budget, of their own: a storm of
+	// them never delays an eviction or a record. The broadcaster's
+	// correlator aggregates similar events on one object and its spam
+	// filter caps each object's rate (client-go's defaults).
+	eventConfig := rest.CopyConfig(restConfig)
+	eventConfig.QPS, eventConfig.Burst = cfg.ClientConnection.EventQPS, cfg.ClientConnection.EventBurst
+	eventClient, err := kubernetes.NewForConfig(eventConfig)
 	if err != nil {
 		return err
 	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: Component})
 	e := New(cfg, sched, client, recorder, clock.RealClock{})
 	e.metrics.registerBuild(build)
 
-	factory := informers.NewSharedInformerFactory(client, cfg.Resync.Duration)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync.Duration, informers.WithTransform(strip))
 	nodes := factory.Core().V1().Nodes()
 	pods := factory.Core().V1().Pods()
 	namespaces := factory.Core().V1().Namespaces()
@@ -96,7 +109,10 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 		jobs.Informer()
 		state.jobs = jobs.Lister()
 	}
-	factory.Start(ctx.Done())
+	// The caches start with a leader's term (loop), not before: a standby
+	// replica holds nothing of the cluster, and a new leader lists it
+	// afresh before its first pass (a takeover waits for the Lease to
+	// expire anyway; the list adds to it).
 	defer factory.Shutdown()
 
 	if cfg.MetricsBindAddress != "0" {
@@ -110,6 +126,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	}
 
 	loop := func(ctx context.Context) {
+		factory.Start(ctx.Done())
 		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				logger.Error(nil, "Informer did not sync", "type", typ)
@@ -129,6 +146,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 			return
 		}
 		placing := newPlacing(ctx, src)
+		e.records.start(ctx)
 		queue.Add(key)
 		go func() { <-ctx.Done(); queue.ShutDown() }()
 		var last time.Time
@@ -205,4 +223,24 @@ func mux(e *Enforcer) *http.ServeMux {
 		_ = json.NewEncoder(w).Encode(e.Reports())
 	})
 	return m
+}
+
+// strip is the informers' transform: it drops from every object what no
+// judgement, placement or protection reads, before the caches hold it:
+// managedFields and the last-applied configuration. Pods keep their whole
+// spec and status (the scheduler's cache reads container statuses for the
+// resources of a resized pod), nodes their status (images for
+// ImageLocality, allocatable, conditions).
+func strip(obj any) (any, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil // a tombstone: its object was stripped when cached
+	}
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a[v1.LastAppliedConfigAnnotation] != "" {
+		a = maps.Clone(a)
+		delete(a, v1.LastAppliedConfigAnnotation)
+		m.SetAnnotations(a)
+	}
+	return obj, nil
 }

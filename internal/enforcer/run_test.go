@@ -10,7 +10,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
@@ -157,5 +159,29 @@ func TestViolationsDoNotWaitForAPass(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("/violations waited for the pass lock")
+	}
+}
+
+// The informers' transform drops managedFields and the last-applied
+// configuration, and keeps what judging and placing read.
+func TestStrip(t *testing.T) {
+	p := pod("p", "rs", "a").NodeSelector(ssd).Obj()
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	p.Annotations[v1.LastAppliedConfigAnnotation] = "{}"
+	p.Annotations[RecordAnnotation] = "{}"
+	p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c"}}
+	want := p.DeepCopy()
+	want.ManagedFields = nil
+	delete(want.Annotations, v1.LastAppliedConfigAnnotation)
+	got, err := strip(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("stripped pod:\n%+v\nwant\n%+v", got, want)
+	}
+	tomb := toolscache.DeletedFinalStateUnknown{Key: "ns/p", Obj: p}
+	if got, err := strip(tomb); err != nil || got != any(tomb) {
+		t.Errorf("tombstone: %v, %v", got, err)
 	}
 }

@@ -128,7 +128,7 @@ func relevantUpdate(old, cur any) bool {
 		if o.ResourceVersion == c.ResourceVersion {
 			return true // a resync: the periodic backstop
 		}
-		return !maps.Equal(o.Labels, c.Labels) || !maps.Equal(o.Annotations, c.Annotations) ||
+		return !maps.Equal(o.Labels, c.Labels) || !sameAnnotations(o.Annotations, c.Annotations) ||
 			o.Spec.NodeName != c.Spec.NodeName || (o.DeletionTimestamp == nil) != (c.DeletionTimestamp == nil) ||
 			o.Status.Phase != c.Status.Phase || evictions.PodReady(o) != evictions.PodReady(c)
 	case *v1.Node:
@@ -142,6 +142,26 @@ func relevantUpdate(old, cur any) bool {
 		// What changes where a replacement fits (an uncordon, say) can
 		// end a no-fit: it starts a pass too.
 		return fitChanged(o, c) || nodeReady(o) != nodeReady(c)
+	}
+	return true
+}
+
+// sameAnnotations compares pod annotations but for the enforcer's own
+// record, which no verdict or decision reads from the informers (a leader
+// reads it once, at its start): writing it starts no pass.
+func sameAnnotations(a, b map[string]string) bool {
+	if len(a)-len(b) > 1 || len(b)-len(a) > 1 {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; k != RecordAnnotation && (!ok || v != w) {
+			return false
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; k != RecordAnnotation && !ok {
+			return false
+		}
 	}
 	return true
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
@@ -91,6 +92,7 @@ func TestEnforcement(t *testing.T) {
 		{"DryRunThenLive", testDryRunThenLive},
 		{"DryRunSplitUnderCaps", testDryRunSplitUnderCaps},
 		{"LeaderKilledMidBatch", testLeaderKilledMidBatch},
+		{"LeaderKilledMidGrace", testLeaderKilledMidGrace},
 		{"JobProtected", testJobProtected},
 		{"JobEvictedWhenItsPolicyIgnoresDisruption", testJobEvictedWhenItsPolicyIgnoresDisruption},
 		{"AffinityTargetPDBBlocked", testAffinityTargetPDBBlocked},
@@ -794,41 +796,8 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 	cfg := defaultEnforcerConfig()
 	cfg.perNode, cfg.perNS, cfg.total = 2, 3, 4 // the rate stays out of the way: the caps bind
 
-	// In flight, as seen from outside: from an eviction until its owner
-	// again has every replica Ready (one watch, in the apiserver's order,
-	// so a replacement's readiness is seen before any eviction it allowed).
-	type flight struct{ node, ns string }
-	inFlight := map[string]flight{} // by owner (namespace/app)
-	var maxNode, maxNS, maxTotal int
-	var capErr []string
-	w := r.watchPods(t, func(all map[types.UID]*v1.Pod) {
-		readyOf := map[string]int{}
-		for _, p := range all {
-			if ready(p) {
-				readyOf[p.Namespace+"/"+p.Labels["app"]]++
-			}
-		}
-		for owner := range inFlight {
-			if readyOf[owner] >= replicas {
-				delete(inFlight, owner)
-			}
-		}
-		for _, p := range all {
-			if c := framework.PodCondition(p, v1.DisruptionTarget); c != nil && c.Reason == "EvictionByEvictionAPI" {
-				inFlight[p.Namespace+"/"+p.Labels["app"]] = flight{p.Spec.NodeName, p.Namespace}
-			}
-		}
-		perNode, perNS := map[string]int{}, map[string]int{}
-		for _, f := range inFlight {
-			perNode[f.node]++
-			perNS[f.ns]++
-			maxNode, maxNS = max(maxNode, perNode[f.node]), max(maxNS, perNS[f.ns])
-		}
-		maxTotal = max(maxTotal, len(inFlight))
-		if len(capErr) < 5 && (maxNode > cfg.perNode || maxNS > cfg.perNS || maxTotal > cfg.total) {
-			capErr = append(capErr, fmt.Sprintf("%v", inFlight))
-		}
-	})
+	caps := newCapWatch(cfg, replicas)
+	w := r.watchPods(t, caps.observe)
 
 	for _, n := range newNames {
 		env.SetNodeLabel(t, n, "pool", "yes")
@@ -880,15 +849,71 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 	if len(w.evicted()) != 50 {
 		t.Errorf("the watch saw %d pods evicted, want 50", len(w.evicted()))
 	}
-	w.mu.Lock()
-	t.Logf("evictions in flight at most: %d per node, %d per namespace, %d in total", maxNode, maxNS, maxTotal)
-	if len(capErr) > 0 {
-		t.Errorf("caps (perNode %d, perNamespace %d, total %d) exceeded: %v", cfg.perNode, cfg.perNS, cfg.total, capErr)
+	caps.check(t, w, true)
+}
+
+// capWatch follows the evictions in flight as seen from outside: from an
+// eviction until its owner again has every replica Ready (one watch, in the
+// apiserver's order, so a replacement's readiness is seen before any
+// eviction it allowed), and records the most at once per node, per
+// namespace and in total.
+type capWatch struct {
+	cfg                      enforcerConfig
+	replicas                 int
+	inFlight                 map[string]capFlight // by owner (namespace/app)
+	maxNode, maxNS, maxTotal int
+	errs                     []string
+}
+
+type capFlight struct{ node, ns string }
+
+func newCapWatch(cfg enforcerConfig, replicas int) *capWatch {
+	return &capWatch{cfg: cfg, replicas: replicas, inFlight: map[string]capFlight{}}
+}
+
+// observe is the pod watch's onEvent.
+func (c *capWatch) observe(all map[types.UID]*v1.Pod) {
+	readyOf := map[string]int{}
+	for _, p := range all {
+		if ready(p) {
+			readyOf[p.Namespace+"/"+p.Labels["app"]]++
+		}
 	}
-	if maxNode < cfg.perNode && maxNS < cfg.perNS && maxTotal < cfg.total {
+	for owner := range c.inFlight {
+		if readyOf[owner] >= c.replicas {
+			delete(c.inFlight, owner)
+		}
+	}
+	for _, p := range all {
+		if cond := framework.PodCondition(p, v1.DisruptionTarget); cond != nil && cond.Reason == "EvictionByEvictionAPI" {
+			c.inFlight[p.Namespace+"/"+p.Labels["app"]] = capFlight{p.Spec.NodeName, p.Namespace}
+		}
+	}
+	perNode, perNS := map[string]int{}, map[string]int{}
+	for _, f := range c.inFlight {
+		perNode[f.node]++
+		perNS[f.ns]++
+		c.maxNode, c.maxNS = max(c.maxNode, perNode[f.node]), max(c.maxNS, perNS[f.ns])
+	}
+	c.maxTotal = max(c.maxTotal, len(c.inFlight))
+	if len(c.errs) < 5 && (c.maxNode > c.cfg.perNode || c.maxNS > c.cfg.perNS || c.maxTotal > c.cfg.total) {
+		c.errs = append(c.errs, fmt.Sprintf("%v", c.inFlight))
+	}
+}
+
+// check fails t if a cap was exceeded at any event of w, or, when binding,
+// if none was ever reached (the test then proved nothing about them).
+func (c *capWatch) check(t *testing.T, w *podWatch, binding bool) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("evictions in flight at most: %d per node, %d per namespace, %d in total", c.maxNode, c.maxNS, c.maxTotal)
+	if len(c.errs) > 0 {
+		t.Errorf("caps (perNode %d, perNamespace %d, total %d) exceeded: %v", c.cfg.perNode, c.cfg.perNS, c.cfg.total, c.errs)
+	}
+	if binding && c.maxNode < c.cfg.perNode && c.maxNS < c.cfg.perNS && c.maxTotal < c.cfg.total {
 		t.Errorf("no cap was ever reached, so this test proved nothing about them")
 	}
-	w.mu.Unlock()
 }
 
 // Two opted-in pods whose anti-affinity rejects each other after a
@@ -1337,7 +1362,8 @@ func evictionsAccepted(t *testing.T, nss ...string) []eviction {
 // Two enforcer processes on one Lease; the leader is SIGKILLed in the
 // middle of a batch paced by the rate limit; the other takes over and
 // finishes it, no pod is evicted twice (the apiserver's audit log counts
-// every request), and the rate limit holds across the two leaders.
+// every request), and the rate limit and the caps on evictions in flight
+// hold across the two leaders at every watch event.
 func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
 	ns := r.nss[0]
@@ -1359,9 +1385,11 @@ func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 	}
 	cfg := defaultEnforcerConfig()
 	cfg.rate, cfg.burst = 1, 1 // a batch that lasts
+	cfg.total = 2              // and the caps bind, across the two leaders
 	cfg.leaseDuration = 5 * time.Second
 	enfs := []*framework.Enforcer{r.start(t, cfg), r.start(t, cfg)}
-	w := r.watchPods(t, nil)
+	caps := newCapWatch(cfg, 1)
+	w := r.watchPods(t, caps.observe)
 
 	for _, nn := range newNames {
 		env.SetNodeLabel(t, nn, "pool", "yes")
@@ -1370,17 +1398,7 @@ func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 		env.SetNodeLabel(t, o, "pool", "")
 	}
 	env.Poll(t, "two evictions of the batch", func(context.Context) (bool, error) { return len(w.evicted()) >= 2, nil })
-	// The leader is the one reporting violations.
-	leader := -1
-	env.Poll(t, "the leading enforcer", func(context.Context) (bool, error) {
-		for i, e := range enfs {
-			if reports, err := e.Violations(); err == nil && len(reports) > 0 {
-				leader = i
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	leader := leading(t, enfs)
 	enfs[leader].Kill()
 	killedAt := len(w.evicted())
 	if killedAt >= n {
@@ -1391,9 +1409,83 @@ func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 	}
 	t.Logf("leader killed after %d of %d evictions", killedAt, n)
 	checkRate(t, r.acceptedEvictions(t, n), cfg.rate, cfg.burst)
+	// Whether the total binds depends on how fast replacements turn
+	// Ready; it is never exceeded.
+	caps.check(t, w, false)
 	if enfs[1-leader].Exited() {
 		t.Errorf("the surviving enforcer exited: %v", enfs[1-leader].Err())
 	}
+}
+
+// Two enforcer processes on one Lease, a 20 s grace period; the leader is
+// SIGKILLed right after it detected the violation and recorded it on the
+// pod. The survivor continues that grace period rather than starting its
+// own: the pod is evicted once, no earlier than the grace period after the
+// first detection and no later than 5 s beyond it.
+func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	oldNode, newNode := r.node("old"), r.node("new")
+	key := r.key("pool")
+	r.nodes(t, 5, map[string]map[string]string{"old": {key: "yes"}, "new": {}})
+	r.replicaSet(t, r.pod(ns, "app", enforcedProfile).NodeSelector(map[string]string{key: "yes"}).Obj(), 1)
+	pod := waitRunning(t, ns, "app", 1, oldNode)[0]
+	cfg := defaultEnforcerConfig()
+	cfg.grace = 20 * time.Second
+	cfg.leaseDuration = 5 * time.Second
+	enfs := []*framework.Enforcer{r.start(t, cfg), r.start(t, cfg)}
+	w := r.watchPods(t, nil)
+
+	env.SetNodeLabel(t, newNode, key, "yes")
+	env.SetNodeLabel(t, oldNode, key, "")
+	var since time.Time
+	env.Poll(t, "the first detection recorded on the pod", func(ctx context.Context) (bool, error) {
+		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		v, ok := p.Annotations[enforcer.RecordAnnotation]
+		if !ok {
+			return false, nil
+		}
+		var rec struct {
+			Since map[enforcer.Rule]time.Time `json:"since"`
+		}
+		if err := json.Unmarshal([]byte(v), &rec); err != nil {
+			return false, fmt.Errorf("%s: %w", enforcer.RecordAnnotation, err)
+		}
+		since = rec.Since[enforcer.NodeAffinity]
+		return !since.IsZero(), nil
+	})
+	leader := leading(t, enfs)
+	enfs[leader].Kill()
+	at := w.waitEvicted(t, pod.UID, "the pod")
+	if at.Before(since.Add(cfg.grace)) || at.After(since.Add(cfg.grace+5*time.Second)) {
+		t.Errorf("evicted %s after the first detection, want within [%s, %s]: the grace period was not continued",
+			at.Sub(since), cfg.grace, cfg.grace+5*time.Second)
+	}
+	waitRunning(t, ns, "app", 1, newNode)
+	r.acceptedEvictions(t, 1)
+	if enfs[1-leader].Exited() {
+		t.Errorf("the surviving enforcer exited: %v", enfs[1-leader].Err())
+	}
+}
+
+// leading is the index of the leader of enfs: the one reporting
+// violations.
+func leading(t *testing.T, enfs []*framework.Enforcer) int {
+	t.Helper()
+	leader := -1
+	env.Poll(t, "the leading enforcer", func(context.Context) (bool, error) {
+		for i, e := range enfs {
+			if reports, err := e.Violations(); err == nil && len(reports) > 0 {
+				leader = i
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return leader
 }
 
 // job creates Job app in ns, one pod from pod (restartPolicy Never),

@@ -113,22 +113,36 @@ type InFlight struct {
 	Pod    *v1.Pod
 	Target string
 	Owner  types.UID
-	// ready is how many of the owner's pods were Ready (the evicted one
+	// Ready is how many of the owner's pods were Ready (the evicted one
 	// included) when it was evicted: the eviction settles once as many
 	// are Ready again, so a replacement its controller has not created
 	// yet still counts as in flight.
-	ready int
-	// before holds the owner's pods at the eviction (pod included). Until
+	Ready int
+	// Before holds the owner's pods at the eviction (pod included). Until
 	// a pod of the owner not among them is bound, the replacement takes no
 	// room the scheduler counts, so its room is held (Reservations).
-	before sets.Set[types.UID]
-	at     time.Time
-	// simulated: a dry run's eviction (the server accepted a dryRun=All
+	Before sets.Set[types.UID]
+	// At is when the eviction was asked for.
+	At time.Time
+	// Simulated: a dry run's eviction (the server accepted a dryRun=All
 	// request). It counts against the caps, the owner's one-in-flight and
 	// the room held for its replacement exactly as an accepted one; its
 	// pod never leaves, so it settles only when the pod goes, its
-	// violation clears (Forget) or Timeout passes.
-	simulated bool
+	// violation clears (Forget) or Timeout passes. Never saved for a
+	// successor: a dry run saves nothing.
+	Simulated bool
+}
+
+// NewInFlight is the eviction of pod, whose replacement is promised
+// target, asked for at now, as the cluster stands.
+func NewInFlight(c Cluster, pod *v1.Pod, target string, now time.Time) InFlight {
+	f := InFlight{Pod: pod, Target: target, At: now}
+	if owner := metav1.GetControllerOf(pod); owner != nil {
+		f.Owner = owner.UID
+		f.Ready = readyOf(c, owner.UID)
+		f.Before = c.Controlled(owner.UID).Clone()
+	}
+	return f
 }
 
 // Timeout forgets an eviction whose owner never recovers its Ready count
@@ -148,17 +162,19 @@ func NewBook(limits Limits) *Book {
 	return &Book{limits: limits, inflight: map[types.UID]InFlight{}}
 }
 
-// Add records the accepted eviction of pod, whose replacement was promised
-// target, at now; simulated: a dry run's.
-func (b *Book) Add(c Cluster, pod *v1.Pod, target string, now time.Time, simulated bool) {
-	owner := metav1.GetControllerOf(pod)
-	f := InFlight{Pod: pod, Target: target, at: now, simulated: simulated}
-	if owner != nil {
-		f.Owner = owner.UID
-		f.ready = readyOf(c, owner.UID)
-		f.before = c.Controlled(owner.UID).Clone()
+// Add records the accepted eviction f (NewInFlight; or, for a new leader,
+// its predecessor's, rebuilt from the record on the pod).
+func (b *Book) Add(f InFlight) {
+	b.inflight[f.Pod.UID] = f
+}
+
+// All are the evictions in flight.
+func (b *Book) All() []InFlight {
+	out := make([]InFlight, 0, len(b.inflight))
+	for _, f := range b.inflight {
+		out = append(out, f)
 	}
-	b.inflight[pod.UID] = f
+	return out
 }
 
 // Has: the eviction of the pod with uid was accepted and has not settled.
@@ -171,7 +187,7 @@ func (b *Book) Has(uid types.UID) bool {
 // cleared) and reports whether there was one; an accepted eviction stays
 // until it settles.
 func (b *Book) Forget(uid types.UID) bool {
-	if f, ok := b.inflight[uid]; ok && f.simulated {
+	if f, ok := b.inflight[uid]; ok && f.Simulated {
 		delete(b.inflight, uid)
 		return true
 	}
@@ -186,8 +202,8 @@ func (b *Book) Forget(uid types.UID) bool {
 func (b *Book) Settle(c Cluster, now time.Time) bool {
 	n := len(b.inflight)
 	for uid, f := range b.inflight {
-		if f.simulated {
-			if p := c.Pod(uid); p == nil || finished(p) || now.Sub(f.at) > Timeout {
+		if f.Simulated {
+			if p := c.Pod(uid); p == nil || finished(p) || now.Sub(f.At) > Timeout {
 				delete(b.inflight, uid)
 			}
 			continue
@@ -205,7 +221,7 @@ func (b *Book) Settle(c Cluster, now time.Time) bool {
 				continue
 			}
 		}
-		if now.Sub(f.at) > Timeout {
+		if now.Sub(f.At) > Timeout {
 			delete(b.inflight, uid)
 			continue
 		}
@@ -215,7 +231,7 @@ func (b *Book) Settle(c Cluster, now time.Time) bool {
 				busy = true
 			}
 		}
-		if !busy && readyOf(c, f.Owner) >= f.ready && b.replaced(c, f) {
+		if !busy && readyOf(c, f.Owner) >= f.Ready && b.replaced(c, f) {
 			delete(b.inflight, uid)
 		}
 	}
@@ -229,7 +245,7 @@ func (b *Book) Settle(c Cluster, now time.Time) bool {
 func (b *Book) NextTimeout(now time.Time) time.Duration {
 	var next time.Duration
 	for _, f := range b.inflight {
-		d := f.at.Add(Timeout).Sub(now) + time.Millisecond // Settle's test is strict
+		d := f.At.Add(Timeout).Sub(now) + time.Millisecond // Settle's test is strict
 		if d < time.Millisecond {
 			d = time.Millisecond
 		}
@@ -247,7 +263,7 @@ func (b *Book) NextTimeout(now time.Time) time.Duration {
 // never a second promise.)
 func (b *Book) replaced(c Cluster, f InFlight) bool {
 	for uid := range c.Controlled(f.Owner) {
-		if !f.before.Has(uid) && c.Counted(c.Pod(uid)) {
+		if !f.Before.Has(uid) && c.Counted(c.Pod(uid)) {
 			return true
 		}
 	}

@@ -110,7 +110,9 @@ func oneInFlight(t *testing.T, repl Replacement, now time.Time, simulated bool) 
 	p := readyPod("p", "rs", "a")
 	c.add(p)
 	b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
-	b.Add(c, p, "b", now, simulated)
+	f := NewInFlight(c, p, "b", now)
+	f.Simulated = simulated
+	b.Add(f)
 	other := readyPod("q", "rs2", "a")
 	c.add(other)
 	if got, _ := b.CapReached(c, other); got != HoldPerNode || b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") == "" {
@@ -153,7 +155,7 @@ func TestSimulatedEvictionHoldsUntilForgottenOrTimeout(t *testing.T) {
 	p := readyPod("p", "rs", "a")
 	c.add(p)
 	b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
-	b.Add(c, p, "b", now, false)
+	b.Add(NewInFlight(c, p, "b", now))
 	b.Forget("p")
 	if !b.Has("p") {
 		t.Error("Forget dropped an accepted eviction")

@@ -262,6 +262,15 @@ test-integration: build controlplane-envtest helm image-single ## Integration te
 test-examples: build controlplane-cluster ## The examples as fixtures: each folder's promised placement, on a full cluster.
 	$(GO) test -count=1 -timeout 10m ./test/examples/...
 
+# The enforcer's storm at full size: TestEnforcement/Storm of test/examples
+# (make test runs it at 200/40/120), 1000 of 5000 KWOK nodes relabelled at
+# once under 3000 opted-in pods. It logs the enforcer's CPU, peak memory,
+# list and first-pass time, and how long the moves took.
+STORM ?= 5000/1000/3000
+.PHONY: test-storm
+test-storm: build controlplane-cluster ## The enforcer's storm at full size on a full cluster (STORM=nodes/relabelled/pods, default 5000/1000/3000); logs its cost.
+	ENFORCER_STORM=$(STORM) $(GO) test -count=1 -timeout 60m -v -run '^TestEnforcement$$/^Storm$$' ./test/examples/
+
 # Hostile-input fuzzing (test/equivalence/hostile_test.go): one target,
 # FuzzHostile, compares a plugin of ours with upstream's on objects decoded
 # from the fuzzer's bytes, for every row of pkg/plugins.Set() (the input

@@ -101,6 +101,16 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 		}
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, pa.GetName())
 	})
+	// Reads of a pod (after an eviction's error) see the rig's pods.
+	client.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ga := a.(k8stesting.GetAction)
+		for _, p := range r.c.Pods {
+			if p.Namespace == ga.GetNamespace() && p.Name == ga.GetName() {
+				return true, p.DeepCopy(), nil
+			}
+		}
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, ga.GetName())
+	})
 	client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		r.deletes++
 		return true, nil, nil
@@ -393,6 +403,31 @@ func TestOtherRefusals(t *testing.T) {
 	before := len(r.evictions)
 	if got := r.pass()["q"]; got.State != StateError || len(r.evictions) != before {
 		t.Fatalf("after a 500: %+v and %d new requests, want error and no retry inside the backoff", got, len(r.evictions)-before)
+	}
+}
+
+// An eviction whose answer is lost (a 500) but whose pod is leaving is an
+// eviction: reported evicting, and it holds its node's cap.
+func TestLostAnswerCountsAsEvicted(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.Limits.PerNode = 1
+	})
+	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
+	p, q := ssdPod("p", "rs", "a"), ssdPod("q", "rs2", "a")
+	q.CreationTimestamp = metav1.NewTime(p.CreationTimestamp.Add(-time.Hour)) // p, the younger, goes first
+	r.c.Pods = []*v1.Pod{p, q}
+	r.refuse = func(ev *policyv1.Eviction) error {
+		for _, pod := range r.c.Pods {
+			if pod.Name == ev.Name {
+				pod.DeletionTimestamp = &metav1.Time{Time: r.clock.Now()}
+			}
+		}
+		return apierrors.NewInternalError(fmt.Errorf("etcdserver: request timed out"))
+	}
+	got := r.pass()
+	if got["p"].State != StateEvicting || got["q"].State != StatePaced || got["q"].Wait != "limits.perNode" {
+		t.Fatalf("p %s, q %s (%s); want p evicting and q paced by limits.perNode", got["p"].State, got["q"].State, got["q"].Wait)
 	}
 }
 

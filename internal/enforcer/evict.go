@@ -45,6 +45,9 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f 
 		p.metrics.evictions.WithLabelValues(string(rule), StateDryRun).Inc()
 		return StateDryRun, "" // booked in flight: reported again while it is
 	case evictions.Accepted:
+		if err != nil {
+			p.logger.Info("Eviction request failed, yet the pod is leaving: counted as evicted", "pod", klog.KObj(pod), "err", err)
+		}
 		p.metrics.evictions.WithLabelValues(string(rule), resultEvicted).Inc()
 		p.metrics.latency.WithLabelValues(string(rule)).Observe(p.now.Sub(t.since[rule]).Seconds())
 		return StateEvicting, ""

@@ -92,13 +92,13 @@ func (p *pass) report(pod *v1.Pod, r Report, t *tracked) {
 	case StateNoFit:
 		reason, msg = "PlacementNoFit", fmt.Sprintf("violates %s; kept: no other node would take its replacement", rule)
 	case StatePDBBlocked:
-		reason, msg = "PlacementEvictionBlocked", fmt.Sprintf("violates %s; eviction refused, retried after backoff: %s", rule, r.Detail)
+		reason, msg = reasonEvictionBlocked, fmt.Sprintf("violates %s; eviction refused, retried after backoff: %s", rule, r.Detail)
 	case StateEvicting:
-		typ, reason, msg = v1.EventTypeNormal, "PlacementEvicted", fmt.Sprintf("evicted for %s; its replacement fits on %s", rule, orNone(r.Target))
+		typ, reason, msg = v1.EventTypeNormal, reasonEvicted, fmt.Sprintf("evicted for %s; its replacement fits on %s", rule, orNone(r.Target))
 	case StateDryRun:
-		typ, reason, msg = v1.EventTypeNormal, "PlacementDryRun", fmt.Sprintf("would be evicted for %s (dry run; the Eviction API agreed); its replacement fits on %s", rule, orNone(r.Target))
+		typ, reason, msg = v1.EventTypeNormal, reasonDryRun, fmt.Sprintf("would be evicted for %s (dry run; the Eviction API agreed); its replacement fits on %s", rule, orNone(r.Target))
 	case StateError:
-		reason, msg = "PlacementEvictionFailed", fmt.Sprintf("violates %s; eviction failed: %s", rule, r.Detail)
+		reason, msg = reasonEvictionFailed, fmt.Sprintf("violates %s; eviction failed: %s", rule, r.Detail)
 	case StateUnjudged:
 		reason, msg = "PlacementUnjudged", "opted in to enforcement but cannot be judged: "+r.Detail
 	default: // paced, waiting-owner, backoff: transient, logged only
@@ -109,6 +109,26 @@ func (p *pass) report(pod *v1.Pod, r Report, t *tracked) {
 		ref := &v1.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID, Namespace: pod.Namespace}
 		p.recorder.Event(ref, typ, reason, fmt.Sprintf("pod %s %s", pod.Name, msg))
 	}
+}
+
+// The events of eviction requests: the answer to each request the
+// enforcer made. Their number is bounded by the eviction rate, so they get
+// a budget of their own (run.go) and a storm of other state changes never
+// crowds them out.
+const (
+	reasonEvicted         = "PlacementEvicted"
+	reasonEvictionBlocked = "PlacementEvictionBlocked"
+	reasonEvictionFailed  = "PlacementEvictionFailed"
+	reasonDryRun          = "PlacementDryRun"
+)
+
+// evictionEvent: reason is an eviction request's event.
+func evictionEvent(reason string) bool {
+	switch reason {
+	case reasonEvicted, reasonEvictionBlocked, reasonEvictionFailed, reasonDryRun:
+		return true
+	}
+	return false
 }
 
 func orNone(s string) string {

@@ -14,13 +14,10 @@ import (
 	utiluuid "k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
@@ -54,21 +51,11 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	if err != nil {
 		return err
 	}
-	// Events have a client, and so a budget, of their own: a storm of
-	// them never delays an eviction or a record. The broadcaster's
-	// correlator aggregates similar events on one object and its spam
-	// filter caps each object's rate (client-go's defaults).
-	eventConfig := rest.CopyConfig(restConfig)
-	eventConfig.QPS, eventConfig.Burst = cfg.ClientConnection.EventQPS, cfg.ClientConnection.EventBurst
-	eventClient, err := kubernetes.NewForConfig(eventConfig)
+	recorder, stopEvents, err := newRecorder(ctx, restConfig, cfg)
 	if err != nil {
 		return err
 	}
-
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: Component})
+	defer stopEvents()
 	e := New(cfg, sched, client, recorder, clock.RealClock{})
 	e.metrics.registerBuild(build)
 
@@ -126,6 +113,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	}
 
 	loop := func(ctx context.Context) {
+		started := time.Now()
 		factory.Start(ctx.Done())
 		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {
@@ -133,6 +121,10 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 				return
 			}
 		}
+		// A takeover's cost beyond the Lease's expiry: the list, then
+		// the first (full) pass.
+		listed := time.Since(started)
+		logger.Info("Listed the cluster", "duration", listed)
 		judge, err := newJudge(ctx, sched, factory, state)
 		if err != nil {
 			logger.Error(err, "Building the judge")
@@ -163,8 +155,12 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 				queue.AddAfter(key, wait)
 				continue
 			}
+			first := last.IsZero()
 			last = time.Now()
 			next, err := e.step(ctx, state, judge, placing, ch)
+			if first {
+				logger.Info("First pass done", "sinceLeading", time.Since(started), "list", listed, "pass", time.Since(last))
+			}
 			if err != nil {
 				logger.Error(err, "Enforcement pass failed; retrying")
 				ch.resync()

@@ -96,6 +96,7 @@ func TestEnforcement(t *testing.T) {
 		{"JobProtected", testJobProtected},
 		{"JobEvictedWhenItsPolicyIgnoresDisruption", testJobEvictedWhenItsPolicyIgnoresDisruption},
 		{"AffinityTargetPDBBlocked", testAffinityTargetPDBBlocked},
+		{"Storm", testStorm},
 	} {
 		// All at once, whatever -parallel says: they wait on the
 		// cluster, not on CPU, and the no-fit test's 60 s window is the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,4 +184,57 @@ func (p *process) isNoise(line string) bool {
 		}
 	}
 	return false
+}
+
+// Usage is what a running process has used so far, read from Linux's
+// /proc: CPU time in user and system mode, and the peak of its resident
+// memory.
+type Usage struct {
+	CPU     time.Duration
+	PeakRSS int64 // bytes
+}
+
+// userHZ is the unit of /proc/<pid>/stat's times: USER_HZ, which Linux
+// fixes at 100 for user space whatever the kernel's own tick.
+const userHZ = 100
+
+// Usage reads the process's Usage; an error where there is no /proc or the
+// process has exited.
+func (p *process) Usage() (Usage, error) {
+	pid := p.cmd.Process.Pid
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, fmt.Errorf("%s: %w", p.name, err)
+	}
+	// The command name, in parentheses, may hold spaces: fields are
+	// counted after its closing parenthesis, where field 3 (state)
+	// starts; utime and stime are fields 14 and 15.
+	i := strings.LastIndexByte(string(stat), ')')
+	fields := strings.Fields(string(stat[i+1:]))
+	if i < 0 || len(fields) < 13 {
+		return Usage{}, fmt.Errorf("%s: /proc/%d/stat: unexpected %q", p.name, pid, stat)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return Usage{}, fmt.Errorf("%s: /proc/%d/stat: %w", p.name, pid, err)
+		}
+		ticks += n
+	}
+	u := Usage{CPU: time.Duration(ticks) * time.Second / userHZ}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Usage{}, fmt.Errorf("%s: %w", p.name, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return Usage{}, fmt.Errorf("%s: /proc/%d/status VmHWM: %w", p.name, pid, err)
+			}
+			u.PeakRSS = kb << 10
+		}
+	}
+	return u, nil
 }

@@ -36,7 +36,32 @@ const (
 // Request asks the Eviction API to evict pod, with its UID as a precondition
 // (a pod re-created under the same name is another pod), and dryRun=All
 // when dryRun is set. The error is the server's, for the report.
+//
+// Any other error than a refusal or the pod's absence leaves the outcome
+// unknown: a request that timed out, or whose answer was lost on its way
+// back, may have evicted the pod. The pod is read again, and if it is
+// terminating or gone the result is Accepted (with the error): its
+// replacement will need the room promised to it, and the eviction must
+// hold its caps, or the next pass would promise that room twice.
 func Request(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, dryRun bool) (Result, error) {
+	res, err := request(ctx, client, pod, dryRun)
+	if res == Failed && !dryRun && leaving(ctx, client, pod) {
+		return Accepted, err
+	}
+	return res, err
+}
+
+// leaving: the API server says pod is terminating or gone (a pod of its
+// name with another UID is another pod). A failed read says nothing.
+func leaving(ctx context.Context, client kubernetes.Interface, pod *v1.Pod) bool {
+	cur, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	return err == nil && (cur.UID != pod.UID || cur.DeletionTimestamp != nil)
+}
+
+func request(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, dryRun bool) (Result, error) {
 	uid := pod.UID
 	ev := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},

@@ -1,13 +1,19 @@
 package evictions
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // cluster is a Cluster over a list of pods, each controlled by the owner
@@ -159,5 +165,50 @@ func TestSimulatedEvictionHoldsUntilForgottenOrTimeout(t *testing.T) {
 	b.Forget("p")
 	if !b.Has("p") {
 		t.Error("Forget dropped an accepted eviction")
+	}
+}
+
+// A request whose answer is an error other than a refusal or the pod's
+// absence is Accepted when the pod turns out to be leaving (the eviction
+// went through; only its answer was lost), and Failed otherwise.
+func TestRequestWithALostAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		server func(tracker k8stesting.ObjectTracker, pod *v1.Pod) // what the eviction did before its error
+		dryRun bool
+		want   Result
+	}{
+		{"pod deleted", func(tr k8stesting.ObjectTracker, p *v1.Pod) {
+			_ = tr.Delete(v1.SchemeGroupVersion.WithResource("pods"), p.Namespace, p.Name)
+		}, false, Accepted},
+		{"pod terminating", func(tr k8stesting.ObjectTracker, p *v1.Pod) {
+			cur := p.DeepCopy()
+			cur.DeletionTimestamp = &metav1.Time{Time: time.Unix(1000, 0)}
+			_ = tr.Update(v1.SchemeGroupVersion.WithResource("pods"), cur, p.Namespace)
+		}, false, Accepted},
+		{"pod replaced under its name", func(tr k8stesting.ObjectTracker, p *v1.Pod) {
+			_ = tr.Delete(v1.SchemeGroupVersion.WithResource("pods"), p.Namespace, p.Name)
+			cur := p.DeepCopy()
+			cur.UID = "other"
+			_ = tr.Add(cur)
+		}, false, Accepted},
+		{"pod untouched", func(k8stesting.ObjectTracker, *v1.Pod) {}, false, Failed},
+		{"dry run", func(k8stesting.ObjectTracker, *v1.Pod) {}, true, Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := readyPod("p", "rs", "a")
+			client := fake.NewClientset(pod)
+			client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				if action.GetSubresource() != "eviction" {
+					return false, nil, nil
+				}
+				tc.server(client.Tracker(), pod)
+				return true, nil, apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+			})
+			got, err := Request(context.Background(), client, pod, tc.dryRun)
+			if got != tc.want || err == nil {
+				t.Errorf("Request: %v, %v; want %v and the server's error", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -240,19 +240,44 @@ func (r *run) nodes(t *testing.T, pods int64, labels map[string]map[string]strin
 			if err != nil {
 				return false, err
 			}
-			if len(n.Spec.Taints) > 0 {
-				return false, nil
-			}
-			ready := false
-			for _, c := range n.Status.Conditions {
-				ready = ready || c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
-			}
-			if !ready {
+			if !nodeUp(n) {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
+}
+
+// noFit counts the pods enf's /violations reports no-fit; false when it
+// does not answer (yet).
+func noFit(enf *framework.Enforcer) (int, bool) {
+	reports, err := enf.Violations()
+	if err != nil {
+		return 0, false
+	}
+	n := 0
+	for _, rep := range reports {
+		if rep.State == "no-fit" {
+			n++
+		}
+	}
+	return n, true
+}
+
+// nodeUp: KWOK reports n Ready and the node lifecycle controller has lifted
+// its not-ready taint.
+func nodeUp(n *v1.Node) bool {
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == v1.TaintNodeNotReady || taint.Key == v1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // node is the full name of the test's node name.
@@ -834,17 +859,8 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 	// The other 50 are kept and said so; a pass after all that has
 	// evicted nobody more.
 	env.Poll(t, "/violations: 50 pods no-fit", func(context.Context) (bool, error) {
-		reports, err := enf.Violations()
-		if err != nil {
-			return false, nil
-		}
-		n := 0
-		for _, rep := range reports {
-			if rep.State == "no-fit" {
-				n++
-			}
-		}
-		return n == 50, nil
+		n, ok := noFit(enf)
+		return ok && n == 50, nil
 	})
 	r.acceptedEvictions(t, 50)
 	if len(w.evicted()) != 50 {

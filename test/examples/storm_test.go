@@ -179,17 +179,8 @@ func testStorm(t *testing.T, h *enforcement) {
 		t.Fatal(err)
 	}
 	pollUntil(t, deadline, fmt.Sprintf("/violations: %d pods no-fit", mustStay), func(context.Context) (bool, error) {
-		reports, err := enf.Violations()
-		if err != nil {
-			return false, nil
-		}
-		n := 0
-		for _, rep := range reports {
-			if rep.State == "no-fit" {
-				n++
-			}
-		}
-		return n == mustStay, nil
+		n, ok := noFit(enf)
+		return ok && n == mustStay, nil
 	})
 
 	// Exactly the pods that had to move were evicted, each once, by the
@@ -263,17 +254,7 @@ func createStormNodes(t *testing.T, r *run, nodes []*v1.Node, deadline time.Dura
 			return false, err
 		}
 		for i := range list.Items {
-			n := &list.Items[i]
-			for _, taint := range n.Spec.Taints {
-				if taint.Key == v1.TaintNodeNotReady || taint.Key == v1.TaintNodeUnreachable {
-					return false, nil
-				}
-			}
-			ready := false
-			for _, c := range n.Status.Conditions {
-				ready = ready || c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
-			}
-			if !ready {
+			if !nodeUp(&list.Items[i]) {
 				return false, nil
 			}
 		}

@@ -70,6 +70,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	// Handlers record the change; the next pass applies it to the state
 	// and judges the pods it can affect.
 	ch := newChanges()
+	var handlers []cache.InformerSynced
 	for _, inf := range []cache.SharedIndexInformer{nodes.Informer(), pods.Informer(), namespaces.Informer(), pdbs.Informer()} {
 		h := cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { ch.record(obj, false); queue.Add(key) },
@@ -84,9 +85,11 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 			},
 			DeleteFunc: func(obj any) { ch.record(obj, true); queue.Add(key) },
 		}
-		if _, err := inf.AddEventHandler(h); err != nil {
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
 			return err
 		}
+		handlers = append(handlers, reg.HasSynced)
 	}
 	state := newClusterState(ctx)
 	if cfg.EvictJobPods {
@@ -120,6 +123,15 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 				logger.Error(nil, "Informer did not sync", "type", typ)
 				return
 			}
+		}
+		// A synced cache is not a handler that has seen all of it: the
+		// initial list reaches the handlers asynchronously. The first
+		// pass must see the whole cluster, or a new leader judges a pod
+		// whose node it has not heard of yet, forgets the grace clock it
+		// has just restored, and starts it again a pass later.
+		if !cache.WaitForCacheSync(ctx.Done(), handlers...) {
+			logger.Error(nil, "Event handlers did not sync")
+			return
 		}
 		// A takeover's cost beyond the Lease's expiry: the list, then
 		// the first (full) pass.

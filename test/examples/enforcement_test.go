@@ -836,8 +836,18 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 	// go at once.
 	enf := r.start(t, cfg)
 	r.acceptedEvictions(t, 50)
+	// What the last look saw, for a failure to say which way it went (an
+	// eviction too many leaves a replacement Pending; one too few, 49
+	// moved and the rest kept).
+	var last string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: %s; accepted evictions in the audit log: %d", last, len(evictionsAccepted(t, r.nss...)))
+		}
+	})
 	env.Poll(t, "50 pods Ready on the new pool, 50 left on the old one, none Pending", func(ctx context.Context) (bool, error) {
 		onNew, onOld := 0, 0
+		var notReady []string
 		for _, a := range apps {
 			ps, err := pods(ctx, a[0], a[1])
 			if err != nil {
@@ -846,7 +856,7 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 			for i := range ps {
 				switch {
 				case !ready(&ps[i]):
-					return false, nil
+					notReady = append(notReady, fmt.Sprintf("%s/%s on %q", ps[i].Namespace, ps[i].Name, ps[i].Spec.NodeName))
 				case contains(newNames, ps[i].Spec.NodeName):
 					onNew++
 				case contains(oldNames, ps[i].Spec.NodeName):
@@ -854,7 +864,8 @@ func testCapsAndRoom(t *testing.T, h *enforcement) {
 				}
 			}
 		}
-		return onNew == 50 && onOld == 50, nil
+		last = fmt.Sprintf("%d Ready on the new pool, %d on the old one, not Ready: %v", onNew, onOld, notReady)
+		return len(notReady) == 0 && onNew == 50 && onOld == 50, nil
 	})
 	// The other 50 are kept and said so; a pass after all that has
 	// evicted nobody more.

@@ -109,8 +109,8 @@ func (e *Env) LaunchEnforcer(opts EnforcerOptions) (*Enforcer, error) {
 		argv:    []string{opts.Binary, "--config", cfgPath, "--kubeconfig", opts.Kubeconfig, "--v=2"},
 		logPath: filepath.Join(dir, "enforcer.log"),
 		// The informers' and the framework's start-up lines, which every
-		// pass repeats.
-		noise: []string{"reflector.go", "framework.go"},
+		// pass repeats, and the placers' node tree, a line per node.
+		noise: []string{"reflector.go", "framework.go", "node_tree.go"},
 	})
 	if err != nil {
 		return nil, err

@@ -113,7 +113,7 @@ func (p *pass) report(pod *v1.Pod, r Report, t *tracked) {
 
 // The events of eviction requests: the answer to each request the
 // enforcer made. Their number is bounded by the eviction rate, so they get
-// a budget of their own (run.go) and a storm of other state changes never
+// a budget of their own (events.go) and a storm of other state changes never
 // crowds them out.
 const (
 	reasonEvicted         = "PlacementEvicted"

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
@@ -272,40 +273,20 @@ func relabelNodes(t *testing.T, names []string, key, value string) {
 	})
 }
 
-// forEach runs do for 0..n-1 on 32 workers and fails t with the first
-// error.
+// forEach runs do for 0..n-1 on 32 workers (client-go's
+// ParallelizeUntil) and fails t with the first error, after which no new
+// piece starts.
 func forEach(t *testing.T, n int, do func(context.Context, int) error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	next := make(chan int)
-	for range 32 {
-		wg.Go(func() {
-			for i := range next {
-				if err := do(ctx, i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		if ctx.Err() != nil {
-			break
+	var once sync.Once
+	var first error
+	workqueue.ParallelizeUntil(ctx, 32, n, func(i int) {
+		if err := do(ctx, i); err != nil {
+			once.Do(func() { first = err; cancel() })
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	})
 	if first != nil {
 		t.Fatal(first)
 	}

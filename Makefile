@@ -324,17 +324,19 @@ test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engin
 	cd test/alerts && $(TOOLGO) vet ./... && $(TOOLGO) test -count=1 ./...
 
 .PHONY: test
-test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full, every older line built and unit-tested (test-line).
+test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full; every older line's test-line-smoke (build, unit, short equivalence, integration, examples and an enforcer move).
 
-# An older line in make test (test-line): its binaries built, then vet and
-# the unit tests of the packages whose tests hold on every minor, and the
-# equivalence suite's -short batches against that minor's in-tree plugins
-# (under a minute).
-# test-line-full adds the suites that compare and run that line against its
-# own upstream: the equivalence batches (our plugins against that minor's
-# in-tree plugins), the binary against the line's own apiserver
-# (test-integration), and on its own full cluster the examples and an
-# enforcer move. The plugin packages' own unit tests state the newest line's
+# An older line in make test (test-line-smoke): test-line, then the line
+# run against its own control plane. test-line builds the line's binaries,
+# then runs vet and the unit tests of the packages whose tests hold on every
+# minor, and the equivalence suite's -short batches against that minor's
+# in-tree plugins (under a minute). test-line-smoke adds the binary against
+# the line's own apiserver (test-integration: leases, the chart's
+# rendering, the image) and, on the line's own full cluster, the examples'
+# placements and an enforcer move (LINE_EXAMPLES: a relabel evicts through
+# the Eviction API, under a PDB, and the replacement lands).
+# test-line-full adds the equivalence suite's full batches (our plugins
+# against that minor's in-tree plugins) and scheduler_perf's wiring check. The plugin packages' own unit tests state the newest line's
 # rules (its gates, extension points and event resources), so they run on
 # the newest line; an older line's rules are checked against its upstream by
 # the equivalence suite. LINE_UNIT_SKIP lists what test-line leaves out:
@@ -354,22 +356,25 @@ LINE_CONTROLPLANE_TESTS := ^TestSchedulerPerfWiring$$
 LINE_EXAMPLES  := ^(TestClusterAlive|TestExamples|TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime)$$
 
 .PHONY: test-line
-test-line: build ## One older line's part of make test (K8S=1.36): build, vet, the line-independent unit tests, the equivalence suite's -short batches.
+test-line: build ## Build, vet, the line-independent unit tests and the equivalence suite's -short batches of one older line (K8S=1.36).
 	$(GO) vet $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
 	$(GO) test -count=1 -timeout 30m -skip '$(LINE_CONTROLPLANE_TESTS)' $$($(GO) list ./... | grep -v $(foreach p,$(LINE_UNIT_SKIP),-e '$(p)'))
 	$(GO) vet ./test/equivalence/
 	$(GO) test -short -count=1 -timeout 20m ./test/equivalence/
 
-.PHONY: test-line-full
-test-line-full: test-line controlplane-envtest helm image-single controlplane-cluster ## test-line plus the equivalence batches against the line's upstream, integration, scheduler_perf's wiring check, examples and an enforcer move (K8S=1.36).
-	$(GO) test -count=1 -timeout 60m ./test/equivalence/...
-	PATH=$(BIN):$$PATH $(GO) test -count=1 -timeout 20m -run '$(LINE_CONTROLPLANE_TESTS)' ./test/perf
+.PHONY: test-line-smoke
+test-line-smoke: test-line controlplane-envtest helm image-single controlplane-cluster ## One older line's part of make test (K8S=1.36): test-line, integration against the line's apiserver, the examples and an enforcer move on its cluster.
 	$(MAKE) --no-print-directory test-integration K8S=$(K8S)
 	$(GO) test -count=1 -timeout 15m ./test/examples/... -run '$(LINE_EXAMPLES)'
 
+.PHONY: test-line-full
+test-line-full: test-line-smoke ## test-line-smoke plus the full equivalence batches against the line's upstream and scheduler_perf's wiring check (K8S=1.36).
+	$(GO) test -count=1 -timeout 60m ./test/equivalence/...
+	PATH=$(BIN):$$PATH $(GO) test -count=1 -timeout 20m -run '$(LINE_CONTROLPLANE_TESTS)' ./test/perf
+
 .PHONY: test-older-lines
-test-older-lines: ## test-line for every line but the newest (part of make test).
-	for l in $(OLDER_LINES); do $(MAKE) --no-print-directory test-line K8S=$$l || exit 1; done
+test-older-lines: ## test-line-smoke for every line but the newest (part of make test).
+	for l in $(OLDER_LINES); do $(MAKE) --no-print-directory test-line-smoke K8S=$$l || exit 1; done
 
 # Every suite on every line: the newest line's make test, then for each
 # older line test-line-full and its reliability suite.

@@ -834,6 +834,62 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	}
 }
 
+// The scheduler breaks ties between equal nodes at random, so a
+// replacement can be bound to the node promised to another: the room
+// still owed to the other's replacement is then on the node promised to
+// the first, and is not promised again. b and c have one slot each; of
+// p1, p2 and p3 (three owners), two are evicted, one to each, and one
+// finds no room. The first's replacement is bound to the second's target
+// while the second's is Pending: the only free slot, on the first's
+// target, is the second's.
+func TestReservationFollowsTheRoomLeft(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.Limits = Limits{PerNode: 5, PerNamespace: 100, Total: 5}
+	})
+	slot := func(name string) *v1.Node {
+		return tu.MakeNode(name).Label("disk", "ssd").Capacity("8", "16Gi", 2).Ready().Obj()
+	}
+	r.c.Nodes = []*v1.Node{node("a", nil), node("a2", nil), slot("b"), slot("c")}
+	r.c.Pods = []*v1.Pod{ssdPod("fill-b", "rs-fb", "b"), ssdPod("fill-c", "rs-fc", "c"),
+		ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a2"), ssdPod("p3", "rs3", "a")}
+	reps := r.pass()
+	var moved []string // evicted, in the order of their targets b, c
+	stays := ""
+	for _, name := range []string{"p1", "p2", "p3"} {
+		switch reps[name].State {
+		case StateEvicting:
+			moved = append(moved, name)
+		case StateNoFit:
+			stays = name
+		}
+	}
+	if len(moved) != 2 || stays == "" || reps[moved[0]].Target == reps[moved[1]].Target {
+		t.Fatalf("first pass %v: want two evicted, one to b and one to c, and one no-fit", reps)
+	}
+	first, second := moved[0], moved[1]
+	var pods []*v1.Pod
+	for _, p := range r.c.Pods {
+		if p.Name != first && p.Name != second {
+			pods = append(pods, p)
+		}
+	}
+	owner := func(name string) string { return "rs" + strings.TrimPrefix(name, "p") }
+	r1 := pod(first+"-r", owner(first), reps[second].Target).NodeSelector(ssd).Obj()
+	r2 := pod(second+"-r", owner(second), "").NodeSelector(ssd).Obj()
+	r2.Status.Conditions = nil
+	r.c.Pods = append(pods, r1, r2)
+	if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 2 {
+		t.Fatalf("%s's replacement on %s, %s's Pending: %s %+v, evictions %v; want no-fit and two evictions",
+			first, reps[second].Target, second, stays, got, r.evicted())
+	}
+	// The second's replacement bound where room was left: still none.
+	r2.Spec.NodeName = reps[first].Target
+	if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 2 {
+		t.Fatalf("both replacements bound: %s %+v, evictions %v", stays, got, r.evicted())
+	}
+}
+
 // TestAffinityTargetThatCannotLeaveStillCounts: x requires zone affinity to
 // y; y violates its own anti-affinity (z, older, is in its zone) but does
 // not leave: refused by its PodDisruptionBudget, failing, or still in its

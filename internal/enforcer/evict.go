@@ -75,7 +75,7 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 			return "", err
 		}
 		p.mutating = true
-		p.holdInflight()
+		p.holdInflight(ctx)
 	}
 	pl, err := p.placing.placer(p.sched, p.s, schedulerName(pod))
 	if err != nil {
@@ -97,8 +97,15 @@ func (p *pass) place(ctx context.Context, pod *v1.Pod) (string, error) {
 
 // holdInflight holds, for the pass's placements, the room promised to the
 // replacements of earlier passes' evictions that are not bound yet (the
-// book's reservations).
-func (p *pass) holdInflight() {
+// book's reservations), oldest first, each where it still fits
+// (Placer.Keep). Terminating pods are in the snapshot meanwhile: the
+// scheduler counts them, so a replacement's room is not where they are.
+func (p *pass) holdInflight(ctx context.Context) {
+	terminating, err := p.s.addTerminating()
+	defer p.s.removeAll(p.logger, terminating)
+	if err != nil {
+		p.logger.Error(err, "Holding room for replacements")
+	}
 	for _, f := range p.book.Reservations(p.s) {
 		pod := f.Pod
 		if len(pod.Spec.Containers) == 0 {
@@ -108,8 +115,20 @@ func (p *pass) holdInflight() {
 				continue
 			}
 		}
-		if err := profile.Hold(p.s.snapshot, pod, f.Target); err != nil {
+		pl, err := p.placing.placer(p.sched, p.s, schedulerName(pod))
+		if err != nil {
 			p.logger.Error(err, "Holding room for a replacement", "pod", klog.KObj(f.Pod), "node", f.Target)
+			if err := profile.Hold(p.s.snapshot, pod, f.Target); err != nil {
+				p.logger.Error(err, "Holding room for a replacement", "pod", klog.KObj(f.Pod), "node", f.Target)
+			}
+			continue
+		}
+		at, err := pl.Keep(ctx, pod, f.Target)
+		if err != nil {
+			p.logger.Error(err, "Holding room for a replacement", "pod", klog.KObj(f.Pod), "node", f.Target)
+		}
+		if at != "" && at != f.Target {
+			p.logger.V(2).Info("Room for a replacement held on another node: its own was taken", "pod", klog.KObj(f.Pod), "promised", f.Target, "node", at)
 		}
 	}
 }

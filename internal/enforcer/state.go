@@ -628,9 +628,6 @@ func (s *clusterState) Terminating() sets.Set[types.UID] { return s.terminating 
 // Counted: the scheduler's cache holds the pod.
 func (s *clusterState) Counted(pod *v1.Pod) bool { return inCache(pod) }
 
-// HasNode: the node exists.
-func (s *clusterState) HasNode(name string) bool { return s.nodes[name] != nil }
-
 // Replacement: a Job replaces its pod once, unless it has finished, is
 // suspended or is gone (when the Jobs are not watched, no Job pod is ever
 // evicted); every other controller keeps its number of pods.

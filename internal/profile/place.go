@@ -136,11 +136,63 @@ func (p *Placer) Unplace(ctx context.Context, pod *v1.Pod, node string) error {
 	return nil
 }
 
-// Hold puts back, in a snapshot's open mutation session, the reservation
-// an earlier batch's Place made for a replacement of pod on node: until the
-// replacement is bound, the scheduler has not counted it anywhere, so a
-// batch that did not hold it would promise its room a second time. Ending
-// the session takes it back, as it does Place's.
+// Keep puts back, in the snapshot's open mutation session, the
+// reservation an earlier batch's Place made for a replacement of pod on
+// node, and returns the node it now holds. Until the replacement is bound
+// the scheduler has not counted it anywhere, so a batch that did not hold
+// it would promise its room a second time. That room may have been taken
+// since: the scheduler breaks ties between equal nodes at random, so
+// another replacement can be bound to the node promised to this one (and
+// the room promised to that one is then free). A replacement that no
+// longer fits on node is held where the scores now rank first among the
+// nodes it fits; one that fits nowhere stays on node, over-counting it
+// rather than freeing room it needs ("" when node is gone too: nothing is
+// held). Ending the session takes it back, as it does Place's.
+func (p *Placer) Keep(ctx context.Context, pod *v1.Pod, node string) (string, error) {
+	repl := replacement(pod)
+	ok, err := p.fits(ctx, repl, node)
+	if err == nil && !ok {
+		var best string
+		if best, _, err = p.best(ctx, repl, ""); best != "" {
+			node = best
+		}
+	}
+	if _, gone := p.fw.Snapshot.Lister().NodeInfos().Get(node); gone != nil {
+		return "", err // its node was deleted and no other fits
+	}
+	if rerr := reserve(p.fw.Snapshot, repl, node); rerr != nil {
+		return "", rerr
+	}
+	return node, err
+}
+
+// fits runs PreFilter and node's Filter for repl.
+func (p *Placer) fits(ctx context.Context, repl *v1.Pod, node string) (bool, error) {
+	ni, err := p.fw.Snapshot.Lister().NodeInfos().Get(node)
+	if err != nil {
+		return false, nil // the node is gone
+	}
+	state := framework.NewCycleState()
+	preRes, st, _ := p.fw.RunPreFilterPlugins(ctx, state, repl)
+	if !st.IsSuccess() {
+		if st.IsRejected() {
+			return false, nil
+		}
+		return false, fmt.Errorf("PreFilter plugin %s: %w", st.Plugin(), st.AsError())
+	}
+	if !preRes.AllNodes() && !preRes.NodeNames.Has(node) {
+		return false, nil
+	}
+	st = p.fw.RunFilterPluginsWithNominatedPods(ctx, state, repl, ni)
+	if st.Code() == fwk.Error {
+		return false, fmt.Errorf("filtering node %s: %w", node, st.AsError())
+	}
+	return st.IsSuccess(), nil
+}
+
+// Hold is Keep without a framework to check the fit: the reservation is
+// put back on node as it was made (a profile whose framework cannot be
+// built still holds its replacements' room).
 func Hold(snapshot *k8sline.Snapshot, pod *v1.Pod, node string) error {
 	return reserve(snapshot, replacement(pod), node)
 }

@@ -10,6 +10,7 @@ package evictions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,8 +104,6 @@ type Cluster interface {
 	// Counted: the scheduler's cache holds the pod (bound, not
 	// terminating, not finished), so it counts the room the pod takes.
 	Counted(pod *v1.Pod) bool
-	// HasNode: the node exists.
-	HasNode(name string) bool
 	// Replacement says how the pod's controller replaces it once it is
 	// gone.
 	Replacement(pod *v1.Pod) Replacement
@@ -299,14 +298,22 @@ func (b *Book) replaced(c Cluster, f InFlight) bool {
 // placement: the evicted pod may be gone and its replacement Pending or not
 // created, and neither takes room the scheduler counts, yet the room is
 // spoken for. Without them a pass would promise the last free slots again
-// and evict pods whose replacements then stay Pending.
+// and evict pods whose replacements then stay Pending. Oldest first; a
+// reservation whose target is gone is still one (its replacement needs
+// room elsewhere).
 func (b *Book) Reservations(c Cluster) []InFlight {
 	var out []InFlight
 	for _, f := range b.inflight {
-		if f.Target != "" && c.HasNode(f.Target) && !b.replaced(c, f) {
+		if f.Target != "" && !b.replaced(c, f) {
 			out = append(out, f)
 		}
 	}
+	slices.SortFunc(out, func(x, y InFlight) int {
+		if c := x.At.Compare(y.At); c != 0 {
+			return c
+		}
+		return strings.Compare(string(x.Pod.UID), string(y.Pod.UID))
+	})
 	return out
 }
 

@@ -3,6 +3,7 @@ package evictions
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,7 +46,6 @@ func (c *cluster) Terminating() sets.Set[types.UID] {
 func (c *cluster) Counted(p *v1.Pod) bool {
 	return p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !finished(p)
 }
-func (c *cluster) HasNode(string) bool             { return true }
 func (c *cluster) Replacement(*v1.Pod) Replacement { return c.replacement }
 func (c *cluster) add(p *v1.Pod)                   { c.pods[p.UID] = p }
 
@@ -210,5 +210,30 @@ func TestRequestWithALostAnswer(t *testing.T) {
 				t.Errorf("Request: %v, %v; want %v and the server's error", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// The room to hold is every eviction whose replacement the scheduler does
+// not count yet, its target deleted or not, oldest first (the order the
+// enforcer holds them in); one whose owner has a new pod bound holds none.
+func TestReservations(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: ReplacedWhenReady}
+	b := NewBook(Limits{PerNode: 5, PerNamespace: 5, Total: 5})
+	for _, e := range []struct {
+		name string
+		at   time.Duration
+	}{{"c", 1}, {"a", 2}, {"d", 1}, {"b", 2}} {
+		p := readyPod(e.name, "rs-"+e.name, "old")
+		c.add(p)
+		b.Add(NewInFlight(c, p, "gone-or-not", now.Add(e.at*time.Second)))
+	}
+	c.add(readyPod("d2", "rs-d", "new")) // d's replacement, bound
+	var got []string
+	for _, f := range b.Reservations(c) {
+		got = append(got, f.Pod.Name)
+	}
+	if want := []string{"c", "a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("reservations %v, want %v (by time, then UID; d's replacement is counted)", got, want)
 	}
 }

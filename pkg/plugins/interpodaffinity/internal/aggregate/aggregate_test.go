@@ -1,0 +1,296 @@
+package aggregate
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+	at "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
+)
+
+// world is a random cluster the test changes between cycles: NodeInfos
+// changed in place (AddPod, RemovePod, SetNode take new generations, as
+// in the snapshot), removed, and added under names used before.
+type world struct {
+	g     at.Gen
+	nodes map[string]*framework.NodeInfo
+	// made numbers the nodes and pods ever made, for fresh names.
+	made int
+}
+
+var (
+	namespaces = []string{"ns1", "ns2", "ns3"}
+	zones      = []string{"z1", "z2", "z3"}
+)
+
+// nsLabels draws a namespace's labels: nil (unknown namespace) or a few
+// of the generator's keys, so that namespace selectors often match.
+func (w *world) nsLabels() labels.Set {
+	if w.g.P(15) {
+		return nil
+	}
+	l := labels.Set{}
+	for _, k := range []string{"app", "tier", "env"} {
+		if w.g.P(50) {
+			l[k] = w.g.Pick([]string{"a", "b", "c"})
+		}
+	}
+	return l
+}
+
+// term is a random required term: any of the keys (a node may lack
+// them), namespaces listed or taken from the pod, a namespace selector
+// sometimes, and rarely an invalid selector (the pod's terms then fail
+// to parse and it has none, though it is still listed as a holder).
+func (w *world) term() v1.PodAffinityTerm {
+	key := w.g.Pick([]string{at.Zone, at.Host, at.Rack})
+	t := tu.AffinityTerm(key, w.g.Selector())
+	switch x := w.g.R.IntN(10); {
+	case x < 2:
+		t = tu.InNamespaces(t, w.g.Pick(namespaces))
+	case x < 4:
+		t = tu.WithNamespaceSelector(t, w.g.Selector())
+	case x < 5:
+		t = tu.WithNamespaceSelector(tu.InNamespaces(t, w.g.Pick(namespaces)), &metav1.LabelSelector{})
+	}
+	if w.g.P(3) {
+		t.LabelSelector = tu.Selector(nil, tu.SelectorExpr("app", metav1.LabelSelectorOpIn))
+	}
+	return t
+}
+
+// pod is a random pod: random namespace and labels, sometimes
+// terminating, and required anti-affinity terms (often a pod's term
+// equals another's, as a Deployment's pods do).
+func (w *world) pod(node string) *v1.Pod {
+	w.made++
+	p := at.Placed(w.g.Pick(namespaces), "p"+strconv.Itoa(w.made), node)
+	if node == "" {
+		p = at.Incoming(w.g.Pick(namespaces))
+	}
+	for _, k := range []string{"app", "tier", "env", "hash"} {
+		if w.g.P(45) {
+			p.Label(k, w.g.Pick([]string{"a", "b", "c", "d", "e"}))
+		}
+	}
+	for range w.g.R.IntN(3) {
+		p.RequiredPodAntiAffinity(w.term())
+	}
+	obj := p.Obj()
+	if w.g.P(5) {
+		obj.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	}
+	return obj
+}
+
+// node is a node object with each topology label present or not.
+func (w *world) node(name string) *v1.Node {
+	n := tu.MakeNode(name)
+	if w.g.P(85) {
+		n.Label(at.Host, name)
+	}
+	if w.g.P(80) {
+		n.Label(at.Zone, w.g.Pick(zones))
+	}
+	if w.g.P(40) {
+		n.Label(at.Rack, w.g.Pick([]string{"r1", "r2"}))
+	}
+	return n.Obj()
+}
+
+func (w *world) addNode(name string) {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(w.node(name))
+	for range w.g.R.IntN(4) {
+		ni.AddPod(w.pod(name))
+	}
+	w.nodes[name] = ni
+}
+
+// change makes one random change.
+func (w *world) change() {
+	names := slices.Sorted(maps.Keys(w.nodes))
+	if len(names) == 0 || w.g.P(5) {
+		w.addNode("n" + strconv.Itoa(w.g.R.IntN(40)))
+		return
+	}
+	name := w.g.Pick(names)
+	ni := w.nodes[name]
+	switch x := w.g.R.IntN(100); {
+	case x < 40:
+		ni.AddPod(w.pod(name))
+	case x < 70:
+		if pods := ni.GetPods(); len(pods) > 0 {
+			if err := ni.RemovePod(klogDiscard, pods[w.g.R.IntN(len(pods))].GetPod()); err != nil {
+				panic(err)
+			}
+		}
+	case x < 85:
+		ni.SetNode(w.node(name))
+	case x < 95:
+		delete(w.nodes, name)
+	default:
+		// The same name comes back as a new NodeInfo.
+		w.addNode(name)
+	}
+}
+
+// holders are the snapshot's holder lists: every node with a pod with
+// required anti-affinity, or (fast path) with a term whose key is not
+// the hostname, read from the spec as the snapshot does.
+func (w *world) holders(fastPath bool) []fwk.NodeInfo {
+	var list []fwk.NodeInfo
+	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
+		ni := w.nodes[name]
+		for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
+			nonHost := slices.ContainsFunc(p.GetPod().Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+				func(t v1.PodAffinityTerm) bool { return t.TopologyKey != at.Host })
+			if !fastPath || nonHost {
+				list = append(list, ni)
+				break
+			}
+		}
+	}
+	// The snapshot's order is its own; the table must not care.
+	w.g.R.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	return list
+}
+
+// scanExistingAnti is the scan the table stands for (upstream's
+// getExistingAntiAffinityCounts): every listed node's pods' terms that
+// select the incoming pod, counted in the node's domain of the term's
+// key; with the fast path hostname-scoped terms are not counted but the
+// nodes holding one are.
+func scanExistingAnti(holders []fwk.NodeInfo, in Incoming) (map[topology.Pair]int64, int64) {
+	domains := map[topology.Pair]int64{}
+	var hostNodes int64
+	for _, ni := range holders {
+		host := false
+		for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
+			for _, t := range p.GetRequiredAntiAffinityTerms() {
+				if in.HostnameFastPath && t.TopologyKey == at.Host {
+					host = true
+					continue
+				}
+				if !t.Matches(in.Pod, in.NamespaceLabels) {
+					continue
+				}
+				if v, ok := ni.Node().Labels[t.TopologyKey]; ok {
+					domains[topology.Pair{Key: t.TopologyKey, Value: v}]++
+				}
+			}
+		}
+		if host {
+			hostNodes++
+		}
+	}
+	return domains, hostNodes
+}
+
+// differentialRuns is how many random histories the test replays
+// (AGGREGATE_RUNS overrides it; AGGREGATE_SEED fixes the first seed).
+func differentialRuns(t *testing.T) (runs int, seed uint64) {
+	runs = 200
+	if testing.Short() {
+		runs = 40
+	}
+	if s := os.Getenv("AGGREGATE_RUNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("AGGREGATE_RUNS: %v", err)
+		}
+		runs = n
+	}
+	if s := os.Getenv("AGGREGATE_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("AGGREGATE_SEED: %v", err)
+		}
+		seed = n
+	}
+	return runs, seed
+}
+
+// TestExistingAntiMatchesScan is the table's invariant: over random
+// histories (pods added and removed, nodes relabelled, removed and
+// re-added, terms of every shape including invalid ones), after each
+// batch of changes the table's answer for random incoming pods equals a
+// scan of the holders, with and without the hostname fast path.
+func TestExistingAntiMatchesScan(t *testing.T) {
+	runs, seed := differentialRuns(t)
+	var compared, nonEmpty int
+	for run := range runs {
+		for _, fastPath := range []bool{false, true} {
+			s := seed + uint64(run)
+			w := &world{g: at.Gen{R: rand.New(rand.NewPCG(s, 7))}, nodes: map[string]*framework.NodeInfo{}}
+			for i := range 8 + w.g.R.IntN(25) {
+				w.addNode(fmt.Sprint("n", i))
+			}
+			table := &Table{}
+			for cycle := range 30 {
+				for range w.g.R.IntN(4) {
+					w.change()
+				}
+				holders := w.holders(fastPath)
+				for range 3 {
+					in := Incoming{Pod: w.pod(""), NamespaceLabels: w.nsLabels(), HostnameFastPath: fastPath}
+					got, ok := table.ExistingAnti(framework.NewCycleState(), holders, in)
+					if !ok {
+						t.Fatalf("seed %d fast path %v cycle %d: the table did not answer", s, fastPath, cycle)
+					}
+					want, wantHost := scanExistingAnti(holders, in)
+					if g := got.Counts.ToMap(); !maps.Equal(g, want) || got.HostScopedNodes != wantHost {
+						t.Fatalf("seed %d fast path %v cycle %d: table %v (%d nodes with hostname-scoped terms), scan %v (%d)",
+							s, fastPath, cycle, g, got.HostScopedNodes, want, wantHost)
+					}
+					compared++
+					if len(want) > 0 {
+						nonEmpty++
+					}
+				}
+			}
+			// What the table keeps is what a fresh one would: terms no
+			// listed pod holds any more are gone (memory grows with
+			// pods and domains, not with history).
+			holders := w.holders(fastPath)
+			fresh := &Table{}
+			fresh.anti.sweep(holders)
+			table.anti.sweep(holders)
+			if kept, want := termDomains(&table.anti.terms), termDomains(&fresh.anti.terms); !maps.EqualFunc(kept, want, maps.Equal) {
+				t.Fatalf("seed %d fast path %v: the table keeps %d terms, a fresh one %d", s, fastPath, len(kept), len(want))
+			}
+		}
+	}
+	if nonEmpty == 0 || nonEmpty == compared {
+		t.Fatalf("%d of %d answers have domains: the histories do not exercise both", nonEmpty, compared)
+	}
+	t.Logf("%d answers compared, %d with domains", compared, nonEmpty)
+}
+
+// termDomains is a table's terms and their domains, by term.
+func termDomains(tt *termTable) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for _, e := range tt.list {
+		if tt.byID[e.id] != e || tt.list[e.pos] != e {
+			panic("term table out of step with its list")
+		}
+		out[e.id] = e.domains
+	}
+	return out
+}
+
+var klogDiscard = klog.Background()

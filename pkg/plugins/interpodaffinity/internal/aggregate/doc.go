@@ -1,0 +1,37 @@
+// Package aggregate keeps, across scheduling cycles, the existing pods'
+// terms of the PlacementInterPodAffinity plugin grouped by distinct term,
+// each with its counts per topology domain, so that a cluster-wide sum over
+// those terms costs the number of distinct terms (and the domains of the
+// ones that match), not a pass over every pod of every node.
+//
+// The node index (package nodeindex) keeps sums per signature of the
+// incoming pod, and an entry's hit is itself a walk over the listed nodes;
+// with more Deployments interleaved than it holds entries, nearly every
+// cycle scans. Here nothing depends on the incoming pod until the query:
+// the table is kept current by a generation sweep, the one step that walks
+// the nodes (comparing two integers per node), and the incoming pod is
+// matched against each distinct term once.
+//
+// Terms is what the plugin asks; Table keeps the terms, PassThrough keeps
+// nothing and never answers (the caller then scans, as upstream does).
+//
+// What is answered: ExistingAnti, the existing pods' required
+// anti-affinity counts that PreFilter gathers (the plugin's existingAntiOn
+// summed over a holder list), in the plugin's own count types.
+//
+// Invariants: a node's record was computed from the NodeInfo's pods and
+// labels at the generation it holds (generations come from one
+// process-wide counter; 0 proves nothing, so such a node is recomputed
+// every cycle); the table's counts are the sum of the records of the nodes
+// listed in the last call; a distinct term stays in the table while some
+// record refers to it; a pod-group cycle neither reads nor changes the
+// table (its members are assumed on the snapshot and the nodes keep their
+// generations); a sum handed out is built for the cycle and shared with
+// nothing.
+//
+// Memory: per listed node holding terms, a record with one part per
+// distinct term on it (a pointer, the node's value of the term's key and a
+// count); per distinct term, the parsed term and one count per domain it
+// is counted in. It grows with pods and domains, never with the incoming
+// pods seen.
+package aggregate

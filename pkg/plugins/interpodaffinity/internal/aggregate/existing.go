@@ -1,0 +1,91 @@
+package aggregate
+
+// This file holds what the plugin asks: the interface, the table that
+// answers it and the pass-through that never does.
+
+import (
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
+)
+
+// Incoming is what the existing pods' terms are matched against.
+type Incoming struct {
+	Pod *v1.Pod
+	// NamespaceLabels are the labels of Pod's namespace, for the terms'
+	// namespace selectors; nil when the namespace is unknown.
+	NamespaceLabels labels.Set
+	// HostnameFastPath: hostname-scoped terms are not counted, only the
+	// listed nodes holding one (counts.ExistingAntiSum.HostScopedNodes).
+	HostnameFastPath bool
+}
+
+// Terms answers cluster-wide sums over the existing pods' terms.
+type Terms interface {
+	// ExistingAnti is the plugin's existingAntiOn summed over holders:
+	// per domain of each term's key, the required anti-affinity terms of
+	// the holders' pods that select in.Pod, and (fast path) how many
+	// holders hold a hostname-scoped one. holders must be the snapshot's
+	// list of nodes with such pods (all of them, or with the fast path
+	// those with a term not scoped to the hostname): a node left out is
+	// taken out of the sum. ok is false when the caller must scan
+	// instead; the sum is then nil. The sum is the caller's.
+	ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incoming) (sum *counts.ExistingAntiSum, ok bool)
+}
+
+// PassThrough is the Terms that keeps nothing and never answers: every
+// cycle scans, as upstream's plugin does.
+type PassThrough struct{}
+
+// ExistingAnti never answers.
+func (PassThrough) ExistingAnti(fwk.CycleState, []fwk.NodeInfo, Incoming) (*counts.ExistingAntiSum, bool) {
+	return nil, false
+}
+
+// Table is the Terms that keeps the distinct terms across cycles.
+type Table struct {
+	// mu guards anti: cycles are sequential, but tests and the
+	// preemption's dry runs may call from several goroutines.
+	mu   sync.Mutex
+	anti records
+}
+
+// ExistingAnti sweeps the holders' generations, then matches in.Pod
+// against each distinct term and adds up the domains of those that select
+// it. It does not answer in a pod-group cycle, whose members sit on the
+// snapshot under their nodes' old generations (the table is left as it
+// is, and is valid again once the members are forgotten), nor for a list
+// it cannot record by node name.
+func (t *Table) ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incoming) (*counts.ExistingAntiSum, bool) {
+	if k8sline.PodGroupCycle(cs) {
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.anti.sweep(holders) {
+		return nil, false
+	}
+	sum := counts.NewExistingAntiSum()
+	for _, e := range t.anti.terms.list {
+		if len(e.domains) == 0 || (in.HostnameFastPath && e.hostScoped) {
+			continue
+		}
+		if !e.term.Matches(in.Pod, in.NamespaceLabels) {
+			continue
+		}
+		for value, n := range e.domains {
+			sum.Counts.AddTo(topology.Pair{Key: e.term.TopologyKey, Value: value}, n)
+		}
+	}
+	if in.HostnameFastPath {
+		sum.HostScopedNodes = t.anti.hostNodes
+	}
+	sum.Seal()
+	return sum, true
+}

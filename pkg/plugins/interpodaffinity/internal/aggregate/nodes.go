@@ -1,0 +1,148 @@
+package aggregate
+
+// This file holds what each node contributes to the distinct terms' counts
+// and the generation sweep that keeps the table current.
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// part is what one node contributes to one distinct term.
+type part struct {
+	term *termEntry
+	// value is the node's label of the term's topology key when the
+	// part was made; labelled is false for a node without the key, which
+	// counts in no domain of it.
+	value    string
+	labelled bool
+	// n counts the term's occurrences among the node's pods.
+	n int64
+}
+
+// nodeRecord is a node's contribution as of its generation.
+type nodeRecord struct {
+	gen int64
+	// seen is the sweep that last listed the node.
+	seen  uint64
+	parts []part
+	// hostScoped: a pod on the node has a hostname-scoped required
+	// anti-affinity term (the hostname fast path checks those on the
+	// candidate node itself and counts the nodes holding them).
+	hostScoped bool
+}
+
+// records are the nodes' records by name, and what they add up to.
+type records struct {
+	byName map[string]*nodeRecord
+	terms  termTable
+	// hostNodes counts the records with hostScoped set.
+	hostNodes int64
+	// sweeps numbers the sweeps, for nodeRecord.seen.
+	sweeps uint64
+}
+
+// sweep brings the records in line with nodes: a node whose generation
+// moved (or is 0, which proves nothing) is recomputed, a recorded node no
+// longer listed is taken out. It reports false, having dropped every
+// record, when nodes cannot be recorded by name (a NodeInfo without a
+// node, or a name listed twice); the caller then scans.
+func (r *records) sweep(nodes []fwk.NodeInfo) bool {
+	r.sweeps++
+	if r.byName == nil {
+		r.byName = make(map[string]*nodeRecord, len(nodes))
+	}
+	for _, ni := range nodes {
+		n := ni.Node()
+		if n == nil {
+			r.reset()
+			return false
+		}
+		rec := r.byName[n.Name]
+		if rec == nil {
+			rec = &nodeRecord{}
+			r.byName[n.Name] = rec
+		} else if rec.seen == r.sweeps {
+			r.reset()
+			return false
+		}
+		rec.seen = r.sweeps
+		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
+			r.recompute(rec, ni)
+		}
+	}
+	if len(r.byName) > len(nodes) {
+		// Some recorded node was not listed: it left the list (its
+		// last pod with terms went) or the cluster.
+		for name, rec := range r.byName {
+			if rec.seen != r.sweeps {
+				r.release(rec)
+				delete(r.byName, name)
+			}
+		}
+	}
+	return true
+}
+
+// reset drops every record and term.
+func (r *records) reset() {
+	*r = records{sweeps: r.sweeps}
+}
+
+// recompute replaces rec's contribution with ni's current one. The new
+// parts are added before the old are released, so that a term the node
+// keeps keeps its entry.
+func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo) {
+	old, oldHost := rec.parts, rec.hostScoped
+	rec.parts, rec.hostScoped, rec.gen = nil, false, ni.GetGeneration()
+	nodeLabels := ni.Node().Labels
+	for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
+		terms := p.GetRequiredAntiAffinityTerms()
+		for i := range terms {
+			rec.add(&r.terms, terms[i], nodeLabels)
+		}
+	}
+	for i := range rec.parts {
+		if rec.parts[i].term.hostScoped {
+			rec.hostScoped = true
+		}
+		if rec.parts[i].labelled {
+			rec.parts[i].term.add(rec.parts[i].value, rec.parts[i].n)
+		}
+	}
+	if rec.hostScoped {
+		r.hostNodes++
+	}
+	r.releaseParts(old, oldHost)
+}
+
+// add counts one occurrence of t in rec's parts.
+func (rec *nodeRecord) add(tt *termTable, t fwk.AffinityTerm, nodeLabels map[string]string) {
+	id := termID(t)
+	for i := range rec.parts {
+		if rec.parts[i].term.id == id {
+			rec.parts[i].n++
+			return
+		}
+	}
+	e := tt.ref(id, t)
+	v, ok := nodeLabels[t.TopologyKey]
+	rec.parts = append(rec.parts, part{term: e, value: v, labelled: ok, n: 1})
+}
+
+// release takes rec's contribution out of the table.
+func (r *records) release(rec *nodeRecord) {
+	r.releaseParts(rec.parts, rec.hostScoped)
+	rec.parts, rec.hostScoped = nil, false
+}
+
+func (r *records) releaseParts(parts []part, hostScoped bool) {
+	for i := range parts {
+		if parts[i].labelled {
+			parts[i].term.add(parts[i].value, -parts[i].n)
+		}
+		r.terms.unref(parts[i].term)
+	}
+	if hostScoped {
+		r.hostNodes--
+	}
+}

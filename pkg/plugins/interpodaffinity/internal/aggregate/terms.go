@@ -1,0 +1,83 @@
+package aggregate
+
+// This file holds the distinct terms: existing pods' terms grouped by the
+// term as upstream resolved it (namespaces, selectors, topology key), each
+// with its counts per domain of its key.
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/signature"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
+)
+
+// termEntry is one distinct term and its counts.
+type termEntry struct {
+	// id is the term's encoding (signature.Signature.Terms): two terms
+	// with the same id match every pod alike and count under one key.
+	id string
+	// term is the first of the equal terms seen; Matches on it is
+	// Matches on any of them.
+	term       fwk.AffinityTerm
+	hostScoped bool
+	// pos is the entry's position in termTable.list.
+	pos int
+	// refs counts the node parts that refer to the entry, labelled or
+	// not: the entry goes when the last goes.
+	refs int64
+	// domains counts, per value of the term's topology key, the terms on
+	// nodes with that value. A value whose count drops to zero is
+	// deleted, as in the plugin's counts.
+	domains map[string]int64
+}
+
+// termTable holds the distinct terms.
+type termTable struct {
+	byID map[string]*termEntry
+	// list is the entries in no particular order, walked per query.
+	list []*termEntry
+}
+
+// termID encodes t so that equal terms, and only they, encode alike.
+func termID(t fwk.AffinityTerm) string {
+	var sig signature.Signature
+	sig.Terms([]fwk.AffinityTerm{t})
+	return sig.String()
+}
+
+// ref returns the entry of t, whose termID is id, made if new, with one
+// more reference.
+func (tt *termTable) ref(id string, t fwk.AffinityTerm) *termEntry {
+	e := tt.byID[id]
+	if e == nil {
+		if tt.byID == nil {
+			tt.byID = map[string]*termEntry{}
+		}
+		e = &termEntry{id: id, term: t, hostScoped: topology.HostScoped(t), pos: len(tt.list), domains: map[string]int64{}}
+		tt.byID[id] = e
+		tt.list = append(tt.list, e)
+	}
+	e.refs++
+	return e
+}
+
+// unref drops one reference to e, and e itself with the last one.
+func (tt *termTable) unref(e *termEntry) {
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	last := tt.list[len(tt.list)-1]
+	tt.list[e.pos], last.pos = last, e.pos
+	tt.list[len(tt.list)-1] = nil
+	tt.list = tt.list[:len(tt.list)-1]
+	delete(tt.byID, e.id)
+}
+
+// add adds n to e's domain value.
+func (e *termEntry) add(value string, n int64) {
+	if c := e.domains[value] + n; c != 0 {
+		e.domains[value] = c
+	} else {
+		delete(e.domains, value)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/aggregate"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodeindex"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/podsummary"
@@ -60,9 +61,11 @@ func ownTopology(ni fwk.NodeInfo) nodeTopology { return topology.Of(nil, ni) }
 // scans skip nodes. Each is an interface with a caching and a pass-through
 // implementation.
 type caches struct {
-	existingAnti nodeindex.Summer[existingAnti, *counts.ExistingAntiSum]
-	incoming     nodeindex.Summer[incomingMatches, *counts.IncomingSum]
-	score        nodeindex.Summer[nodeTally, *counts.ScoreSum]
+	// terms keeps the existing pods' terms by distinct term, for the
+	// existing pods' anti-affinity counts.
+	terms    aggregate.Terms
+	incoming nodeindex.Summer[incomingMatches, *counts.IncomingSum]
+	score    nodeindex.Summer[nodeTally, *counts.ScoreSum]
 	// keys holds, per node list, what existing pods' terms read of an
 	// incoming pod (signature.TermInputs): the part of the signatures of
 	// existingAnti and score that the existing pods decide.
@@ -90,21 +93,21 @@ func newCaches(op string, fts feature.Features, opts options) *caches {
 	on := !k8sline.GenericWorkload(fts) && !opts.noCaches
 	if !on {
 		return &caches{
-			existingAnti: nodeindex.PassThrough[existingAnti, *counts.ExistingAntiSum]{Op: op},
-			incoming:     nodeindex.PassThrough[incomingMatches, *counts.IncomingSum]{Op: op},
-			score:        nodeindex.PassThrough[nodeTally, *counts.ScoreSum]{Op: op},
-			keys:         nodeindex.PassThrough[signature.NodeTermInputs, *signature.TermInputs]{Op: op},
-			topology:     topology.PassThrough{},
-			summaries:    podsummary.PassThrough{},
+			terms:     aggregate.PassThrough{},
+			incoming:  nodeindex.PassThrough[incomingMatches, *counts.IncomingSum]{Op: op},
+			score:     nodeindex.PassThrough[nodeTally, *counts.ScoreSum]{Op: op},
+			keys:      nodeindex.PassThrough[signature.NodeTermInputs, *signature.TermInputs]{Op: op},
+			topology:  topology.PassThrough{},
+			summaries: podsummary.PassThrough{},
 		}
 	}
 	return &caches{
-		existingAnti: nodeindex.New[existingAnti, *counts.ExistingAntiSum](op),
-		incoming:     nodeindex.New[incomingMatches, *counts.IncomingSum](op),
-		score:        nodeindex.New[nodeTally, *counts.ScoreSum](op),
-		keys:         nodeindex.New[signature.NodeTermInputs, *signature.TermInputs](op),
-		topology:     &topology.Table{},
-		summaries:    &podsummary.Table{},
+		terms:     &aggregate.Table{},
+		incoming:  nodeindex.New[incomingMatches, *counts.IncomingSum](op),
+		score:     nodeindex.New[nodeTally, *counts.ScoreSum](op),
+		keys:      nodeindex.New[signature.NodeTermInputs, *signature.TermInputs](op),
+		topology:  &topology.Table{},
+		summaries: &podsummary.Table{},
 	}
 }
 
@@ -177,10 +180,15 @@ func (pl *InterPodAffinity) summarizeNodes(ctx context.Context, cs fwk.CycleStat
 
 // existingAntiAffinityCounts sums existingAntiOn over the holder nodes:
 // the counts, and how many of the nodes hold hostname-scoped terms (fast
-// path). A node whose summary proves that no term on it can select the
-// incoming pod is not looked at.
+// path). The table of distinct terms answers unless it is off or the cycle
+// is a pod-group cycle; then the holders are scanned, and a node whose
+// summary proves that no term on it can select the incoming pod is not
+// looked at.
 func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, cs fwk.CycleState, s *preFilterState, nodes []fwk.NodeInfo) (topologyCounts, int64) {
 	incoming := s.podInfo.GetPod()
+	if sum, ok := pl.caches.terms.ExistingAnti(cs, nodes, aggregate.Incoming{Pod: incoming, NamespaceLabels: s.nsLabels, HostnameFastPath: s.hostnameFastPath}); ok {
+		return sum.Counts, sum.HostScopedNodes
+	}
 	q := s.cache.summaries
 	onNode := func(i int, ni fwk.NodeInfo, reuse existingAnti) existingAnti {
 		if skip, hostAnti := q.SkipsExistingAnti(i, ni); skip {
@@ -192,15 +200,7 @@ func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, cs f
 		nt := ownTopology(ni)
 		return s.existingAntiOn(ni, &nt, reuse)
 	}
-	// A node's part depends on its pods and labels and on what the
-	// holders' terms read of the incoming pod: its namespace, its labels
-	// and its namespace's labels.
-	sum := keyedSum(ctx, cs, pl.parallelizer, Name, nodes, nil, pl.caches.keys, "anti-affinity holders", pl.caches.existingAnti,
-		func(inputs *signature.TermInputs) string {
-			var sig signature.Signature
-			inputs.Encode(&sig, incoming.Namespace, incoming.Labels, s.nsLabels)
-			return sig.String()
-		}, nil, counts.OpsOf(counts.NewExistingAntiSum, onNode))
+	sum := nodeindex.Scan(ctx, pl.parallelizer, Name, nodes, counts.OpsOf(counts.NewExistingAntiSum, onNode))
 	return sum.Counts, sum.HostScopedNodes
 }
 

@@ -26,6 +26,7 @@ import (
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/aggregate"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodeindex"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/podsummary"
@@ -54,9 +55,9 @@ func TestCachesOffArePassThrough(t *testing.T) {
 	} {
 		c := newCaches(Name, tc.fts, tc.opts)
 		passThrough := map[string]bool{}
-		for name, x := range map[string]any{"existingAnti": c.existingAnti, "incoming": c.incoming, "score": c.score, "keys": c.keys, "topology": c.topology, "summaries": c.summaries} {
+		for name, x := range map[string]any{"terms": c.terms, "incoming": c.incoming, "score": c.score, "keys": c.keys, "topology": c.topology, "summaries": c.summaries} {
 			switch x.(type) {
-			case nodeindex.PassThrough[existingAnti, *counts.ExistingAntiSum], nodeindex.PassThrough[incomingMatches, *counts.IncomingSum],
+			case aggregate.PassThrough, nodeindex.PassThrough[incomingMatches, *counts.IncomingSum],
 				nodeindex.PassThrough[nodeTally, *counts.ScoreSum], nodeindex.PassThrough[signature.NodeTermInputs, *signature.TermInputs],
 				topology.PassThrough, podsummary.PassThrough:
 				passThrough[name] = true
@@ -73,8 +74,8 @@ func TestCachesOffArePassThrough(t *testing.T) {
 		return NewScanning(ctx, obj, h, feature.Features{})
 	}
 	scanning := plugintesting.SetupPluginWithInformers(ctx, t, frameworkruntime.PluginFactory(factory), nil, cache.NewEmptySnapshot(), nil)
-	if _, ok := scanning.(*InterPodAffinity).caches.existingAnti.(nodeindex.PassThrough[existingAnti, *counts.ExistingAntiSum]); !ok {
-		t.Errorf("NewScanning keeps an index: %T", scanning.(*InterPodAffinity).caches.existingAnti)
+	if _, ok := scanning.(*InterPodAffinity).caches.terms.(aggregate.PassThrough); !ok {
+		t.Errorf("NewScanning keeps a term table: %T", scanning.(*InterPodAffinity).caches.terms)
 	}
 }
 
@@ -133,8 +134,8 @@ func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
 	if web1 != web2 || !cmp.Equal(score1, score2, cmp.AllowUnexported(scoreResult{})) {
 		t.Errorf("pods differing in an unselected label decided differently: %s %+v vs %s %+v", web1, score1, web2, score2)
 	}
-	if n := entriesOf(e.pl.caches.existingAnti); n != 1 {
-		t.Errorf("%d existing anti-affinity entries for two pods that differ only in an unselected label, want 1", n)
+	if n := distinctTerms(e.pl.caches.terms); n != 1 {
+		t.Errorf("%d distinct existing terms kept for one existing term, want 1", n)
 	}
 	if n := entriesOf(e.pl.caches.score); n != 1 {
 		t.Errorf("%d score entries for two pods that differ only in an unselected label, want 1", n)
@@ -183,7 +184,7 @@ func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 		}
 		return out, e.score(t, p)
 	}
-	entries := func() (int, int) { return entriesOf(e.pl.caches.existingAnti), entriesOf(e.pl.caches.score) }
+	entries := func() (int, int) { return distinctTerms(e.pl.caches.terms), entriesOf(e.pl.caches.score) }
 
 	a, aScore := run("a")
 	a2, a2Score := run("a2")
@@ -193,8 +194,8 @@ func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 	if want := scores(-5, -5, 0, 0); !cmp.Equal(want, aScore.raw) || !cmp.Equal(want, a2Score.raw) {
 		t.Errorf("team=devops namespaces: raw scores %v and %v, want %v", aScore.raw, a2Score.raw, want)
 	}
-	if anti, score := entries(); anti != 1 || score != 1 {
-		t.Errorf("two namespaces no term tells apart: %d existing anti-affinity and %d score entries, want 1 and 1", anti, score)
+	if anti, score := entries(); anti != 2 || score != 1 {
+		t.Errorf("two namespaces no term tells apart: %d distinct existing anti-affinity terms and %d score entries, want 2 and 1", anti, score)
 	}
 
 	b, bScore := run("b")
@@ -207,8 +208,8 @@ func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 	if qa, _ := run("qa"); qa != skip {
 		t.Errorf("namespace qa (unlisted, team=qa): PreFilter %s, want %s", qa, skip)
 	}
-	if anti, _ := entries(); anti != 3 {
-		t.Errorf("%d existing anti-affinity entries after namespaces a, a2, b and qa, want 3", anti)
+	if anti, _ := entries(); anti != 2 {
+		t.Errorf("%d distinct existing anti-affinity terms after namespaces a, a2, b and qa, want 2: the table grows with the incoming pods", anti)
 	}
 }
 
@@ -417,6 +418,15 @@ func BenchmarkInterleavedDeployments(b *testing.B) {
 			}
 		})
 	}
+}
+
+// distinctTerms counts the distinct terms a term table holds (0 for
+// the pass-through).
+func distinctTerms(x aggregate.Terms) int {
+	if t, ok := x.(*aggregate.Table); ok {
+		return t.DistinctTerms()
+	}
+	return 0
 }
 
 // entriesOf counts the entries of an index (0 for a pass-through).

@@ -27,9 +27,14 @@
 // storage (layered maps, lookups) is in internal/counts.
 //
 //	cache        package    keeps                key        invariant             switched off
-//	existingAnti nodeindex  each node's part     signature, a part holds while    nodeindex.PassThrough:
-//	incoming     (Index)    of a sum, and        node name, its node's generation every cycle scans
-//	score                   the sum              generation does; a sum handed    (nodeindex.Scan)
+//	terms        aggregate  existing pods'       term,      a record holds while  aggregate.PassThrough:
+//	             (Table)    required anti-       node name, its node's generation every cycle scans
+//	                        affinity terms by    generation does; a term goes with (nodeindex.Scan)
+//	                        distinct term, with             its last record
+//	                        counts per domain
+//	incoming     nodeindex  each node's part     signature, a part holds while    nodeindex.PassThrough:
+//	score        (Index)    of a sum, and        node name, its node's generation every cycle scans
+//	                        the sum              generation does; a sum handed    (nodeindex.Scan)
 //	                                                        out never changes
 //	keys         nodeindex, per node list, what  the list   as above              nodeindex.PassThrough
 //	             signature  existing pods' terms

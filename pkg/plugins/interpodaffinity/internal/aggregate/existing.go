@@ -89,3 +89,11 @@ func (t *Table) ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incom
 	sum.Seal()
 	return sum, true
 }
+
+// DistinctTerms counts the distinct terms the table holds: what its
+// memory grows with, besides the nodes' records and the domains.
+func (t *Table) DistinctTerms() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.anti.terms.list)
+}

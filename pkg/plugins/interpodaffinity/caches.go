@@ -61,11 +61,11 @@ func ownTopology(ni fwk.NodeInfo) nodeTopology { return topology.Of(nil, ni) }
 // scans skip nodes. Each is an interface with a caching and a pass-through
 // implementation.
 type caches struct {
-	// terms keeps the existing pods' terms by distinct term, for the
-	// existing pods' anti-affinity counts.
-	terms    aggregate.Terms
-	incoming nodeindex.Summer[incomingMatches, *counts.IncomingSum]
-	score    nodeindex.Summer[nodeTally, *counts.ScoreSum]
+	// sums keeps the existing pods' terms by distinct term and the pods
+	// by class, for the existing pods' anti-affinity counts and the
+	// counts of the incoming pod's required terms.
+	sums  aggregate.Sums
+	score nodeindex.Summer[nodeTally, *counts.ScoreSum]
 	// keys holds, per node list, what existing pods' terms read of an
 	// incoming pod (signature.TermInputs): the part of the signatures of
 	// existingAnti and score that the existing pods decide.
@@ -93,8 +93,7 @@ func newCaches(op string, fts feature.Features, opts options) *caches {
 	on := !k8sline.GenericWorkload(fts) && !opts.noCaches
 	if !on {
 		return &caches{
-			terms:     aggregate.PassThrough{},
-			incoming:  nodeindex.PassThrough[incomingMatches, *counts.IncomingSum]{Op: op},
+			sums:      aggregate.PassThrough{},
 			score:     nodeindex.PassThrough[nodeTally, *counts.ScoreSum]{Op: op},
 			keys:      nodeindex.PassThrough[signature.NodeTermInputs, *signature.TermInputs]{Op: op},
 			topology:  topology.PassThrough{},
@@ -102,8 +101,7 @@ func newCaches(op string, fts feature.Features, opts options) *caches {
 		}
 	}
 	return &caches{
-		terms:     &aggregate.Table{},
-		incoming:  nodeindex.New[incomingMatches, *counts.IncomingSum](op),
+		sums:      &aggregate.Table{},
 		score:     nodeindex.New[nodeTally, *counts.ScoreSum](op),
 		keys:      nodeindex.New[signature.NodeTermInputs, *signature.TermInputs](op),
 		topology:  &topology.Table{},
@@ -186,7 +184,7 @@ func (pl *InterPodAffinity) summarizeNodes(ctx context.Context, cs fwk.CycleStat
 // looked at.
 func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, cs fwk.CycleState, s *preFilterState, nodes []fwk.NodeInfo) (topologyCounts, int64) {
 	incoming := s.podInfo.GetPod()
-	if sum, ok := pl.caches.terms.ExistingAnti(cs, nodes, aggregate.Incoming{Pod: incoming, NamespaceLabels: s.nsLabels, HostnameFastPath: s.hostnameFastPath}); ok {
+	if sum, ok := pl.caches.sums.ExistingAnti(cs, nodes, aggregate.Incoming{Pod: incoming, NamespaceLabels: s.nsLabels, HostnameFastPath: s.hostnameFastPath}); ok {
 		return sum.Counts, sum.HostScopedNodes
 	}
 	q := s.cache.summaries
@@ -206,17 +204,13 @@ func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, cs f
 
 // incomingCounts sums matchesOn over all nodes: the counts of the incoming
 // pod's counted affinity and anti-affinity terms, and the pods matching
-// all host-scoped affinity terms. A node whose summary proves that no pod
-// on it counts is not looked at.
+// all host-scoped affinity terms. The classes of pods answer unless they
+// are off or the cycle is a pod-group cycle; then all nodes are scanned,
+// and a node whose summary proves that no pod on it counts is not looked
+// at.
 func (pl *InterPodAffinity) incomingCounts(ctx context.Context, cs fwk.CycleState, s *preFilterState, allNodes []fwk.NodeInfo) (affinity, antiAffinity topologyCounts, hostAffinity int64) {
 	t := &s.terms
 	q := s.cache.summaries
-	// A node's part depends on its pods and labels and on the terms
-	// (their namespaces resolved), sorted as Filter evaluates them.
-	var sig signature.Signature
-	sig.Terms(t.affinity)
-	sig.Terms(t.antiAffinity)
-	sig.Terms(t.hostAffinity)
 	// This is the cycle's one walk over all nodes, and Filter will look
 	// up the keys of the counted terms on hundreds of them: the topology
 	// table reads the generations for both. The nodes' labels are read
@@ -225,6 +219,10 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, cs fwk.CycleStat
 	// every cycle.
 	var sum *counts.IncomingSum
 	s.cache.topology = pl.caches.topology.Sync(cs, allNodes, s.filterKeys(), func(gens []int64, view *topology.View) {
+		if got, ok := pl.caches.sums.Incoming(cs, allNodes, view, aggregate.IncomingTerms{Affinity: t.affinity, AntiAffinity: t.antiAffinity, HostAffinity: t.hostAffinity}); ok {
+			sum = got
+			return
+		}
 		onNode := func(i int, ni fwk.NodeInfo, reuse incomingMatches) incomingMatches {
 			if q.SkipsIncoming(gens, i, ni) {
 				// No pod on the node matches a counted term.
@@ -233,7 +231,7 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, cs fwk.CycleStat
 			nt := topology.Of(view, ni)
 			return t.matchesOn(ni, &nt, reuse)
 		}
-		sum = pl.caches.incoming.Sum(ctx, cs, pl.parallelizer, sig.String(), allNodes, gens, counts.OpsOf(counts.NewIncomingSum, onNode))
+		sum = nodeindex.Scan(ctx, pl.parallelizer, Name, allNodes, counts.OpsOf(counts.NewIncomingSum, onNode))
 	})
 	return sum.Affinity, sum.AntiAffinity, sum.HostAffinity
 }

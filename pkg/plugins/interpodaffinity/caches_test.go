@@ -55,9 +55,9 @@ func TestCachesOffArePassThrough(t *testing.T) {
 	} {
 		c := newCaches(Name, tc.fts, tc.opts)
 		passThrough := map[string]bool{}
-		for name, x := range map[string]any{"terms": c.terms, "incoming": c.incoming, "score": c.score, "keys": c.keys, "topology": c.topology, "summaries": c.summaries} {
+		for name, x := range map[string]any{"terms": c.sums, "score": c.score, "keys": c.keys, "topology": c.topology, "summaries": c.summaries} {
 			switch x.(type) {
-			case aggregate.PassThrough, nodeindex.PassThrough[incomingMatches, *counts.IncomingSum],
+			case aggregate.PassThrough,
 				nodeindex.PassThrough[nodeTally, *counts.ScoreSum], nodeindex.PassThrough[signature.NodeTermInputs, *signature.TermInputs],
 				topology.PassThrough, podsummary.PassThrough:
 				passThrough[name] = true
@@ -74,8 +74,8 @@ func TestCachesOffArePassThrough(t *testing.T) {
 		return NewScanning(ctx, obj, h, feature.Features{})
 	}
 	scanning := plugintesting.SetupPluginWithInformers(ctx, t, frameworkruntime.PluginFactory(factory), nil, cache.NewEmptySnapshot(), nil)
-	if _, ok := scanning.(*InterPodAffinity).caches.terms.(aggregate.PassThrough); !ok {
-		t.Errorf("NewScanning keeps a term table: %T", scanning.(*InterPodAffinity).caches.terms)
+	if _, ok := scanning.(*InterPodAffinity).caches.sums.(aggregate.PassThrough); !ok {
+		t.Errorf("NewScanning keeps a term table: %T", scanning.(*InterPodAffinity).caches.sums)
 	}
 }
 
@@ -134,7 +134,7 @@ func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
 	if web1 != web2 || !cmp.Equal(score1, score2, cmp.AllowUnexported(scoreResult{})) {
 		t.Errorf("pods differing in an unselected label decided differently: %s %+v vs %s %+v", web1, score1, web2, score2)
 	}
-	if n := distinctTerms(e.pl.caches.terms); n != 1 {
+	if n := distinctTerms(e.pl.caches.sums); n != 1 {
 		t.Errorf("%d distinct existing terms kept for one existing term, want 1", n)
 	}
 	if n := entriesOf(e.pl.caches.score); n != 1 {
@@ -184,7 +184,7 @@ func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 		}
 		return out, e.score(t, p)
 	}
-	entries := func() (int, int) { return distinctTerms(e.pl.caches.terms), entriesOf(e.pl.caches.score) }
+	entries := func() (int, int) { return distinctTerms(e.pl.caches.sums), entriesOf(e.pl.caches.score) }
 
 	a, aScore := run("a")
 	a2, a2Score := run("a2")
@@ -422,7 +422,7 @@ func BenchmarkInterleavedDeployments(b *testing.B) {
 
 // distinctTerms counts the distinct terms a term table holds (0 for
 // the pass-through).
-func distinctTerms(x aggregate.Terms) int {
+func distinctTerms(x aggregate.Sums) int {
 	if t, ok := x.(*aggregate.Table); ok {
 		return t.DistinctTerms()
 	}

@@ -19,7 +19,7 @@ func NewScanning(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feat
 func IndexEntries(p fwk.Plugin) int {
 	c := p.(*InterPodAffinity).caches
 	n := 0
-	for _, x := range []any{c.incoming, c.score, c.keys} {
+	for _, x := range []any{c.score, c.keys} {
 		if e, ok := x.(interface{ Entries() int }); ok {
 			n += e.Entries()
 		}

@@ -293,4 +293,176 @@ func termDomains(tt *termTable) map[string]map[string]int64 {
 	return out
 }
 
+// all is every node, in an order of the snapshot's own.
+func (w *world) all() []fwk.NodeInfo {
+	var list []fwk.NodeInfo
+	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
+		list = append(list, w.nodes[name])
+	}
+	w.g.R.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	return list
+}
+
+// incomingTerms draws an incoming pod's required terms and sorts them as
+// the plugin does (sortTerms): with the fast path, hostname-scoped
+// anti-affinity terms leave the counts, and affinity terms do as a group
+// when all are hostname-scoped.
+func (w *world) incomingTerms(fastPath bool) IncomingTerms {
+	p := at.Incoming(w.g.Pick(namespaces))
+	for range w.g.R.IntN(3) {
+		p.RequiredPodAffinity(w.term())
+	}
+	for range w.g.R.IntN(3) {
+		p.RequiredPodAntiAffinity(w.term())
+	}
+	pi, err := framework.NewPodInfo(p.Obj())
+	if err != nil {
+		// An invalid term: the plugin rejects the pod before counting.
+		return IncomingTerms{}
+	}
+	aff, anti := pi.GetRequiredAffinityTerms(), pi.GetRequiredAntiAffinityTerms()
+	if !fastPath {
+		return IncomingTerms{Affinity: aff, AntiAffinity: anti}
+	}
+	var ts IncomingTerms
+	if slices.ContainsFunc(aff, func(t fwk.AffinityTerm) bool { return t.TopologyKey != at.Host }) {
+		ts.Affinity = aff
+	} else {
+		ts.HostAffinity = aff
+	}
+	for _, t := range anti {
+		if t.TopologyKey != at.Host {
+			ts.AntiAffinity = append(ts.AntiAffinity, t)
+		}
+	}
+	return ts
+}
+
+// matchesAll is podaffinity.MatchesAll, restated: no terms match nothing.
+func matchesAll(ts []fwk.AffinityTerm, pod *v1.Pod) bool {
+	if len(ts) == 0 {
+		return false
+	}
+	for i := range ts {
+		if !ts[i].Matches(pod, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanIncoming is the scan the classes stand for (upstream's
+// getIncomingAffinityAntiAffinityCounts and
+// countMatchingHostScopedAffinityPodsGlobally): every pod of every node.
+func scanIncoming(nodes []fwk.NodeInfo, ts IncomingTerms) (aff, anti map[topology.Pair]int64, host int64) {
+	aff, anti = map[topology.Pair]int64{}, map[topology.Pair]int64{}
+	for _, ni := range nodes {
+		lbls := ni.Node().Labels
+		for _, p := range ni.GetPods() {
+			pod := p.GetPod()
+			if matchesAll(ts.Affinity, pod) {
+				for _, t := range ts.Affinity {
+					if v, ok := lbls[t.TopologyKey]; ok {
+						aff[topology.Pair{Key: t.TopologyKey, Value: v}]++
+					}
+				}
+			}
+			for _, t := range ts.AntiAffinity {
+				if v, ok := lbls[t.TopologyKey]; ok && t.Matches(pod, nil) {
+					anti[topology.Pair{Key: t.TopologyKey, Value: v}]++
+				}
+			}
+			if matchesAll(ts.HostAffinity, pod) {
+				host++
+			}
+		}
+	}
+	return aff, anti, host
+}
+
+// TestIncomingMatchesScan is the classes' invariant, over the histories
+// of TestExistingAntiMatchesScan: after each batch of changes the table's
+// counts for random incoming terms equal a scan of every pod of every
+// node. The topology keys are asked for in a random order over time, so
+// keys start being counted at any point of a history.
+func TestIncomingMatchesScan(t *testing.T) {
+	runs, seed := differentialRuns(t)
+	var compared, nonEmpty int
+	for run := range runs {
+		for _, fastPath := range []bool{false, true} {
+			s := seed + uint64(run)
+			w := &world{g: at.Gen{R: rand.New(rand.NewPCG(s, 11))}, nodes: map[string]*framework.NodeInfo{}}
+			for i := range 8 + w.g.R.IntN(25) {
+				w.addNode(fmt.Sprint("n", i))
+			}
+			table := &Table{}
+			// Every other history reads the nodes' labels through a
+			// topology view, as the plugin does, kept by a table of
+			// its own across the cycles.
+			var topo *topology.Table
+			if run%2 == 1 {
+				topo = &topology.Table{}
+				topo.Prime()
+			}
+			for cycle := range 30 {
+				for range w.g.R.IntN(4) {
+					w.change()
+				}
+				all := w.all()
+				var view *topology.View
+				if topo != nil {
+					view = topo.Sync(framework.NewCycleState(), all, []string{at.Zone, at.Host}, func([]int64, *topology.View) {})
+					if view == nil {
+						t.Fatal("the primed topology table made no view")
+					}
+				}
+				for range 3 {
+					ts := w.incomingTerms(fastPath)
+					got, ok := table.Incoming(framework.NewCycleState(), all, view, ts)
+					if !ok {
+						t.Fatalf("seed %d fast path %v cycle %d: the table did not answer", s, fastPath, cycle)
+					}
+					aff, anti, host := scanIncoming(all, ts)
+					if g := got.Affinity.ToMap(); !maps.Equal(g, aff) {
+						t.Fatalf("seed %d fast path %v cycle %d: affinity: table %v, scan %v", s, fastPath, cycle, g, aff)
+					}
+					if g := got.AntiAffinity.ToMap(); !maps.Equal(g, anti) {
+						t.Fatalf("seed %d fast path %v cycle %d: anti-affinity: table %v, scan %v", s, fastPath, cycle, g, anti)
+					}
+					if got.HostAffinity != host {
+						t.Fatalf("seed %d fast path %v cycle %d: host affinity: table %d, scan %d", s, fastPath, cycle, got.HostAffinity, host)
+					}
+					compared++
+					if len(aff)+len(anti) > 0 || host > 0 {
+						nonEmpty++
+					}
+				}
+			}
+			// The classes kept are those of the pods on the nodes.
+			all := w.all()
+			table.pods.sweep(all, nil)
+			classes := map[string]int64{}
+			for _, ni := range all {
+				for _, p := range ni.GetPods() {
+					classes[string(classID(nil, p.GetPod()))]++
+				}
+			}
+			kept := map[string]int64{}
+			for _, c := range table.pods.classes.list {
+				if table.pods.classes.byID[c.id] != c || table.pods.classes.list[c.pos] != c {
+					t.Fatal("class table out of step with its list")
+				}
+				kept[c.id] = c.pods
+			}
+			if !maps.Equal(kept, classes) {
+				t.Fatalf("seed %d fast path %v: the table keeps %d classes, the nodes hold %d", s, fastPath, len(kept), len(classes))
+			}
+		}
+	}
+	if nonEmpty == 0 || nonEmpty == compared {
+		t.Fatalf("%d of %d answers have counts: the histories do not exercise both", nonEmpty, compared)
+	}
+	t.Logf("%d answers compared, %d with counts", compared, nonEmpty)
+}
+
 var klogDiscard = klog.Background()

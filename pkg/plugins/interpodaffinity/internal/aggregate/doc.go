@@ -12,12 +12,20 @@
 // the nodes (comparing two integers per node), and the incoming pod is
 // matched against each distinct term once.
 //
-// Terms is what the plugin asks; Table keeps the terms, PassThrough keeps
-// nothing and never answers (the caller then scans, as upstream does).
+// Pods are kept the same way by class, their namespace and labels (all
+// the incoming pod's own terms read of a pod), each with its pods counted
+// per domain of the topology keys the terms asked for (a key is counted
+// from the first cycle that asks for it on).
 //
-// What is answered: ExistingAnti, the existing pods' required
-// anti-affinity counts that PreFilter gathers (the plugin's existingAntiOn
-// summed over a holder list), in the plugin's own count types.
+// Sums is what the plugin asks; Table keeps the terms and classes,
+// PassThrough keeps nothing and never answers (the caller then scans, as
+// upstream does).
+//
+// What is answered, in the plugin's own count types: ExistingAnti, the
+// existing pods' required anti-affinity counts that PreFilter gathers (the
+// plugin's existingAntiOn summed over a holder list), and Incoming, the
+// counts of the incoming pod's own required terms (matchesOn summed over
+// all nodes).
 //
 // Invariants: a node's record was computed from the NodeInfo's pods and
 // labels at the generation it holds (generations come from one
@@ -32,6 +40,11 @@
 // Memory: per listed node holding terms, a record with one part per
 // distinct term on it (a pointer, the node's value of the term's key and a
 // count); per distinct term, the parsed term and one count per domain it
-// is counted in. It grows with pods and domains, never with the incoming
-// pods seen.
+// is counted in. Per node with pods, a record with one part per class on
+// it and its labels of the counted keys; per class, its namespace and
+// labels and one count per domain of each counted key. It grows with
+// pods, domains and the topology keys ever asked for (a handful), never
+// with the incoming pods seen. Classes are as many as distinct label sets:
+// pods with a label of their own (a StatefulSet's pod name) make a class
+// each.
 package aggregate

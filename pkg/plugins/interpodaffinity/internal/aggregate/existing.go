@@ -26,8 +26,8 @@ type Incoming struct {
 	HostnameFastPath bool
 }
 
-// Terms answers cluster-wide sums over the existing pods' terms.
-type Terms interface {
+// Sums answers cluster-wide sums over the existing pods and their terms.
+type Sums interface {
 	// ExistingAnti is the plugin's existingAntiOn summed over holders:
 	// per domain of each term's key, the required anti-affinity terms of
 	// the holders' pods that select in.Pod, and (fast path) how many
@@ -37,9 +37,14 @@ type Terms interface {
 	// taken out of the sum. ok is false when the caller must scan
 	// instead; the sum is then nil. The sum is the caller's.
 	ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incoming) (sum *counts.ExistingAntiSum, ok bool)
+	// Incoming is the plugin's matchesOn summed over allNodes, every
+	// node of the cycle: the counts of the incoming pod's required
+	// terms. Labels are read through view (nil: from the nodes), whose
+	// strings the domains then hold. ok and the sum as for ExistingAnti.
+	Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topology.View, terms IncomingTerms) (sum *counts.IncomingSum, ok bool)
 }
 
-// PassThrough is the Terms that keeps nothing and never answers: every
+// PassThrough is the Sums that keeps nothing and never answers: every
 // cycle scans, as upstream's plugin does.
 type PassThrough struct{}
 
@@ -48,13 +53,27 @@ func (PassThrough) ExistingAnti(fwk.CycleState, []fwk.NodeInfo, Incoming) (*coun
 	return nil, false
 }
 
-// Table is the Terms that keeps the distinct terms across cycles.
-type Table struct {
-	// mu guards anti: cycles are sequential, but tests and the
-	// preemption's dry runs may call from several goroutines.
-	mu   sync.Mutex
-	anti records
+// Incoming never answers.
+func (PassThrough) Incoming(fwk.CycleState, []fwk.NodeInfo, *topology.View, IncomingTerms) (*counts.IncomingSum, bool) {
+	return nil, false
 }
+
+// Table is the Sums that keeps the distinct terms and the classes of
+// pods across cycles.
+type Table struct {
+	// mu guards anti and pods: cycles are sequential, but tests and the
+	// preemption's dry runs may call from several goroutines.
+	mu sync.Mutex
+	// anti: the holders' required anti-affinity terms.
+	anti records
+	// pods: every node's pods by class.
+	pods classRecords
+}
+
+// pgCycle reports a pod-group cycle, in which the table is neither read
+// nor changed: its members sit on the snapshot under their nodes' old
+// generations, and the table is valid again once they are forgotten.
+func pgCycle(cs fwk.CycleState) bool { return k8sline.PodGroupCycle(cs) }
 
 // ExistingAnti sweeps the holders' generations, then matches in.Pod
 // against each distinct term and adds up the domains of those that select
@@ -63,7 +82,7 @@ type Table struct {
 // is, and is valid again once the members are forgotten), nor for a list
 // it cannot record by node name.
 func (t *Table) ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incoming) (*counts.ExistingAntiSum, bool) {
-	if k8sline.PodGroupCycle(cs) {
+	if pgCycle(cs) {
 		return nil, false
 	}
 	t.mu.Lock()
@@ -88,6 +107,13 @@ func (t *Table) ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incom
 	}
 	sum.Seal()
 	return sum, true
+}
+
+// Classes counts the classes of pods the table holds.
+func (t *Table) Classes() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.pods.classes.list)
 }
 
 // DistinctTerms counts the distinct terms the table holds: what its

@@ -182,6 +182,15 @@ func (v *View) Col(key string) int {
 	return slices.Index(v.keys, key)
 }
 
+// Key is the view's own string for key (the same as Pair returns), or key
+// itself when v (nil: no view) does not copy it.
+func (v *View) Key(key string) string {
+	if i := v.Col(key); i >= 0 {
+		return v.keys[i]
+	}
+	return key
+}
+
 // Table is the Syncer that keeps the view across cycles.
 type Table struct {
 	mu sync.Mutex

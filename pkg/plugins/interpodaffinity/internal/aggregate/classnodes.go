@@ -1,0 +1,161 @@
+package aggregate
+
+// This file holds what each node contributes to the classes' counts and
+// the generation sweep over all nodes that keeps them current.
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
+)
+
+// classPart is what one node contributes to one class.
+type classPart struct {
+	class *podClass
+	n     int64
+}
+
+// label is a node's value of one counted key when its record was made.
+type label struct {
+	value string
+	ok    bool
+}
+
+// classRecord is a node's contribution to the classes as of its
+// generation.
+type classRecord struct {
+	gen   int64
+	seen  uint64
+	parts []classPart
+	// values are the node's labels of classTable.keys (same index).
+	values []label
+}
+
+// classRecords are the nodes' records by name, and what they add up to.
+type classRecords struct {
+	byName  map[string]*classRecord
+	classes classTable
+	sweeps  uint64
+	// scratch is reused for class encodings.
+	scratch []byte
+}
+
+// sweep is records.sweep for the classes: every pod of every node counts.
+// Labels are read through view (nil: from the nodes), so that the domains
+// counted hold the view's strings, which Filter looks them up by.
+func (r *classRecords) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
+	r.sweeps++
+	if r.byName == nil {
+		r.byName = make(map[string]*classRecord, len(nodes))
+	}
+	for _, ni := range nodes {
+		n := ni.Node()
+		if n == nil {
+			r.reset()
+			return false
+		}
+		rec := r.byName[n.Name]
+		if rec == nil {
+			rec = &classRecord{}
+			r.byName[n.Name] = rec
+		} else if rec.seen == r.sweeps {
+			r.reset()
+			return false
+		}
+		rec.seen = r.sweeps
+		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
+			r.recompute(rec, ni, view)
+		}
+	}
+	if len(r.byName) > len(nodes) {
+		for name, rec := range r.byName {
+			if rec.seen != r.sweeps {
+				r.releaseParts(rec.parts, rec.values)
+				delete(r.byName, name)
+			}
+		}
+	}
+	return true
+}
+
+// reset drops every record and class; the keys counted go too.
+func (r *classRecords) reset() {
+	*r = classRecords{sweeps: r.sweeps}
+}
+
+// recompute replaces rec's contribution with ni's current one, adding
+// the new parts before releasing the old (a class the node keeps keeps
+// its entry).
+func (r *classRecords) recompute(rec *classRecord, ni fwk.NodeInfo, view *topology.View) {
+	oldParts, oldValues := rec.parts, rec.values
+	rec.parts, rec.values, rec.gen = nil, nil, ni.GetGeneration()
+	for _, p := range ni.GetPods() {
+		pod := p.GetPod()
+		r.scratch = classID(r.scratch[:0], pod)
+		found := false
+		for i := range rec.parts {
+			if rec.parts[i].class.id == string(r.scratch) {
+				rec.parts[i].n++
+				found = true
+				break
+			}
+		}
+		if !found {
+			rec.parts = append(rec.parts, classPart{class: r.classes.ref(r.scratch, pod), n: 1})
+		}
+	}
+	if len(rec.parts) > 0 {
+		nt := topology.Of(view, ni)
+		rec.values = make([]label, len(r.classes.keys))
+		for i, k := range r.classes.keys {
+			_, v, ok := nt.Pair(k)
+			rec.values[i] = label{value: v, ok: ok}
+		}
+	}
+	r.applyParts(rec.parts, rec.values, 1)
+	r.releaseParts(oldParts, oldValues)
+}
+
+// applyParts adds (sign 1) or takes out (sign -1) parts counted on a node
+// with values.
+func (r *classRecords) applyParts(parts []classPart, values []label, sign int64) {
+	for _, p := range parts {
+		p.class.pods += sign * p.n
+		for i, l := range values {
+			if l.ok {
+				p.class.add(i, l.value, sign*p.n)
+			}
+		}
+	}
+}
+
+// releaseParts takes parts out and drops their references.
+func (r *classRecords) releaseParts(parts []classPart, values []label) {
+	r.applyParts(parts, values, -1)
+	for _, p := range parts {
+		r.classes.unref(p.class)
+	}
+}
+
+// count starts counting topology key k, reading each recorded node's
+// label from nodes, the list the records were just swept with (so each
+// NodeInfo is at its record's generation), through view as sweep does.
+func (r *classRecords) count(k string, nodes []fwk.NodeInfo, view *topology.View) int {
+	i := len(r.classes.keys)
+	r.classes.keys = append(r.classes.keys, k)
+	for _, ni := range nodes {
+		rec := r.byName[ni.Node().Name]
+		if len(rec.parts) == 0 {
+			continue
+		}
+		nt := topology.Of(view, ni)
+		_, v, ok := nt.Pair(k)
+		rec.values = append(rec.values, label{value: v, ok: ok})
+		if ok {
+			for _, p := range rec.parts {
+				p.class.add(i, v, p.n)
+			}
+		}
+	}
+	return i
+}

@@ -1,0 +1,78 @@
+package aggregate
+
+// This file answers the counts of the incoming pod's own required terms
+// from the classes.
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
+)
+
+// IncomingTerms are the incoming pod's required terms as the plugin sorted
+// them, namespace selectors resolved (they are matched with no namespace
+// labels).
+type IncomingTerms struct {
+	// Affinity terms count a pod matching all of them once in its
+	// node's domain of each; AntiAffinity terms each count the pods
+	// matching it in its own domains.
+	Affinity, AntiAffinity []fwk.AffinityTerm
+	// HostAffinity (hostname fast path) counts, wherever they are, the
+	// pods matching all of them.
+	HostAffinity []fwk.AffinityTerm
+}
+
+// Incoming sweeps all nodes' generations, then matches each class of
+// existing pods against the terms and adds up the domains of those that
+// count. It does not answer in a pod-group cycle, nor for a list it cannot
+// record by node name.
+func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topology.View, terms IncomingTerms) (*counts.IncomingSum, bool) {
+	if pgCycle(cs) {
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &t.pods
+	if !r.sweep(allNodes, view) {
+		return nil, false
+	}
+	// Each term's key, counted from now on if it was not.
+	keyOf := func(ts []fwk.AffinityTerm) []int {
+		idx := make([]int, len(ts))
+		for j := range ts {
+			i := r.classes.key(ts[j].TopologyKey)
+			if i < 0 {
+				i = r.count(ts[j].TopologyKey, allNodes, view)
+			}
+			idx[j] = i
+		}
+		return idx
+	}
+	affinityKeys, antiKeys := keyOf(terms.Affinity), keyOf(terms.AntiAffinity)
+	sum := counts.NewIncomingSum()
+	addDomains := func(c *counts.TopologyCounts, key string, domains map[string]int64) {
+		key = view.Key(key)
+		for value, n := range domains {
+			c.AddTo(topology.Pair{Key: key, Value: value}, n)
+		}
+	}
+	for _, c := range r.classes.list {
+		if podaffinity.MatchesAll(terms.Affinity, c.pod, nil) {
+			for j := range terms.Affinity {
+				addDomains(&sum.Affinity, terms.Affinity[j].TopologyKey, c.domainsOf(affinityKeys[j]))
+			}
+		}
+		for j := range terms.AntiAffinity {
+			if terms.AntiAffinity[j].Matches(c.pod, nil) {
+				addDomains(&sum.AntiAffinity, terms.AntiAffinity[j].TopologyKey, c.domainsOf(antiKeys[j]))
+			}
+		}
+		if podaffinity.MatchesAll(terms.HostAffinity, c.pod, nil) {
+			sum.HostAffinity += c.pods
+		}
+	}
+	sum.Seal()
+	return sum, true
+}

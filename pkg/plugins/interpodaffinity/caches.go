@@ -21,7 +21,6 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodeindex"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/podsummary"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/signature"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -62,14 +61,8 @@ func ownTopology(ni fwk.NodeInfo) nodeTopology { return topology.Of(nil, ni) }
 // implementation.
 type caches struct {
 	// sums keeps the existing pods' terms by distinct term and the pods
-	// by class, for the existing pods' anti-affinity counts and the
-	// counts of the incoming pod's required terms.
-	sums  aggregate.Sums
-	score nodeindex.Summer[nodeTally, *counts.ScoreSum]
-	// keys holds, per node list, what existing pods' terms read of an
-	// incoming pod (signature.TermInputs): the part of the signatures of
-	// existingAnti and score that the existing pods decide.
-	keys      nodeindex.Summer[signature.NodeTermInputs, *signature.TermInputs]
+	// by class, for PreFilter's and PreScore's cluster-wide sums.
+	sums      aggregate.Sums
 	topology  topology.Syncer
 	summaries podsummary.Syncer
 }
@@ -94,42 +87,15 @@ func newCaches(op string, fts feature.Features, opts options) *caches {
 	if !on {
 		return &caches{
 			sums:      aggregate.PassThrough{},
-			score:     nodeindex.PassThrough[nodeTally, *counts.ScoreSum]{Op: op},
-			keys:      nodeindex.PassThrough[signature.NodeTermInputs, *signature.TermInputs]{Op: op},
 			topology:  topology.PassThrough{},
 			summaries: podsummary.PassThrough{},
 		}
 	}
 	return &caches{
 		sums:      &aggregate.Table{},
-		score:     nodeindex.New[nodeTally, *counts.ScoreSum](op),
-		keys:      nodeindex.New[signature.NodeTermInputs, *signature.TermInputs](op),
 		topology:  &topology.Table{},
 		summaries: &podsummary.Table{},
 	}
-}
-
-// keyedSum is a sum of x's kind over nodes whose signature depends on
-// what the existing pods' terms of the listed nodes read of the incoming
-// pod (signature.TermInputs, kept in keys under list); sigOf encodes it
-// with the rest. When keys does not answer for the list (its first call,
-// or the caches are off) the signature cannot be known without a scan of
-// its own, so the sum is scanned without consulting x: a plugin that has
-// just started pays the one scan upstream pays. empty, if set, may tell
-// from the inputs that the sum has nothing in it; keyedSum then returns
-// the zero A (nil).
-func keyedSum[V, A any](ctx context.Context, cs fwk.CycleState, par fwk.Parallelizer, op string, nodes []fwk.NodeInfo, gens []int64,
-	keys nodeindex.Summer[signature.NodeTermInputs, *signature.TermInputs], list string, x nodeindex.Summer[V, A],
-	sigOf func(*signature.TermInputs) string, empty func(*signature.TermInputs) bool, ops nodeindex.Ops[V, A]) A {
-	inputs, ok := keys.Lookup(ctx, cs, par, list, nodes, gens, signature.SelectorKeys)
-	if !ok {
-		return nodeindex.Scan(ctx, par, op, nodes, ops)
-	}
-	if empty != nil && empty(inputs) {
-		var none A
-		return none
-	}
-	return x.Sum(ctx, cs, par, sigOf(inputs), nodes, gens, ops)
 }
 
 // filterCache is what a preFilterState keeps of the machinery: how its
@@ -389,22 +355,21 @@ type scoreWeights struct {
 // the weights, or nil when no domain has any. A node whose summary proves
 // that no pair on it scores is not looked at.
 func (pl *InterPodAffinity) scoreSums(ctx context.Context, cs fwk.CycleState, nodes []fwk.NodeInfo, hasPreferred bool, pi fwk.PodInfo, nsLabels labels.Set) *scoreWeights {
-	pod := pi.GetPod()
 	preferred, preferredAnti := pi.GetPreferredAffinityTerms(), pi.GetPreferredAntiAffinityTerms()
-	// A node's tally depends on its pods and labels and on the incoming
-	// pod: its preferred terms (namespaces resolved), what the existing
-	// pods' terms read of it (namespace, labels, namespace labels), and
-	// which of the node's pods are visited.
-	list := "nodes with pod affinity"
-	if hasPreferred {
-		list = "all nodes"
-	}
-	// sumOver returns the score sum over nodes, or nil when it is
-	// known to be empty; gens are the nodes' generations, if read, and
-	// view the topology view synced with them, if any (the nodes' labels
-	// are read through it; view is a parameter, never assigned, so the
-	// closure copies it instead of boxing a variable in every cycle).
+	// sumOver returns the score sum over nodes; gens are the nodes'
+	// generations, if read, and view the topology view synced with them,
+	// if any (the nodes' labels are read through it; view is a
+	// parameter, never assigned, so the closure copies it instead of
+	// boxing a variable in every cycle). The scored terms and classes of
+	// pods answer unless they are off or the cycle is a pod-group cycle;
+	// then the nodes are scanned, and a node whose summary proves that no
+	// pair on it scores is not looked at.
 	sumOver := func(gens []int64, view *topology.View) *counts.ScoreSum {
+		q := aggregate.ScoreQuery{Pod: pi.GetPod(), NamespaceLabels: nsLabels, Preferred: preferred, PreferredAnti: preferredAnti,
+			HardPodAffinityWeight: pl.args.hardPodAffinityWeight}
+		if sum, ok := pl.caches.sums.Score(cs, nodes, view, q); ok {
+			return sum
+		}
 		sq := pl.scoreQueries(ctx, cs, nodes, hasPreferred, pi)
 		onNode := func(i int, ni fwk.NodeInfo, reuse nodeTally) nodeTally {
 			if sq.Skips(gens, i, ni) {
@@ -414,20 +379,7 @@ func (pl *InterPodAffinity) scoreSums(ctx context.Context, cs fwk.CycleState, no
 			nt := topology.Of(view, ni)
 			return pl.tallyNode(ni, &nt, pi, nsLabels, hasPreferred, reuse)
 		}
-		return keyedSum(ctx, cs, pl.parallelizer, Name, nodes, gens, pl.caches.keys, list, pl.caches.score,
-			func(inputs *signature.TermInputs) string {
-				var sig signature.Signature
-				sig.Flag(hasPreferred)
-				sig.WeightedTerms(preferred)
-				sig.WeightedTerms(preferredAnti)
-				inputs.Encode(&sig, pod.Namespace, pod.Labels, nsLabels)
-				return sig.String()
-			},
-			func(inputs *signature.TermInputs) bool {
-				// Only existing pods' terms could score, and none of
-				// the listed pods has one that does.
-				return !hasPreferred && inputs.ScoringNodes == 0
-			}, counts.OpsOf(counts.NewScoreSum, onNode))
+		return nodeindex.Scan(ctx, pl.parallelizer, Name, nodes, counts.OpsOf(counts.NewScoreSum, onNode))
 	}
 	var sum *counts.ScoreSum
 	var view *topology.View
@@ -445,7 +397,14 @@ func (pl *InterPodAffinity) scoreSums(ctx context.Context, cs fwk.CycleState, no
 			sum = sumOver(gens, v)
 		})
 	} else {
-		sum = sumOver(nil, nil)
+		// The nodes with pods with affinity are not synced with the
+		// topology table; PreFilter's view of this cycle's nodes, if it
+		// made one, holds them all the same (a node not in it is read
+		// from the node).
+		if s, err := preFilterStateOf(cs); err == nil {
+			view = s.cache.topology
+		}
+		sum = sumOver(nil, view)
 	}
 	if sum == nil || sum.Len() == 0 {
 		return nil

@@ -28,9 +28,7 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/aggregate"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodeindex"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/podsummary"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/signature"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -55,11 +53,9 @@ func TestCachesOffArePassThrough(t *testing.T) {
 	} {
 		c := newCaches(Name, tc.fts, tc.opts)
 		passThrough := map[string]bool{}
-		for name, x := range map[string]any{"terms": c.sums, "score": c.score, "keys": c.keys, "topology": c.topology, "summaries": c.summaries} {
+		for name, x := range map[string]any{"sums": c.sums, "topology": c.topology, "summaries": c.summaries} {
 			switch x.(type) {
-			case aggregate.PassThrough,
-				nodeindex.PassThrough[nodeTally, *counts.ScoreSum], nodeindex.PassThrough[signature.NodeTermInputs, *signature.TermInputs],
-				topology.PassThrough, podsummary.PassThrough:
+			case aggregate.PassThrough, topology.PassThrough, podsummary.PassThrough:
 				passThrough[name] = true
 			}
 			if passThrough[name] != tc.off {
@@ -112,8 +108,9 @@ func TestPreFilterStateCopyOnWrite(t *testing.T) {
 
 // TestSignaturesIgnoreLabelsNoTermSelectsOn: pods that differ only in a
 // label no existing pod's term selects on (a StatefulSet pod's name,
-// scheduler_perf's per-pod signature label) share the index's entries,
-// while a label some term selects on splits them and is matched right.
+// scheduler_perf's per-pod signature label) are decided alike, and leave
+// nothing of their own in the caches of sums (which hold the existing
+// pods' terms), while a label some term selects on is matched right.
 func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
 	pods := []*v1.Pod{
 		placed("default", "guard", "n1").Label("app", "guard").
@@ -134,11 +131,8 @@ func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
 	if web1 != web2 || !cmp.Equal(score1, score2, cmp.AllowUnexported(scoreResult{})) {
 		t.Errorf("pods differing in an unselected label decided differently: %s %+v vs %s %+v", web1, score1, web2, score2)
 	}
-	if n := distinctTerms(e.pl.caches.sums); n != 1 {
-		t.Errorf("%d distinct existing terms kept for one existing term, want 1", n)
-	}
-	if n := entriesOf(e.pl.caches.score); n != 1 {
-		t.Errorf("%d score entries for two pods that differ only in an unselected label, want 1", n)
+	if n := distinctTerms(e.pl.caches.sums); n != 2 {
+		t.Errorf("%d distinct existing terms kept for the guard's two terms, want 2", n)
 	}
 
 	front, frontScore := run(incoming("default").Label("app", "api").Label("tier", "front").Obj())
@@ -155,11 +149,11 @@ func TestSignaturesIgnoreLabelsNoTermSelectsOn(t *testing.T) {
 
 // TestSignaturesIgnoreNamespacesNoTermReads: pods from namespaces that no
 // existing term lists, and whose labels agree on what the terms' namespace
-// selectors read, share the index's entries, though each namespace has a
+// selectors read, are decided alike, though each namespace has a
 // kubernetes.io/metadata.name label of its own (scheduler_perf's
-// *WithNSSelector workloads: pods from 100 namespaces). A namespace a term
-// lists by name, or one its selector tells apart, splits them and is
-// matched right.
+// *WithNSSelector workloads: pods from 100 namespaces), and the caches of
+// sums do not grow with them. A namespace a term lists by name, or one
+// its selector tells apart, is matched right.
 func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 	devops := sel("team", "devops")
 	web := tu.AffinityTerm(zone, sel("app", "web"))
@@ -184,7 +178,7 @@ func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 		}
 		return out, e.score(t, p)
 	}
-	entries := func() (int, int) { return distinctTerms(e.pl.caches.sums), entriesOf(e.pl.caches.score) }
+	entries := func() int { return distinctTerms(e.pl.caches.sums) }
 
 	a, aScore := run("a")
 	a2, a2Score := run("a2")
@@ -194,8 +188,8 @@ func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 	if want := scores(-5, -5, 0, 0); !cmp.Equal(want, aScore.raw) || !cmp.Equal(want, a2Score.raw) {
 		t.Errorf("team=devops namespaces: raw scores %v and %v, want %v", aScore.raw, a2Score.raw, want)
 	}
-	if anti, score := entries(); anti != 2 || score != 1 {
-		t.Errorf("two namespaces no term tells apart: %d distinct existing anti-affinity terms and %d score entries, want 2 and 1", anti, score)
+	if n := entries(); n != 3 {
+		t.Errorf("two namespaces no term tells apart: %d distinct existing terms, want 3 (the guard's two, the lister's one)", n)
 	}
 
 	b, bScore := run("b")
@@ -208,8 +202,8 @@ func TestSignaturesIgnoreNamespacesNoTermReads(t *testing.T) {
 	if qa, _ := run("qa"); qa != skip {
 		t.Errorf("namespace qa (unlisted, team=qa): PreFilter %s, want %s", qa, skip)
 	}
-	if anti, _ := entries(); anti != 2 {
-		t.Errorf("%d distinct existing anti-affinity terms after namespaces a, a2, b and qa, want 2: the table grows with the incoming pods", anti)
+	if n := entries(); n != 3 {
+		t.Errorf("%d distinct existing terms after namespaces a, a2, b and qa, want 3: the table grows with the incoming pods", n)
 	}
 }
 

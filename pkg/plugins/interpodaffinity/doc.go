@@ -27,18 +27,12 @@
 // storage (layered maps, lookups) is in internal/counts.
 //
 //	cache        package    keeps                key        invariant             switched off
-//	terms        aggregate  existing pods'       term,      a record holds while  aggregate.PassThrough:
-//	             (Table)    required anti-       node name, its node's generation every cycle scans
-//	                        affinity terms by    generation does; a term goes with (nodeindex.Scan)
-//	                        distinct term, with             its last record
-//	                        counts per domain
-//	incoming     nodeindex  each node's part     signature, a part holds while    nodeindex.PassThrough:
-//	score        (Index)    of a sum, and        node name, its node's generation every cycle scans
-//	                        the sum              generation does; a sum handed    (nodeindex.Scan)
-//	                                                        out never changes
-//	keys         nodeindex, per node list, what  the list   as above              nodeindex.PassThrough
-//	             signature  existing pods' terms
-//	                        read (TermInputs)
+//	sums         aggregate  existing pods'       term or    a record holds while  aggregate.PassThrough:
+//	             (Table)    terms by distinct    class,     its node's generation every cycle scans
+//	                        term, pods by class  node name, does; a term or class (nodeindex.Scan)
+//	                        (namespace, labels), generation goes with its last
+//	                        with counts per                 record
+//	                        domain
 //	topology     topology   the listed nodes'    NodeInfo,  a View handed out     topology.PassThrough:
 //	             (Table)    topology labels      generation never changes         labels from the nodes
 //	                        (View)
@@ -48,9 +42,10 @@
 //
 // A generation names one node's pods and labels: generations come from one
 // process-wide counter and change on every change the snapshot sees; 0
-// (hand-built NodeInfos) proves nothing. A contribution depends only on
-// the node and on what its signature encodes. AddPod and RemovePod copy
-// the counts they were handed before their first write.
+// (hand-built NodeInfos) proves nothing. A node's record depends only on
+// the node (its pods and labels); the incoming pod is matched against the
+// distinct terms and classes in each cycle. AddPod and RemovePod copy the
+// counts they were handed before their first write.
 //
 // Switching them off: options.noCaches (every cache its pass-through; the
 // tests' scanning plugin, NewScanning, which TestCachedMatchesScanned

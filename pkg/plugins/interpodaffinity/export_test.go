@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/aggregate"
 )
 
 // NewScanning is New with every cache off: each cycle scans, as upstream's
@@ -14,17 +16,14 @@ func NewScanning(ctx context.Context, obj runtime.Object, h fwk.Handle, fts feat
 	return newPlugin(ctx, obj, h, fts, options{noCaches: true})
 }
 
-// IndexEntries counts the entries a plugin built by New holds in its node
-// indexes, so that a test can tell that the caches were used at all.
+// IndexEntries counts what a plugin built by New holds in its caches of
+// sums (distinct existing terms and classes of pods), so that a test can
+// tell that the caches were used at all.
 func IndexEntries(p fwk.Plugin) int {
-	c := p.(*InterPodAffinity).caches
-	n := 0
-	for _, x := range []any{c.score, c.keys} {
-		if e, ok := x.(interface{ Entries() int }); ok {
-			n += e.Entries()
-		}
+	if t, ok := p.(*InterPodAffinity).caches.sums.(*aggregate.Table); ok {
+		return t.DistinctTerms() + t.Classes()
 	}
-	return n
+	return 0
 }
 
 // SummarySkips counts, among the nodes with pods, those that the pod

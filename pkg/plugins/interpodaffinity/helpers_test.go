@@ -71,7 +71,7 @@ func newEnv(t testing.TB, args runtime.Object, fts feature.Features, pods []*v1.
 // the caches' paths (admission has tests of its own: the plugin scans
 // until a signature recurs).
 func (c *caches) admitEverything() {
-	for _, x := range []any{c.sums, c.score, c.keys, c.topology, c.summaries} {
+	for _, x := range []any{c.sums, c.topology, c.summaries} {
 		if a, ok := x.(interface{ AdmitEverySignature() }); ok {
 			a.AdmitEverySignature()
 		}

@@ -90,11 +90,29 @@ func (w *world) pod(node string) *v1.Pod {
 	for range w.g.R.IntN(3) {
 		p.RequiredPodAntiAffinity(w.term())
 	}
+	if w.g.P(30) {
+		p.RequiredPodAffinity(w.term())
+	}
+	for range w.g.R.IntN(2) {
+		p.PreferredPodAffinity(tu.Weighted(w.weight(), w.term()))
+	}
+	for range w.g.R.IntN(2) {
+		p.PreferredPodAntiAffinity(tu.Weighted(w.weight(), w.term()))
+	}
 	obj := p.Obj()
 	if w.g.P(5) {
 		obj.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 	}
 	return obj
+}
+
+// weight is a preferred term's weight: upstream's range, and rarely the
+// int32 extremes, whose products with the sign wrap as the scan's do.
+func (w *world) weight() int32 {
+	if w.g.P(3) {
+		return w.g.R.Int32() | -1<<31
+	}
+	return 1 + w.g.R.Int32N(100)
 }
 
 // node is a node object with each topology label present or not.
@@ -268,8 +286,8 @@ func TestExistingAntiMatchesScan(t *testing.T) {
 			// pods and domains, not with history).
 			holders := w.holders(fastPath)
 			fresh := &Table{}
-			fresh.anti.sweep(holders)
-			table.anti.sweep(holders)
+			fresh.anti.sweep(holders, nil)
+			table.anti.sweep(holders, nil)
 			if kept, want := termDomains(&table.anti.terms), termDomains(&fresh.anti.terms); !maps.EqualFunc(kept, want, maps.Equal) {
 				t.Fatalf("seed %d fast path %v: the table keeps %d terms, a fresh one %d", s, fastPath, len(kept), len(want))
 			}
@@ -463,6 +481,158 @@ func TestIncomingMatchesScan(t *testing.T) {
 		t.Fatalf("%d of %d answers have counts: the histories do not exercise both", nonEmpty, compared)
 	}
 	t.Logf("%d answers compared, %d with counts", compared, nonEmpty)
+}
+
+// scoreQuery draws an incoming pod for PreScore and the nodes it sums
+// over: all nodes when it has preferred terms, otherwise those with pods
+// with affinity (ok false: its terms do not parse, PreScore fails first).
+func (w *world) scoreQuery() (ScoreQuery, []fwk.NodeInfo, bool) {
+	p := at.Incoming(w.g.Pick(namespaces))
+	for _, k := range []string{"app", "tier", "env"} {
+		if w.g.P(50) {
+			p.Label(k, w.g.Pick([]string{"a", "b", "c", "d", "e"}))
+		}
+	}
+	for range w.g.R.IntN(3) {
+		p.PreferredPodAffinity(tu.Weighted(w.weight(), w.term()))
+	}
+	for range w.g.R.IntN(2) {
+		p.PreferredPodAntiAffinity(tu.Weighted(w.weight(), w.term()))
+	}
+	pi, err := framework.NewPodInfo(p.Obj())
+	if err != nil {
+		return ScoreQuery{}, nil, false
+	}
+	q := ScoreQuery{Pod: pi.GetPod(), NamespaceLabels: w.nsLabels(), Preferred: pi.GetPreferredAffinityTerms(),
+		PreferredAnti: pi.GetPreferredAntiAffinityTerms(), HardPodAffinityWeight: int32(w.g.Pick([]string{"0", "1", "5"})[0] - '0')}
+	nodes := w.all()
+	if len(q.Preferred) == 0 && len(q.PreferredAnti) == 0 {
+		nodes = slices.DeleteFunc(nodes, func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithAffinity()) == 0 })
+	}
+	return q, nodes, true
+}
+
+// scanScore is the scan the scored terms and classes stand for (the
+// plugin's tallyNode, upstream's processExistingPod): per node a tally
+// with one entry per key that some pair weighed under, even to zero; a
+// domain is present when some node's tally has an entry for it.
+func scanScore(nodes []fwk.NodeInfo, q ScoreQuery) (weights map[topology.Pair]int64, present map[topology.Pair]bool) {
+	weights, present = map[topology.Pair]int64{}, map[topology.Pair]bool{}
+	preferred := len(q.Preferred) > 0 || len(q.PreferredAnti) > 0
+	for _, ni := range nodes {
+		lbls := ni.Node().Labels
+		add := func(key string, w int64) {
+			if v, ok := lbls[key]; ok {
+				p := topology.Pair{Key: key, Value: v}
+				weights[p] += w
+				present[p] = true
+			}
+		}
+		pods := ni.GetPodsWithAffinity()
+		if preferred {
+			pods = ni.GetPods()
+		}
+		for _, existing := range pods {
+			for _, t := range q.Preferred {
+				if t.Matches(existing.GetPod(), nil) {
+					add(t.TopologyKey, int64(t.Weight*1))
+				}
+			}
+			for _, t := range q.PreferredAnti {
+				if t.Matches(existing.GetPod(), nil) {
+					add(t.TopologyKey, int64(t.Weight*-1))
+				}
+			}
+			if q.HardPodAffinityWeight > 0 {
+				for _, t := range existing.GetRequiredAffinityTerms() {
+					if t.Matches(q.Pod, q.NamespaceLabels) {
+						add(t.TopologyKey, int64(q.HardPodAffinityWeight))
+					}
+				}
+			}
+			for _, t := range existing.GetPreferredAffinityTerms() {
+				if t.Matches(q.Pod, q.NamespaceLabels) {
+					add(t.TopologyKey, int64(t.Weight*1))
+				}
+			}
+			for _, t := range existing.GetPreferredAntiAffinityTerms() {
+				if t.Matches(q.Pod, q.NamespaceLabels) {
+					add(t.TopologyKey, int64(t.Weight*-1))
+				}
+			}
+		}
+	}
+	return weights, present
+}
+
+// TestScoreMatchesScan is the scored terms' and the classes' invariant
+// for PreScore, over the same histories: the table's weights per domain,
+// and which domains are present (also with weights cancelling to zero),
+// equal a scan's, for incoming pods with and without preferred terms
+// (whose node lists differ, alternating between cycles).
+func TestScoreMatchesScan(t *testing.T) {
+	runs, seed := differentialRuns(t)
+	var compared, nonEmpty, zeroPresent int
+	for run := range runs {
+		s := seed + uint64(run)
+		w := &world{g: at.Gen{R: rand.New(rand.NewPCG(s, 13))}, nodes: map[string]*framework.NodeInfo{}}
+		for i := range 8 + w.g.R.IntN(25) {
+			w.addNode(fmt.Sprint("n", i))
+		}
+		table := &Table{}
+		for cycle := range 30 {
+			for range w.g.R.IntN(4) {
+				w.change()
+			}
+			for range 3 {
+				q, nodes, ok := w.scoreQuery()
+				if !ok {
+					continue
+				}
+				got, ok := table.Score(framework.NewCycleState(), nodes, nil, q)
+				if !ok {
+					t.Fatalf("seed %d cycle %d: the table did not answer", s, cycle)
+				}
+				weights, present := scanScore(nodes, q)
+				gotWeights, gotPresent := map[topology.Pair]int64{}, map[topology.Pair]bool{}
+				for p, dw := range got.ToMap() {
+					gotPresent[p] = dw.Entries > 0
+					if dw.Weight != 0 {
+						gotWeights[p] = dw.Weight
+					}
+				}
+				for p, wt := range weights {
+					if wt == 0 {
+						delete(weights, p)
+						zeroPresent++
+					}
+				}
+				if !maps.Equal(gotWeights, weights) || !maps.Equal(gotPresent, present) {
+					t.Fatalf("seed %d cycle %d: table weights %v present %v, scan %v present %v", s, cycle, gotWeights, gotPresent, weights, present)
+				}
+				keys := map[string]bool{}
+				for _, kc := range got.Keys() {
+					keys[kc.Key] = true
+				}
+				for p := range present {
+					if !keys[p.Key] {
+						t.Fatalf("seed %d cycle %d: key %s of a present domain is not scored", s, cycle, p.Key)
+					}
+				}
+				if len(keys) > 0 && len(present) == 0 {
+					t.Fatalf("seed %d cycle %d: keys %v scored with no domain present", s, cycle, keys)
+				}
+				compared++
+				if len(present) > 0 {
+					nonEmpty++
+				}
+			}
+		}
+	}
+	if nonEmpty == 0 || nonEmpty == compared {
+		t.Fatalf("%d of %d answers have domains: the histories do not exercise both", nonEmpty, compared)
+	}
+	t.Logf("%d answers compared, %d with domains, %d domains present at weight 0", compared, nonEmpty, zeroPresent)
 }
 
 var klogDiscard = klog.Background()

@@ -23,9 +23,13 @@
 //
 // What is answered, in the plugin's own count types: ExistingAnti, the
 // existing pods' required anti-affinity counts that PreFilter gathers (the
-// plugin's existingAntiOn summed over a holder list), and Incoming, the
+// plugin's existingAntiOn summed over a holder list); Incoming, the
 // counts of the incoming pod's own required terms (matchesOn summed over
-// all nodes).
+// all nodes); Score, PreScore's weights per domain (tallyNode summed), from
+// the existing pods' scored terms (required affinity, weighed by
+// hardPodAffinityWeight, and preferred terms, each kind and weight a
+// distinct term of its own) and, for the incoming pod's preferred terms,
+// from the classes.
 //
 // Invariants: a node's record was computed from the NodeInfo's pods and
 // labels at the generation it holds (generations come from one

@@ -42,6 +42,11 @@ type Sums interface {
 	// terms. Labels are read through view (nil: from the nodes), whose
 	// strings the domains then hold. ok and the sum as for ExistingAnti.
 	Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topology.View, terms IncomingTerms) (sum *counts.IncomingSum, ok bool)
+	// Score is the plugin's tallyNode summed over nodes (all nodes when
+	// q has preferred terms, otherwise at least those with pods with
+	// affinity): PreScore's weights per domain. ok and the sum as for
+	// ExistingAnti; labels read as for Incoming.
+	Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.View, q ScoreQuery) (sum *counts.ScoreSum, ok bool)
 }
 
 // PassThrough is the Sums that keeps nothing and never answers: every
@@ -58,6 +63,11 @@ func (PassThrough) Incoming(fwk.CycleState, []fwk.NodeInfo, *topology.View, Inco
 	return nil, false
 }
 
+// Score never answers.
+func (PassThrough) Score(fwk.CycleState, []fwk.NodeInfo, *topology.View, ScoreQuery) (*counts.ScoreSum, bool) {
+	return nil, false
+}
+
 // Table is the Sums that keeps the distinct terms and the classes of
 // pods across cycles.
 type Table struct {
@@ -66,6 +76,8 @@ type Table struct {
 	mu sync.Mutex
 	// anti: the holders' required anti-affinity terms.
 	anti records
+	// score: the terms PreScore weighs, of the pods with affinity.
+	score records
 	// pods: every node's pods by class.
 	pods classRecords
 }
@@ -87,7 +99,7 @@ func (t *Table) ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incom
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.anti.sweep(holders) {
+	if !t.anti.sweep(holders, nil) {
 		return nil, false
 	}
 	sum := counts.NewExistingAntiSum()
@@ -121,5 +133,5 @@ func (t *Table) Classes() int {
 func (t *Table) DistinctTerms() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.anti.terms.list)
+	return len(t.anti.terms.list) + len(t.score.terms.list)
 }

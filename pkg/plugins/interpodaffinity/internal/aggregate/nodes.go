@@ -5,6 +5,8 @@ package aggregate
 
 import (
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
 // part is what one node contributes to one distinct term.
@@ -33,8 +35,13 @@ type nodeRecord struct {
 
 // records are the nodes' records by name, and what they add up to.
 type records struct {
-	byName map[string]*nodeRecord
-	terms  termTable
+	// scoring: the records hold the terms PreScore weighs (required
+	// affinity, preferred affinity and anti-affinity, of the pods with
+	// affinity); otherwise the required anti-affinity terms of the pods
+	// with such.
+	scoring bool
+	byName  map[string]*nodeRecord
+	terms   termTable
 	// hostNodes counts the records with hostScoped set.
 	hostNodes int64
 	// sweeps numbers the sweeps, for nodeRecord.seen.
@@ -43,10 +50,11 @@ type records struct {
 
 // sweep brings the records in line with nodes: a node whose generation
 // moved (or is 0, which proves nothing) is recomputed, a recorded node no
-// longer listed is taken out. It reports false, having dropped every
-// record, when nodes cannot be recorded by name (a NodeInfo without a
-// node, or a name listed twice); the caller then scans.
-func (r *records) sweep(nodes []fwk.NodeInfo) bool {
+// longer listed is taken out. Labels are read through view (nil: from the
+// nodes). It reports false, having dropped every record, when nodes
+// cannot be recorded by name (a NodeInfo without a node, or a name listed
+// twice); the caller then scans.
+func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 	r.sweeps++
 	if r.byName == nil {
 		r.byName = make(map[string]*nodeRecord, len(nodes))
@@ -67,7 +75,7 @@ func (r *records) sweep(nodes []fwk.NodeInfo) bool {
 		}
 		rec.seen = r.sweeps
 		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
-			r.recompute(rec, ni)
+			r.recompute(rec, ni, view)
 		}
 	}
 	if len(r.byName) > len(nodes) {
@@ -85,20 +93,34 @@ func (r *records) sweep(nodes []fwk.NodeInfo) bool {
 
 // reset drops every record and term.
 func (r *records) reset() {
-	*r = records{sweeps: r.sweeps}
+	*r = records{sweeps: r.sweeps, scoring: r.scoring}
 }
 
 // recompute replaces rec's contribution with ni's current one. The new
 // parts are added before the old are released, so that a term the node
 // keeps keeps its entry.
-func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo) {
+func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo, view *topology.View) {
 	old, oldHost := rec.parts, rec.hostScoped
 	rec.parts, rec.hostScoped, rec.gen = nil, false, ni.GetGeneration()
-	nodeLabels := ni.Node().Labels
-	for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
-		terms := p.GetRequiredAntiAffinityTerms()
-		for i := range terms {
-			rec.add(&r.terms, terms[i], nodeLabels)
+	nt := topology.Of(view, ni)
+	add := func(k termKind, w int32, t fwk.AffinityTerm) { rec.add(&r.terms, k, w, t, &nt) }
+	if r.scoring {
+		for _, p := range ni.GetPodsWithAffinity() {
+			for _, t := range p.GetRequiredAffinityTerms() {
+				add(requiredAffinity, 0, t)
+			}
+			for _, t := range p.GetPreferredAffinityTerms() {
+				add(preferredAffinity, t.Weight, t.AffinityTerm)
+			}
+			for _, t := range p.GetPreferredAntiAffinityTerms() {
+				add(preferredAnti, t.Weight, t.AffinityTerm)
+			}
+		}
+	} else {
+		for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
+			for _, t := range p.GetRequiredAntiAffinityTerms() {
+				add(requiredAnti, 0, t)
+			}
 		}
 	}
 	for i := range rec.parts {
@@ -115,17 +137,18 @@ func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo) {
 	r.releaseParts(old, oldHost)
 }
 
-// add counts one occurrence of t in rec's parts.
-func (rec *nodeRecord) add(tt *termTable, t fwk.AffinityTerm, nodeLabels map[string]string) {
-	id := termID(t)
+// add counts one occurrence of t (kind k, weight w) in rec's parts, on a
+// node whose labels nt reads.
+func (rec *nodeRecord) add(tt *termTable, k termKind, w int32, t fwk.AffinityTerm, nt *topology.Node) {
+	id := termID(k, w, t)
 	for i := range rec.parts {
 		if rec.parts[i].term.id == id {
 			rec.parts[i].n++
 			return
 		}
 	}
-	e := tt.ref(id, t)
-	v, ok := nodeLabels[t.TopologyKey]
+	e := tt.ref(id, k, w, t)
+	_, v, ok := nt.Pair(t.TopologyKey)
 	rec.parts = append(rec.parts, part{term: e, value: v, labelled: ok, n: 1})
 }
 

@@ -5,17 +5,37 @@ package aggregate
 // with its counts per domain of its key.
 
 import (
+	"encoding/binary"
+
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/signature"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
+// termKind says what a term does, and with it how it weighs.
+type termKind uint8
+
+const (
+	// requiredAnti: a required anti-affinity term, which filters.
+	requiredAnti termKind = iota
+	// requiredAffinity: a required affinity term, scored by the
+	// plugin's hardPodAffinityWeight.
+	requiredAffinity
+	// preferredAffinity and preferredAnti: preferred terms, scored by
+	// their weight, positive and negative.
+	preferredAffinity
+	preferredAnti
+)
+
 // termEntry is one distinct term and its counts.
 type termEntry struct {
-	// id is the term's encoding (signature.Signature.Terms): two terms
-	// with the same id match every pod alike and count under one key.
-	id string
+	// id is the term's encoding (signature.Signature.Terms) with its kind
+	// and weight: two terms with the same id match every pod alike,
+	// weigh alike and count under one key.
+	id     string
+	kind   termKind
+	weight int32
 	// term is the first of the equal terms seen; Matches on it is
 	// Matches on any of them.
 	term       fwk.AffinityTerm
@@ -38,22 +58,24 @@ type termTable struct {
 	list []*termEntry
 }
 
-// termID encodes t so that equal terms, and only they, encode alike.
-func termID(t fwk.AffinityTerm) string {
+// termID encodes t of kind k and weight w so that equal terms, and only
+// they, encode alike.
+func termID(k termKind, w int32, t fwk.AffinityTerm) string {
 	var sig signature.Signature
 	sig.Terms([]fwk.AffinityTerm{t})
-	return sig.String()
+	b := binary.AppendVarint([]byte{byte(k)}, int64(w))
+	return string(b) + sig.String()
 }
 
-// ref returns the entry of t, whose termID is id, made if new, with one
-// more reference.
-func (tt *termTable) ref(id string, t fwk.AffinityTerm) *termEntry {
+// ref returns the entry of t of kind k and weight w, whose termID is id,
+// made if new, with one more reference.
+func (tt *termTable) ref(id string, k termKind, w int32, t fwk.AffinityTerm) *termEntry {
 	e := tt.byID[id]
 	if e == nil {
 		if tt.byID == nil {
 			tt.byID = map[string]*termEntry{}
 		}
-		e = &termEntry{id: id, term: t, hostScoped: topology.HostScoped(t), pos: len(tt.list), domains: map[string]int64{}}
+		e = &termEntry{id: id, kind: k, weight: w, term: t, hostScoped: topology.HostScoped(t), pos: len(tt.list), domains: map[string]int64{}}
 		tt.byID[id] = e
 		tt.list = append(tt.list, e)
 	}

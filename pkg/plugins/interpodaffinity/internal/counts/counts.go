@@ -309,6 +309,20 @@ func (s *ScoreSum) Apply(t NodeTally, sign int64) {
 	}
 }
 
+// AddTo adds weight and entries to domain p, as entries tally entries
+// (the same node's or others') of the domain whose weights sum to weight
+// would: the domain stays while it has entries, whatever its weight.
+func (s *ScoreSum) AddTo(p topology.Pair, weight, entries int64) {
+	w, had := s.domains.Get(p)
+	w.Weight += weight
+	w.Entries += entries
+	if w.Entries == 0 {
+		w = DomainWeight{}
+	}
+	s.domains.Update(p, w, had)
+	s.keys.Add(p.Key, entries)
+}
+
 // Merge adds src, a sum of tallies, into s: weights and entries add up
 // per domain, and each entry of src counts for its key as it did there.
 func (s *ScoreSum) Merge(src *ScoreSum) {

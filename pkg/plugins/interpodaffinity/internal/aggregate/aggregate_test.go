@@ -32,10 +32,10 @@ type world struct {
 	made int
 }
 
-var (
-	namespaces = []string{"ns1", "ns2", "ns3"}
-	zones      = []string{"z1", "z2", "z3"}
-)
+// The namespaces pods and terms are drawn from, and the zones.
+func namespacesOf() []string { return []string{"ns1", "ns2", "ns3"} }
+
+func zonesOf() []string { return []string{"z1", "z2", "z3"} }
 
 // nsLabels draws a namespace's labels: nil (unknown namespace) or a few
 // of the generator's keys, so that namespace selectors often match.
@@ -61,11 +61,11 @@ func (w *world) term() v1.PodAffinityTerm {
 	t := tu.AffinityTerm(key, w.g.Selector())
 	switch x := w.g.R.IntN(10); {
 	case x < 2:
-		t = tu.InNamespaces(t, w.g.Pick(namespaces))
+		t = tu.InNamespaces(t, w.g.Pick(namespacesOf()))
 	case x < 4:
 		t = tu.WithNamespaceSelector(t, w.g.Selector())
 	case x < 5:
-		t = tu.WithNamespaceSelector(tu.InNamespaces(t, w.g.Pick(namespaces)), &metav1.LabelSelector{})
+		t = tu.WithNamespaceSelector(tu.InNamespaces(t, w.g.Pick(namespacesOf())), &metav1.LabelSelector{})
 	}
 	if w.g.P(3) {
 		t.LabelSelector = tu.Selector(nil, tu.SelectorExpr("app", metav1.LabelSelectorOpIn))
@@ -78,9 +78,9 @@ func (w *world) term() v1.PodAffinityTerm {
 // equals another's, as a Deployment's pods do).
 func (w *world) pod(node string) *v1.Pod {
 	w.made++
-	p := at.Placed(w.g.Pick(namespaces), "p"+strconv.Itoa(w.made), node)
+	p := at.Placed(w.g.Pick(namespacesOf()), "p"+strconv.Itoa(w.made), node)
 	if node == "" {
-		p = at.Incoming(w.g.Pick(namespaces))
+		p = at.Incoming(w.g.Pick(namespacesOf()))
 	}
 	for _, k := range []string{"app", "tier", "env", "hash"} {
 		if w.g.P(45) {
@@ -122,7 +122,7 @@ func (w *world) node(name string) *v1.Node {
 		n.Label(at.Host, name)
 	}
 	if w.g.P(80) {
-		n.Label(at.Zone, w.g.Pick(zones))
+		n.Label(at.Zone, w.g.Pick(zonesOf()))
 	}
 	if w.g.P(40) {
 		n.Label(at.Rack, w.g.Pick([]string{"r1", "r2"}))
@@ -153,7 +153,7 @@ func (w *world) change() {
 		ni.AddPod(w.pod(name))
 	case x < 70:
 		if pods := ni.GetPods(); len(pods) > 0 {
-			if err := ni.RemovePod(klogDiscard, pods[w.g.R.IntN(len(pods))].GetPod()); err != nil {
+			if err := ni.RemovePod(klog.Background(), pods[w.g.R.IntN(len(pods))].GetPod()); err != nil {
 				panic(err)
 			}
 		}
@@ -326,7 +326,7 @@ func (w *world) all() []fwk.NodeInfo {
 // anti-affinity terms leave the counts, and affinity terms do as a group
 // when all are hostname-scoped.
 func (w *world) incomingTerms(fastPath bool) IncomingTerms {
-	p := at.Incoming(w.g.Pick(namespaces))
+	p := at.Incoming(w.g.Pick(namespacesOf()))
 	for range w.g.R.IntN(3) {
 		p.RequiredPodAffinity(w.term())
 	}
@@ -487,7 +487,7 @@ func TestIncomingMatchesScan(t *testing.T) {
 // over: all nodes when it has preferred terms, otherwise those with pods
 // with affinity (ok false: its terms do not parse, PreScore fails first).
 func (w *world) scoreQuery() (ScoreQuery, []fwk.NodeInfo, bool) {
-	p := at.Incoming(w.g.Pick(namespaces))
+	p := at.Incoming(w.g.Pick(namespacesOf()))
 	for _, k := range []string{"app", "tier", "env"} {
 		if w.g.P(50) {
 			p.Label(k, w.g.Pick([]string{"a", "b", "c", "d", "e"}))
@@ -634,5 +634,3 @@ func TestScoreMatchesScan(t *testing.T) {
 	}
 	t.Logf("%d answers compared, %d with domains, %d domains present at weight 0", compared, nonEmpty, zeroPresent)
 }
-
-var klogDiscard = klog.Background()

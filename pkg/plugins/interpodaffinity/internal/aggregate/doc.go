@@ -31,6 +31,13 @@
 // distinct term of its own) and, for the incoming pod's preferred terms,
 // from the classes.
 //
+// What a cycle costs: one pass over the listed nodes comparing two
+// integers each (the sweep); the records of the nodes that changed since
+// (usually the one the last pod was bound to); one Matches per distinct
+// term, and per class and incoming term; and the domains of what matched,
+// which is the answer's own size. Classes are at most as many as pods, so
+// matching them never costs more than the scan's matching of every pod.
+//
 // Invariants: a node's record was computed from the NodeInfo's pods and
 // labels at the generation it holds (generations come from one
 // process-wide counter; 0 proves nothing, so such a node is recomputed

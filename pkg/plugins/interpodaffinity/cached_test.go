@@ -11,11 +11,14 @@ import (
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -36,7 +39,22 @@ import (
 // nominated pods added to a clone of the state), PreScore, Score and
 // NormalizeScore must agree. The caches may change how long a cycle takes,
 // never what it decides.
-func TestCachedMatchesScanned(t *testing.T) {
+func TestCachedMatchesScanned(t *testing.T) { replaySequences(t, false) }
+
+// TestCachedMatchesScannedHostnameFastPath is TestCachedMatchesScanned with
+// gate InterPodAffinityHostnameFastPath on, process-wide (the snapshot's
+// list of nodes with non-hostname-scoped anti-affinity follows it) and in
+// both plugins: the caches' answers then leave hostname-scoped terms to
+// Filter and count the nodes holding them, across cycles as the holders
+// come and go.
+func TestCachedMatchesScannedHostnameFastPath(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.InterPodAffinityHostnameFastPath, true)
+	replaySequences(t, true)
+}
+
+// replaySequences replays the sequences of TestCachedMatchesScanned, with
+// the hostname fast path in both plugins if fastPath.
+func replaySequences(t *testing.T, fastPath bool) {
 	schedmetrics.Register() // Parallelizer.Until reports a metric
 	n := uint64(40)
 	if testing.Short() {
@@ -46,7 +64,7 @@ func TestCachedMatchesScanned(t *testing.T) {
 	for _, interleaved := range []bool{false, true} {
 		for i := range n {
 			seq := equivalence.GenerateSequence(1, i, equivalence.SequenceOptions{Steps: 150, Interleaved: interleaved})
-			r := newReplay(t, seq)
+			r := newReplay(t, seq, fastPath)
 			if r == nil {
 				continue
 			}
@@ -88,7 +106,7 @@ type replay struct {
 	skipped, computed int
 }
 
-func newReplay(t *testing.T, seq *equivalence.Sequence) *replay {
+func newReplay(t *testing.T, seq *equivalence.Sequence, fastPath bool) *replay {
 	t.Helper()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	t.Cleanup(cancel)
@@ -111,7 +129,8 @@ func newReplay(t *testing.T, seq *equivalence.Sequence) *replay {
 		}
 		args = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
 	}
-	fts := feature.Features{EnableInPlacePodVerticalScalingSchedulerPreemption: seq.Gates.InPlacePodVerticalScalingSchedulerPreemption}
+	fts := feature.Features{EnableInPlacePodVerticalScalingSchedulerPreemption: seq.Gates.InPlacePodVerticalScalingSchedulerPreemption,
+		EnableInterPodAffinityHostnameFastPath: fastPath}
 	cached, errCached := interpodaffinity.New(ctx, args, h, fts)
 	scanned, errScanned := interpodaffinity.NewScanning(ctx, args, h, fts)
 	if fmt.Sprint(errCached) != fmt.Sprint(errScanned) {

@@ -280,13 +280,17 @@ type ScoreSum struct {
 	// domains is layered: the index patches a fork of a sum it has
 	// handed out, which costs a fraction of copying a domain per node.
 	domains layered[topology.Pair, DomainWeight]
-	// keys counts the tally entries of each topology key.
+	// keys counts the entries of each topology key (as DomainWeight).
 	keys KeyTally
 }
 
 type DomainWeight struct {
 	Weight int64
-	// entries: how many node tallies have an entry for the domain.
+	// Entries is positive while something weighed the domain, even to a
+	// zero weight, and only then: a sum of node tallies counts the
+	// tallies with an entry for the domain, a sum built by AddTo (package
+	// aggregate) the (incoming, existing) pairs. Only whether it is
+	// positive decides anything.
 	Entries int64
 }
 
@@ -341,7 +345,8 @@ func (s *ScoreSum) Clone() *ScoreSum {
 
 func (s *ScoreSum) Seal() { s.domains.Seal() }
 
-// Keys counts the tally entries of each topology key.
+// Keys counts the entries of each topology key (as DomainWeight); a key
+// is in it while some domain of it is.
 func (s *ScoreSum) Keys() KeyTally { return s.keys }
 
 // Len is the number of domains present.

@@ -183,9 +183,17 @@ func (w *world) holders(fastPath bool) []fwk.NodeInfo {
 			}
 		}
 	}
-	// The snapshot's order is its own; the table must not care.
-	w.g.R.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	w.reorder(list)
 	return list
+}
+
+// reorder shuffles a list now and then: the snapshot keeps its order
+// between cycles, which lets the table sweep by position, but the table
+// must not depend on it.
+func (w *world) reorder(list []fwk.NodeInfo) {
+	if w.g.P(30) {
+		w.g.R.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	}
 }
 
 // scanExistingAnti is the scan the table stands for (upstream's
@@ -317,7 +325,7 @@ func (w *world) all() []fwk.NodeInfo {
 	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
 		list = append(list, w.nodes[name])
 	}
-	w.g.R.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	w.reorder(list)
 	return list
 }
 

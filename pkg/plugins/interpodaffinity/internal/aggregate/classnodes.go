@@ -24,6 +24,7 @@ type label struct {
 // classRecord is a node's contribution to the classes as of its
 // generation.
 type classRecord struct {
+	name  string
 	gen   int64
 	seen  uint64
 	parts []classPart
@@ -38,17 +39,23 @@ type classRecords struct {
 	sweeps  uint64
 	// scratch is reused for class encodings.
 	scratch []byte
+	// last is the list last swept.
+	last order[classRecord]
 }
 
 // sweep is records.sweep for the classes: every pod of every node counts.
 // Labels are read through view (nil: from the nodes), so that the domains
 // counted hold the view's strings, which Filter looks them up by.
 func (r *classRecords) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
+	if r.last.same(nodes) && r.sweepInOrder(nodes, view) {
+		return true
+	}
 	r.sweeps++
 	if r.byName == nil {
 		r.byName = make(map[string]*classRecord, len(nodes))
 	}
-	for _, ni := range nodes {
+	recs := make([]*classRecord, len(nodes))
+	for i, ni := range nodes {
 		n := ni.Node()
 		if n == nil {
 			r.reset()
@@ -56,13 +63,14 @@ func (r *classRecords) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		}
 		rec := r.byName[n.Name]
 		if rec == nil {
-			rec = &classRecord{}
+			rec = &classRecord{name: n.Name}
 			r.byName[n.Name] = rec
 		} else if rec.seen == r.sweeps {
 			r.reset()
 			return false
 		}
 		rec.seen = r.sweeps
+		recs[i] = rec
 		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
 			r.recompute(rec, ni, view)
 		}
@@ -73,6 +81,21 @@ func (r *classRecords) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 				r.releaseParts(rec.parts, rec.values)
 				delete(r.byName, name)
 			}
+		}
+	}
+	r.last.remember(nodes, recs)
+	return true
+}
+
+// sweepInOrder is records.sweepInOrder for the classes.
+func (r *classRecords) sweepInOrder(nodes []fwk.NodeInfo, view *topology.View) bool {
+	for i, ni := range nodes {
+		rec := r.last.recs[i]
+		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
+			if n := ni.Node(); n == nil || n.Name != rec.name {
+				return false
+			}
+			r.recompute(rec, ni, view)
 		}
 	}
 	return true

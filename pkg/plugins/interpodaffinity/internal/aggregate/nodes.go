@@ -23,7 +23,8 @@ type part struct {
 
 // nodeRecord is a node's contribution as of its generation.
 type nodeRecord struct {
-	gen int64
+	name string
+	gen  int64
 	// seen is the sweep that last listed the node.
 	seen  uint64
 	parts []part
@@ -46,6 +47,8 @@ type records struct {
 	hostNodes int64
 	// sweeps numbers the sweeps, for nodeRecord.seen.
 	sweeps uint64
+	// last is the list last swept.
+	last order[nodeRecord]
 }
 
 // sweep brings the records in line with nodes: a node whose generation
@@ -55,11 +58,15 @@ type records struct {
 // cannot be recorded by name (a NodeInfo without a node, or a name listed
 // twice); the caller then scans.
 func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
+	if r.last.same(nodes) && r.sweepInOrder(nodes, view) {
+		return true
+	}
 	r.sweeps++
 	if r.byName == nil {
 		r.byName = make(map[string]*nodeRecord, len(nodes))
 	}
-	for _, ni := range nodes {
+	recs := make([]*nodeRecord, len(nodes))
+	for i, ni := range nodes {
 		n := ni.Node()
 		if n == nil {
 			r.reset()
@@ -67,13 +74,14 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		}
 		rec := r.byName[n.Name]
 		if rec == nil {
-			rec = &nodeRecord{}
+			rec = &nodeRecord{name: n.Name}
 			r.byName[n.Name] = rec
 		} else if rec.seen == r.sweeps {
 			r.reset()
 			return false
 		}
 		rec.seen = r.sweeps
+		recs[i] = rec
 		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
 			r.recompute(rec, ni, view)
 		}
@@ -86,6 +94,24 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 				r.release(rec)
 				delete(r.byName, name)
 			}
+		}
+	}
+	r.last.remember(nodes, recs)
+	return true
+}
+
+// sweepInOrder is sweep for the list last swept: each position's record
+// is recomputed if its node's generation moved. It reports false when a
+// node that moved no longer has its record's name (the caller then sweeps
+// by name, which recomputes what is still out of date).
+func (r *records) sweepInOrder(nodes []fwk.NodeInfo, view *topology.View) bool {
+	for i, ni := range nodes {
+		rec := r.last.recs[i]
+		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
+			if n := ni.Node(); n == nil || n.Name != rec.name {
+				return false
+			}
+			r.recompute(rec, ni, view)
 		}
 	}
 	return true

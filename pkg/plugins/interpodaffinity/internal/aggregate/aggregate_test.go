@@ -422,6 +422,10 @@ func TestIncomingMatchesScan(t *testing.T) {
 				w.addNode(fmt.Sprint("n", i))
 			}
 			table := &Table{}
+			// Some histories count at most one or two topology keys
+			// for the classes: the three keys the terms use evict
+			// one another all the time.
+			table.pods.classes.maxKeys = run % 3
 			// Every other history reads the nodes' labels through a
 			// topology view, as the plugin does, kept by a table of
 			// its own across the cycles.
@@ -447,6 +451,13 @@ func TestIncomingMatchesScan(t *testing.T) {
 					got, ok := table.Incoming(framework.NewCycleState(), all, view, ts)
 					if !ok {
 						t.Fatalf("seed %d fast path %v cycle %d: the table did not answer", s, fastPath, cycle)
+					}
+					asked := map[string]bool{}
+					for _, t := range slices.Concat(ts.Affinity, ts.AntiAffinity) {
+						asked[t.TopologyKey] = true
+					}
+					if n, bound := len(table.pods.classes.keys), table.pods.classes.bound(); n > max(bound, len(asked)) {
+						t.Fatalf("seed %d cycle %d: %d keys counted, bound %d, %d asked for", s, cycle, n, bound, len(asked))
 					}
 					aff, anti, host := scanIncoming(all, ts)
 					if g := got.Affinity.ToMap(); !maps.Equal(g, aff) {
@@ -588,6 +599,7 @@ func TestScoreMatchesScan(t *testing.T) {
 			w.addNode(fmt.Sprint("n", i))
 		}
 		table := &Table{}
+		table.pods.classes.maxKeys = run % 3
 		for cycle := range 30 {
 			for range w.g.R.IntN(4) {
 				w.change()

@@ -32,14 +32,25 @@ type podClass struct {
 	domains []map[string]int64
 }
 
+// maxCountedKeys bounds the topology keys counted for the classes: each
+// costs a count per domain per class and a label per node record, and
+// the keys asked for come from the incoming pods, any of which may bring
+// keys of its own. Terms use a key or two (hostname, zone); the key least
+// recently asked for makes room.
+const maxCountedKeys = 8
+
 // classTable holds the classes and the topology keys counted for them.
 type classTable struct {
 	byID map[string]*podClass
 	list []*podClass
-	// keys are the topology keys counted, in the order they were first
-	// asked for; their index is the one of podClass.domains and of
-	// classRecord.values.
-	keys []string
+	// keys are the topology keys counted; their index is the one of
+	// podClass.domains and of classRecord.values. lastUse is each key's
+	// last query (clock counts the queries).
+	keys    []string
+	lastUse []uint64
+	clock   uint64
+	// maxKeys, if set, replaces maxCountedKeys (tests of eviction).
+	maxKeys int
 }
 
 // classID encodes a pod's namespace and labels so that pods of one class,
@@ -93,6 +104,26 @@ func (ct *classTable) unref(c *podClass) {
 
 // key returns the index of topology key k, or -1 when it is not counted.
 func (ct *classTable) key(k string) int { return slices.Index(ct.keys, k) }
+
+// bound is how many keys are kept counted between queries.
+func (ct *classTable) bound() int {
+	if ct.maxKeys > 0 {
+		return ct.maxKeys
+	}
+	return maxCountedKeys
+}
+
+// leastRecentlyUsed is the key index asked for longest ago, or -1 when
+// every key was asked for by the current query.
+func (ct *classTable) leastRecentlyUsed() int {
+	j := -1
+	for i, u := range ct.lastUse {
+		if u < ct.clock && (j < 0 || u < ct.lastUse[j]) {
+			j = i
+		}
+	}
+	return j
+}
 
 // add adds n pods to c's domain value of key index i.
 func (c *podClass) add(i int, value string, n int64) {

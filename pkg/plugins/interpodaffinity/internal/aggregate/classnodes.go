@@ -4,10 +4,63 @@ package aggregate
 // the generation sweep over all nodes that keeps them current.
 
 import (
+	"slices"
+
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
+
+// useKeys makes the classes count every key of keys, for a query over
+// nodes, the list the records were just swept with. Keys beyond the bound
+// make room by evicting the one asked for longest ago, never one of this
+// query's (a query with more keys than the bound counts them all, and
+// the next query trims the surplus).
+func (r *classRecords) useKeys(keys []string, nodes []fwk.NodeInfo, view *topology.View) {
+	ct := &r.classes
+	ct.clock++
+	for _, k := range keys {
+		if i := ct.key(k); i >= 0 {
+			ct.lastUse[i] = ct.clock
+		}
+	}
+	for len(ct.keys) > ct.bound() {
+		j := ct.leastRecentlyUsed()
+		if j < 0 {
+			break
+		}
+		r.evict(j)
+	}
+	for _, k := range keys {
+		if ct.key(k) >= 0 {
+			continue
+		}
+		if len(ct.keys) >= ct.bound() {
+			if j := ct.leastRecentlyUsed(); j >= 0 {
+				r.evict(j)
+			}
+		}
+		r.count(k, nodes, view)
+	}
+}
+
+// evict stops counting key index j: its counts go from every class and
+// its labels from every record, and the later keys move down one index.
+func (r *classRecords) evict(j int) {
+	ct := &r.classes
+	ct.keys = slices.Delete(ct.keys, j, j+1)
+	ct.lastUse = slices.Delete(ct.lastUse, j, j+1)
+	for _, c := range ct.list {
+		if len(c.domains) > j {
+			c.domains = slices.Delete(c.domains, j, j+1)
+		}
+	}
+	for _, rec := range r.byName {
+		if len(rec.values) > j {
+			rec.values = slices.Delete(rec.values, j, j+1)
+		}
+	}
+}
 
 // classPart is what one node contributes to one class.
 type classPart struct {
@@ -166,6 +219,7 @@ func (r *classRecords) releaseParts(parts []classPart, values []label) {
 func (r *classRecords) count(k string, nodes []fwk.NodeInfo, view *topology.View) int {
 	i := len(r.classes.keys)
 	r.classes.keys = append(r.classes.keys, k)
+	r.classes.lastUse = append(r.classes.lastUse, r.classes.clock)
 	for _, ni := range nodes {
 		rec := r.byName[ni.Node().Name]
 		if len(rec.parts) == 0 {

@@ -15,7 +15,8 @@
 // Pods are kept the same way by class, their namespace and labels (all
 // the incoming pod's own terms read of a pod), each with its pods counted
 // per domain of the topology keys the terms asked for (a key is counted
-// from the first cycle that asks for it on).
+// from the first cycle that asks for it on, while it keeps being asked
+// for).
 //
 // Sums is what the plugin asks; Table keeps the terms and classes,
 // PassThrough keeps nothing and never answers (the caller then scans, as
@@ -53,9 +54,11 @@
 // count); per distinct term, the parsed term and one count per domain it
 // is counted in. Per node with pods, a record with one part per class on
 // it and its labels of the counted keys; per class, its namespace and
-// labels and one count per domain of each counted key. It grows with
-// pods, domains and the topology keys ever asked for (a handful), never
-// with the incoming pods seen. Classes are as many as distinct label sets:
+// labels and one count per domain of each counted key. The keys counted
+// are at most maxCountedKeys beyond one query's own (the least recently
+// asked for makes room: a key asked for again is counted anew, a pass
+// over the records). It grows with pods and domains, never with the
+// incoming pods seen. Classes are as many as distinct label sets:
 // pods with a label of their own (a StatefulSet's pod name) make a class
 // each.
 package aggregate

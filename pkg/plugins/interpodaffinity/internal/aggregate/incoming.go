@@ -39,14 +39,17 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 		return nil, false
 	}
 	// Each term's key, counted from now on if it was not.
+	var keys []string
+	for _, ts := range [][]fwk.AffinityTerm{terms.Affinity, terms.AntiAffinity} {
+		for j := range ts {
+			keys = topology.AddKey(keys, ts[j].TopologyKey)
+		}
+	}
+	r.useKeys(keys, allNodes, view)
 	keyOf := func(ts []fwk.AffinityTerm) []int {
 		idx := make([]int, len(ts))
 		for j := range ts {
-			i := r.classes.key(ts[j].TopologyKey)
-			if i < 0 {
-				i = r.count(ts[j].TopologyKey, allNodes, view)
-			}
-			idx[j] = i
+			idx[j] = r.classes.key(ts[j].TopologyKey)
 		}
 		return idx
 	}

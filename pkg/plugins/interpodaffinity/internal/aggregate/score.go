@@ -80,14 +80,17 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 	}
 	if preferred {
 		r := &t.pods
+		var keys []string
+		for _, ts := range [][]fwk.WeightedAffinityTerm{q.Preferred, q.PreferredAnti} {
+			for j := range ts {
+				keys = topology.AddKey(keys, ts[j].TopologyKey)
+			}
+		}
+		r.useKeys(keys, nodes, view)
 		keyOf := func(ts []fwk.WeightedAffinityTerm) []int {
 			idx := make([]int, len(ts))
 			for j := range ts {
-				i := r.classes.key(ts[j].TopologyKey)
-				if i < 0 {
-					i = r.count(ts[j].TopologyKey, nodes, view)
-				}
-				idx[j] = i
+				idx[j] = r.classes.key(ts[j].TopologyKey)
 			}
 			return idx
 		}

@@ -54,8 +54,9 @@ func nodeLabels(ni fwk.NodeInfo) map[string]string { return topology.NodeLabels(
 // ownTopology reads ni's topology labels from the node itself.
 func ownTopology(ni fwk.NodeInfo) nodeTopology { return topology.Of(nil, ni) }
 
-// caches are the plugin's cross-cycle caches (doc.go): the node indexes
-// behind PreFilter's and PreScore's cluster-wide sums, the topology table
+// caches are the plugin's cross-cycle caches (doc.go): the table of
+// distinct existing terms and classes of pods behind PreFilter's and
+// PreScore's cluster-wide sums, the topology table
 // Filter and Score read labels from, and the pod summaries that let the
 // scans skip nodes. Each is an interface with a caching and a pass-through
 // implementation.
@@ -250,8 +251,8 @@ func (s *preFilterState) prepareFilter() {
 }
 
 // ownCounts makes the three count maps this state's own before their
-// first change (copy on write): until then they are shared with the
-// cross-cycle index and with clones, and Filter reads them through
+// first change (copy on write): until then they are shared with clones
+// (and, from a scan, with nothing else), and Filter reads them through
 // lookups made for them.
 func (s *preFilterState) ownCounts() {
 	if s.ownsCounts {

@@ -95,8 +95,7 @@ type preFilterState struct {
 	// the pods matching that term.
 	antiAffinity topologyCounts
 	// ownsCounts: the three count maps are this state's own. Until then
-	// they are shared with the cross-cycle index and with clones, and are
-	// read-only (ownCounts).
+	// they are shared with clones, and are read-only (ownCounts).
 	ownsCounts bool
 
 	// selfMatch: the incoming pod matches all of its own required affinity
@@ -119,8 +118,8 @@ type preFilterState struct {
 }
 
 // Clone shares everything that no one modifies: terms, the pod, the
-// namespace labels, and the counts as long as they are PreFilter's (the
-// index's sums, which are immutable once handed out). Counts that
+// namespace labels, and the counts as long as they are PreFilter's (sums
+// handed out, never changed again). Counts that
 // AddPod/RemovePod have modified belong to this state and are copied.
 func (s *preFilterState) Clone() fwk.StateData {
 	if s == nil {
@@ -287,9 +286,10 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 		s.existingHostAnti = len(holders.all) > len(holders.nonHost)
 	}
 	if len(nodes) == 0 {
-		// Nothing to count, and nothing for an index to keep: a pod
-		// with preferred terms only, in a cluster without required
-		// anti-affinity, pays no index bookkeeping on its way to Skip.
+		// Nothing to count, and no holders for the term table to
+		// sweep: a pod with preferred terms only, in a cluster without
+		// required anti-affinity, pays no bookkeeping on its way to
+		// Skip.
 		s.existingAntiAffinity = topologyCounts{}
 		return
 	}

@@ -43,6 +43,8 @@ const maxCountedKeys = 8
 type classTable struct {
 	byID map[string]*podClass
 	list []*podClass
+	// index finds the classes a selector may select.
+	index classIndex
 	// keys are the topology keys counted; their index is the one of
 	// podClass.domains and of classRecord.values. lastUse is each key's
 	// last query (clock counts the queries).
@@ -85,6 +87,7 @@ func (ct *classTable) ref(id []byte, pod *v1.Pod) *podClass {
 			pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Labels: maps.Clone(pod.Labels)}}}
 		ct.byID[c.id] = c
 		ct.list = append(ct.list, c)
+		ct.index.add(c)
 	}
 	c.refs++
 	return c
@@ -100,6 +103,7 @@ func (ct *classTable) unref(c *podClass) {
 	ct.list[len(ct.list)-1] = nil
 	ct.list = ct.list[:len(ct.list)-1]
 	delete(ct.byID, c.id)
+	ct.index.remove(c)
 }
 
 // key returns the index of topology key k, or -1 when it is not counted.

@@ -35,9 +35,16 @@
 // What a cycle costs: one pass over the listed nodes comparing two
 // integers each (the sweep); the records of the nodes that changed since
 // (usually the one the last pod was bound to); one Matches per distinct
-// term, and per class and incoming term; and the domains of what matched,
-// which is the answer's own size. Classes are at most as many as pods, so
-// matching them never costs more than the scan's matching of every pod.
+// term that may select the incoming pod, and per incoming term and class
+// it may select; and the domains of what matched, which is the answer's
+// own size. What may select what comes from label indexes (index.go): a
+// term is filed under the values of one requirement its selector has a
+// label meet by value (=, ==, in), a class under each of its labels, so
+// that with a workload's terms and labels of its own the terms and classes
+// matched are the incoming pod's workload's, not the cluster's; a selector
+// without such a requirement (empty, or only !=, notin, exists, !) is
+// matched against all. Classes are at most as many as pods, so matching
+// them never costs more than the scan's matching of every pod.
 //
 // Invariants: a node's record was computed from the NodeInfo's pods and
 // labels at the generation it holds (generations come from one

@@ -88,7 +88,7 @@ type Table struct {
 func pgCycle(cs fwk.CycleState) bool { return k8sline.PodGroupCycle(cs) }
 
 // ExistingAnti sweeps the holders' generations, then matches in.Pod
-// against each distinct term and adds up the domains of those that select
+// against each distinct term that may select it (its label index) and adds up the domains of those that select
 // it. It does not answer in a pod-group cycle, whose members sit on the
 // snapshot under their nodes' old generations (the table is left as it
 // is, and is valid again once the members are forgotten), nor for a list
@@ -103,17 +103,17 @@ func (t *Table) ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incom
 		return nil, false
 	}
 	sum := counts.NewExistingAntiSum()
-	for _, e := range t.anti.terms.list {
+	t.anti.terms.index.each(in.Pod.Labels, func(e *termEntry) {
 		if len(e.domains) == 0 || (in.HostnameFastPath && e.hostScoped) {
-			continue
+			return
 		}
 		if !e.term.Matches(in.Pod, in.NamespaceLabels) {
-			continue
+			return
 		}
 		for value, n := range e.domains {
 			sum.Counts.AddTo(topology.Pair{Key: e.term.TopologyKey, Value: value}, n)
 		}
-	}
+	})
 	if in.HostnameFastPath {
 		sum.HostScopedNodes = t.anti.hostNodes
 	}

@@ -24,9 +24,9 @@ type IncomingTerms struct {
 	HostAffinity []fwk.AffinityTerm
 }
 
-// Incoming sweeps all nodes' generations, then matches each class of
-// existing pods against the terms and adds up the domains of those that
-// count. It does not answer in a pod-group cycle, nor for a list it cannot
+// Incoming sweeps all nodes' generations, then matches each term against
+// the classes of existing pods its selector may select (the label index)
+// and adds up the domains of those that count. It does not answer in a pod-group cycle, nor for a list it cannot
 // record by node name.
 func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topology.View, terms IncomingTerms) (*counts.IncomingSum, bool) {
 	if pgCycle(cs) {
@@ -61,20 +61,31 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 			c.AddTo(topology.Pair{Key: key, Value: value}, n)
 		}
 	}
-	for _, c := range r.classes.list {
-		if podaffinity.MatchesAll(terms.Affinity, c.pod, nil) {
-			for j := range terms.Affinity {
-				addDomains(&sum.Affinity, terms.Affinity[j].TopologyKey, c.domainsOf(affinityKeys[j]))
+	// Each term is matched against the classes its selector may select
+	// (the label index); terms matched as a whole, against those the
+	// first may select.
+	if len(terms.Affinity) > 0 {
+		r.classes.index.each(r.classes.list, terms.Affinity[0].Selector, func(c *podClass) {
+			if podaffinity.MatchesAll(terms.Affinity, c.pod, nil) {
+				for j := range terms.Affinity {
+					addDomains(&sum.Affinity, terms.Affinity[j].TopologyKey, c.domainsOf(affinityKeys[j]))
+				}
 			}
-		}
-		for j := range terms.AntiAffinity {
+		})
+	}
+	for j := range terms.AntiAffinity {
+		r.classes.index.each(r.classes.list, terms.AntiAffinity[j].Selector, func(c *podClass) {
 			if terms.AntiAffinity[j].Matches(c.pod, nil) {
 				addDomains(&sum.AntiAffinity, terms.AntiAffinity[j].TopologyKey, c.domainsOf(antiKeys[j]))
 			}
-		}
-		if podaffinity.MatchesAll(terms.HostAffinity, c.pod, nil) {
-			sum.HostAffinity += c.pods
-		}
+		})
+	}
+	if len(terms.HostAffinity) > 0 {
+		r.classes.index.each(r.classes.list, terms.HostAffinity[0].Selector, func(c *podClass) {
+			if podaffinity.MatchesAll(terms.HostAffinity, c.pod, nil) {
+				sum.HostAffinity += c.pods
+			}
+		})
 	}
 	sum.Seal()
 	return sum, true

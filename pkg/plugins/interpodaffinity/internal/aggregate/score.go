@@ -56,9 +56,9 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 			sum.AddTo(topology.Pair{Key: key, Value: value}, perPair*n, n)
 		}
 	}
-	for _, e := range t.score.terms.list {
+	t.score.terms.index.each(q.Pod.Labels, func(e *termEntry) {
 		if len(e.domains) == 0 {
-			continue
+			return
 		}
 		// Each pair weighs as the scan adds it: an int32 product,
 		// then widened.
@@ -66,7 +66,7 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 		switch e.kind {
 		case requiredAffinity:
 			if q.HardPodAffinityWeight <= 0 {
-				continue
+				return
 			}
 			perPair = int64(q.HardPodAffinityWeight)
 		case preferredAffinity:
@@ -77,7 +77,7 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 		if e.term.Matches(q.Pod, q.NamespaceLabels) {
 			add(e.term.TopologyKey, perPair, e.domains)
 		}
-	}
+	})
 	if preferred {
 		r := &t.pods
 		var keys []string
@@ -95,17 +95,19 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 			return idx
 		}
 		prefKeys, antiKeys := keyOf(q.Preferred), keyOf(q.PreferredAnti)
-		for _, c := range r.classes.list {
-			for j := range q.Preferred {
+		for j := range q.Preferred {
+			r.classes.index.each(r.classes.list, q.Preferred[j].Selector, func(c *podClass) {
 				if q.Preferred[j].Matches(c.pod, nil) {
 					add(q.Preferred[j].TopologyKey, int64(q.Preferred[j].Weight*1), c.domainsOf(prefKeys[j]))
 				}
-			}
-			for j := range q.PreferredAnti {
+			})
+		}
+		for j := range q.PreferredAnti {
+			r.classes.index.each(r.classes.list, q.PreferredAnti[j].Selector, func(c *podClass) {
 				if q.PreferredAnti[j].Matches(c.pod, nil) {
 					add(q.PreferredAnti[j].TopologyKey, int64(q.PreferredAnti[j].Weight*-1), c.domainsOf(antiKeys[j]))
 				}
-			}
+			})
 		}
 	}
 	sum.Seal()

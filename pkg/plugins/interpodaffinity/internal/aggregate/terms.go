@@ -54,8 +54,10 @@ type termEntry struct {
 // termTable holds the distinct terms.
 type termTable struct {
 	byID map[string]*termEntry
-	// list is the entries in no particular order, walked per query.
+	// list is the entries in no particular order.
 	list []*termEntry
+	// index finds the entries that may select a pod.
+	index termIndex
 }
 
 // termID encodes t of kind k and weight w so that equal terms, and only
@@ -78,6 +80,7 @@ func (tt *termTable) ref(id string, k termKind, w int32, t fwk.AffinityTerm) *te
 		e = &termEntry{id: id, kind: k, weight: w, term: t, hostScoped: topology.HostScoped(t), pos: len(tt.list), domains: map[string]int64{}}
 		tt.byID[id] = e
 		tt.list = append(tt.list, e)
+		tt.index.add(e)
 	}
 	e.refs++
 	return e
@@ -93,6 +96,7 @@ func (tt *termTable) unref(e *termEntry) {
 	tt.list[len(tt.list)-1] = nil
 	tt.list = tt.list[:len(tt.list)-1]
 	delete(tt.byID, e.id)
+	tt.index.remove(e)
 }
 
 // add adds n to e's domain value.

@@ -123,11 +123,11 @@ func BenchmarkFilterRequiredAffinity(b *testing.B) {
 	}
 }
 
-// BenchmarkIndexMemory measures what the cross-cycle index keeps at 5000
+// BenchmarkIndexMemory measures what the cross-cycle caches keep at 5000
 // nodes and 10,000 pods, after one cycle of each of upstream's
 // scheduler_perf affinity pod shapes (required anti-affinity and preferred
 // (anti-)affinity by hostname, required affinity by zone), each run through
-// PreFilter and PreScore. It reports the live heap the index holds
+// PreFilter and PreScore. It reports the live heap the caches hold
 // (index-B) and per node (index-B/node); the loop times one steady-state
 // cycle of all four shapes.
 func BenchmarkIndexMemory(b *testing.B) {

@@ -75,9 +75,9 @@ func TestCachesOffArePassThrough(t *testing.T) {
 	}
 }
 
-// TestPreFilterStateCopyOnWrite: PreFilter's counts are the index's shared
-// sums; AddPod on a clone must not reach them, nor the original state, nor
-// the next cycle.
+// TestPreFilterStateCopyOnWrite: PreFilter's counts are sums handed out,
+// shared with clones; AddPod on a clone must not reach them, nor the
+// original state, nor the next cycle.
 func TestPreFilterStateCopyOnWrite(t *testing.T) {
 	pods := []*v1.Pod{placed("default", "web-1", "n1").Label("app", "web").Obj()}
 	e := newEnv(t, nil, feature.Features{}, pods, fixtureNodes())
@@ -365,10 +365,8 @@ func count(skipped, computed map[string]int, kind string, skip, relevant bool) {
 // BenchmarkInterleavedDeployments is one cycle (PreFilter and PreScore) of
 // pods of 100 Deployments in turn, as scheduler_perf's
 // InterleavedDeployments100 (test/perf/workloads): each Deployment's
-// selector matches its own dozen pods among 2000 on 1000 nodes, and no
-// signature recurs within the indexes' admission ring, so every cycle
-// scans. summaries=off turns the pod summaries off, the rest of the
-// caches on.
+// selector matches its own dozen pods among 2000 on 1000 nodes.
+// summaries=off turns the pod summaries off, the rest of the caches on.
 //
 //	go test ./pkg/plugins/interpodaffinity -run '^$' -bench InterleavedDeployments -benchmem
 func BenchmarkInterleavedDeployments(b *testing.B) {
@@ -391,8 +389,8 @@ func BenchmarkInterleavedDeployments(b *testing.B) {
 		b.Run(fmt.Sprint("summaries=", map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
 			e := newEnv(b, nil, feature.Features{}, pods, ns, tu.MakeNamespace("ns-0", nil), tu.MakeNamespace("ns-1", nil))
 			e.ctx = klog.NewContext(e.ctx, logr.Discard())
-			// The indexes admit as in production (a fresh set of caches),
-			// the summaries on or off.
+			// A fresh set of caches, as in production, the summaries
+			// on or off.
 			c := newCaches(Name, feature.Features{}, options{})
 			if !on {
 				c.summaries = podsummary.PassThrough{}
@@ -419,14 +417,6 @@ func BenchmarkInterleavedDeployments(b *testing.B) {
 func distinctTerms(x aggregate.Sums) int {
 	if t, ok := x.(*aggregate.Table); ok {
 		return t.DistinctTerms()
-	}
-	return 0
-}
-
-// entriesOf counts the entries of an index (0 for a pass-through).
-func entriesOf(x any) int {
-	if e, ok := x.(interface{ Entries() int }); ok {
-		return e.Entries()
 	}
 	return 0
 }
@@ -474,13 +464,12 @@ func interleavedCluster(nodes, pods, deployments int, shape func(*tu.PodWrapper,
 }
 
 // BenchmarkRetainedMemory measures what all of the plugin's caches hold
-// (the four node indexes, the topology table and the pod summaries) once
-// 1000 Deployments' pods, interleaved as in scheduler_perf's
+// (the term table, the topology table and the pod summaries) once 1000
+// Deployments' pods, interleaved as in scheduler_perf's
 // InterleavedDeployments1000, have each had two cycles (PreFilter and
-// PreScore): every signature is then admitted once by the indexes, which
-// keep what their bounds allow. retained-MB is the live heap the caches
-// hold after a collection, against the same cluster before the first
-// cycle; the loop times one more cycle.
+// PreScore). retained-MB is the live heap the caches hold after a
+// collection, against the same cluster before the first cycle; the loop
+// times one more cycle.
 //
 //	go test ./pkg/plugins/interpodaffinity -run '^$' -bench RetainedMemory -benchtime 1x
 func BenchmarkRetainedMemory(b *testing.B) {

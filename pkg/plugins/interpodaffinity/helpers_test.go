@@ -68,13 +68,10 @@ func newEnv(t testing.TB, args runtime.Object, fts feature.Features, pods []*v1.
 
 // admitEverything makes every cache keep what it is asked about from the
 // first call on, so that the tests of the plugin's decisions go through
-// the caches' paths (admission has tests of its own: the plugin scans
-// until a signature recurs).
+// the caches' paths (the tables' first calls have tests of their own: a
+// table builds its view from the second call on).
 func (c *caches) admitEverything() {
 	for _, x := range []any{c.sums, c.topology, c.summaries} {
-		if a, ok := x.(interface{ AdmitEverySignature() }); ok {
-			a.AdmitEverySignature()
-		}
 		if p, ok := x.(interface{ Prime() }); ok {
 			p.Prime()
 		}

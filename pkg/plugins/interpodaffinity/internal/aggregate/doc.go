@@ -4,13 +4,13 @@
 // those terms costs the number of distinct terms (and the domains of the
 // ones that match), not a pass over every pod of every node.
 //
-// The node index (package nodeindex) keeps sums per signature of the
-// incoming pod, and an entry's hit is itself a walk over the listed nodes;
-// with more Deployments interleaved than it holds entries, nearly every
-// cycle scans. Here nothing depends on the incoming pod until the query:
-// the table is kept current by a generation sweep, the one step that walks
-// the nodes (comparing two integers per node), and the incoming pod is
-// matched against each distinct term once.
+// A cache of sums keyed by the incoming pod would answer only a pod like
+// one seen recently, and an answer would still walk the listed nodes; with
+// many Deployments interleaved, nearly every cycle would scan. Here nothing
+// depends on the incoming pod until the query: the table is kept current by
+// a generation sweep, the one step that walks the nodes (comparing two
+// integers per node), and the incoming pod is matched against each distinct
+// term once.
 //
 // Pods are kept the same way by class, their namespace and labels (all
 // the incoming pod's own terms read of a pod), each with its pods counted

@@ -5,12 +5,13 @@
 // from a sum; the layered maps the sums keep their domains in (layered.go),
 // and the read side Filter and Score use on a sum handed out (lookup.go).
 // The plugin's filtering.go and scoring.go decide what goes into them; the
-// node index (package nodeindex) adds them up.
+// scan (package nodeindex) and the term table (package aggregate) add them
+// up.
 //
-// Invariants: a sum handed out is never changed again (the index patches a
-// fork; AddPod and RemovePod fork before their first write); a domain whose
-// count drops to zero is deleted, so an empty TopologyCounts means "no such
-// pod anywhere".
+// Invariants: a sum handed out is never changed again (AddPod and
+// RemovePod fork before their first write); a domain whose count drops to
+// zero is deleted, so an empty TopologyCounts means "no such pod
+// anywhere".
 //
 // Memory: a layered map holds its base and the delta since (at most about
 // the square root of twice the base's domains before it is folded); a
@@ -33,10 +34,11 @@ import (
 // keeps meaning "no such pod anywhere" (the first-pod-of-a-series rule relies
 // on it).
 //
-// The counts are layered (layered.go): the index hands counts out to a
-// cycle and then patches a fork of them for the next one, which costs the
-// few domains that changed instead of a copy of every domain (thousands
-// for hostname-scoped terms).
+// The counts are layered (layered.go): a cycle's state forks its counts
+// before AddPod or RemovePod first changes them, and a clone of a state
+// that changed them forks them again, which costs the few domains that
+// changed instead of a copy of every domain (thousands for hostname-scoped
+// terms).
 type TopologyCounts struct {
 	domains layered[topology.Pair, int64]
 	// keys counts the domains present per topology key, so that
@@ -158,8 +160,8 @@ func (t *KeyTally) Add(key string, delta int64) {
 // map). On one node a topology key has exactly one value, so entries are
 // unique per key; there are only as many as distinct term keys, which makes
 // a linear scan cheaper than a map. Nodes that contribute nothing allocate
-// nothing, and the plain scan builds each node's tally in the storage of
-// the one before (nodeindex.Scan), so that only the index keeps tallies.
+// nothing, and the scan builds each node's tally in the storage of the one
+// before (nodeindex.Scan), so that a scan allocates no tally per node.
 type NodeTally []DomainCount
 
 type DomainCount struct {
@@ -170,7 +172,7 @@ type DomainCount struct {
 // Reset empties t and keeps its storage for the next node (nodeindex.Ops.Compute).
 func (t NodeTally) Reset() NodeTally { return t[:0] }
 
-// Empty: t adds nothing to a sum (nodeindex.Ops.Empty).
+// Empty: t adds nothing to a sum.
 func (t NodeTally) Empty() bool { return len(t) == 0 }
 
 // Add reads the node's value of key through nt, so that a key and value
@@ -197,7 +199,7 @@ type ExistingAnti struct {
 	HostScoped bool
 }
 
-// Empty: v adds nothing to a sum (nodeindex.Ops.Empty).
+// Empty: v adds nothing to a sum.
 func (v ExistingAnti) Empty() bool { return len(v.Tally) == 0 && !v.HostScoped }
 
 // ExistingAntiSum is s.existingAntiAffinity over all holder nodes, and how
@@ -223,10 +225,6 @@ func (sum *ExistingAntiSum) Merge(src *ExistingAntiSum) {
 	sum.HostScopedNodes += src.HostScopedNodes
 }
 
-func (sum *ExistingAntiSum) Clone() *ExistingAntiSum {
-	return &ExistingAntiSum{Counts: sum.Counts.Fork(), HostScopedNodes: sum.HostScopedNodes}
-}
-
 func (sum *ExistingAntiSum) Seal() { sum.Counts.Seal() }
 
 // IncomingMatches is one node's part of the counts for the incoming pod's
@@ -236,7 +234,7 @@ type IncomingMatches struct {
 	HostAffinity           int64
 }
 
-// Empty: v adds nothing to a sum (nodeindex.Ops.Empty).
+// Empty: v adds nothing to a sum.
 func (v IncomingMatches) Empty() bool {
 	return len(v.Affinity) == 0 && len(v.AntiAffinity) == 0 && v.HostAffinity == 0
 }
@@ -263,10 +261,6 @@ func (sum *IncomingSum) Merge(src *IncomingSum) {
 	sum.HostAffinity += src.HostAffinity
 }
 
-func (sum *IncomingSum) Clone() *IncomingSum {
-	return &IncomingSum{Affinity: sum.Affinity.Fork(), AntiAffinity: sum.AntiAffinity.Fork(), HostAffinity: sum.HostAffinity}
-}
-
 func (sum *IncomingSum) Seal() {
 	sum.Affinity.Seal()
 	sum.AntiAffinity.Seal()
@@ -277,8 +271,8 @@ func (sum *IncomingSum) Seal() {
 // entry for it, even when the weights cancel out to zero: such an entry
 // still counts as something to score, as upstream.
 type ScoreSum struct {
-	// domains is layered: the index patches a fork of a sum it has
-	// handed out, which costs a fraction of copying a domain per node.
+	// domains is layered, as TopologyCounts' domains are, so that Filter
+	// and Score read both through one lookup type (LookupOf).
 	domains layered[topology.Pair, DomainWeight]
 	// keys counts the entries of each topology key (as DomainWeight).
 	keys KeyTally
@@ -339,10 +333,6 @@ func (s *ScoreSum) Merge(src *ScoreSum) {
 	}
 }
 
-func (s *ScoreSum) Clone() *ScoreSum {
-	return &ScoreSum{domains: s.domains.Fork(), keys: slices.Clone(s.keys)}
-}
-
 func (s *ScoreSum) Seal() { s.domains.Seal() }
 
 // Keys counts the entries of each topology key (as DomainWeight); a key
@@ -358,27 +348,21 @@ func (s *ScoreSum) Lookup() Lookup[DomainWeight] { return LookupOf(&s.domains) }
 // ToMap is the weights as a plain map, for tests.
 func (s *ScoreSum) ToMap() map[topology.Pair]DomainWeight { return maps.Collect(s.domains.All()) }
 
-// sum is what the node index needs of a sum of contributions V.
+// sum is what the scan (nodeindex.Scan) needs of a sum of contributions V.
 type sum[V, A any] interface {
 	Apply(v V, sign int64)
 	Merge(src A)
-	Clone() A
 	Seal()
 }
 
-// contribution is what the node index needs of one node's contribution.
-type contribution interface{ Empty() bool }
-
-// OpsOf tells the node index how contributions V add up into sums A,
-// computeAt being one node's contribution, told its position in the list
-// summed (nodeindex.Ops.At).
-func OpsOf[V contribution, A sum[V, A]](newSum func() A, computeAt func(i int, ni fwk.NodeInfo, reuse V) V) nodeindex.Ops[V, A] {
+// OpsOf tells the scan how contributions V add up into sums A, computeAt
+// being one node's contribution, told its position in the list summed
+// (nodeindex.Ops.At).
+func OpsOf[V any, A sum[V, A]](newSum func() A, computeAt func(i int, ni fwk.NodeInfo, reuse V) V) nodeindex.Ops[V, A] {
 	return nodeindex.Ops[V, A]{
 		NewSum: newSum,
 		Apply:  A.Apply,
 		Merge:  A.Merge,
-		Clone:  A.Clone,
 		Seal:   A.Seal,
-		Empty:  V.Empty,
 	}.At(computeAt)
 }

@@ -1,8 +1,8 @@
 package counts
 
-// This file holds a speed structure of the sums (package nodeindex): a map that a
-// cycle can keep reading while the index goes on patching the sum for the
-// next cycles, without copying the whole map each time.
+// This file holds a speed structure of the sums: a map that a cycle can
+// keep reading while a fork of it is changed (AddPod and RemovePod on a
+// state's own counts), without copying the whole map each time.
 
 import (
 	"iter"

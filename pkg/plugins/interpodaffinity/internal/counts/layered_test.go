@@ -26,8 +26,8 @@ func contents(m *layered[int, int], keys int) map[int]int {
 }
 
 // TestLayeredIsAMap drives a layered map and a plain map through the same
-// random sets, forking at random as the index does when it has handed a
-// sum out, and checks after every step that the two agree and that every
+// random sets, forking at random as a state does when it changes a sum
+// handed out, and checks after every step that the two agree and that every
 // fork handed out still reads what it read when it was handed out.
 func TestLayeredIsAMap(t *testing.T) {
 	const keys = 300
@@ -42,8 +42,8 @@ func TestLayeredIsAMap(t *testing.T) {
 	for step := range 20000 {
 		switch r := rng.IntN(100); {
 		case r < 3:
-			// Hand the current map out, sealed or not, as the index
-			// does, and go on with a fork.
+			// Hand the current map out, sealed or not, and go on
+			// with a fork.
 			if rng.IntN(2) == 0 {
 				m.Seal()
 			}
@@ -88,8 +88,8 @@ func TestLayeredIsAMap(t *testing.T) {
 
 // TestTopologyCountsIsACountMap drives TopologyCounts and a plain count
 // map through the same random adds and removals (removals of uncounted
-// pods included, which leave negative counts), forking at random as the
-// index and AddPod do, and checks after every step the counts, their
+// pods included, which leave negative counts), forking at random as AddPod
+// does, and checks after every step the counts, their
 // size, and coversNode for every node against a scan of the plain map.
 func TestTopologyCountsIsACountMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))

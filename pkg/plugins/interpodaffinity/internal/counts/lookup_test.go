@@ -9,13 +9,13 @@ import (
 )
 
 // TestLookupReadsAsLayered drives layered sums of domains through random
-// changes, forking and sealing as the index does when it hands a sum out,
-// and checks that a lookup of each sum handed out answers as the sum's own
-// get, for every domain of the key space and for absent ones, then and
+// changes, forking and sealing as a state does when it changes a sum handed
+// out, and checks that a lookup of each sum handed out answers as the sum's
+// own get, for every domain of the key space and for absent ones, then and
 // after the sum's forks have changed further. The key spaces cover sums
-// compared one by one (at most maxSmallLookup domains) and hashed ones
-// with a delta, and values that differ in their last bytes only, in their
-// length only, or are shorter than three bytes.
+// compared one by one (at most maxSmallLookup domains) and hashed ones with
+// a delta, and values that differ in their last bytes only, in their length
+// only, or are shorter than three bytes.
 func TestLookupReadsAsLayered(t *testing.T) {
 	for _, domains := range []int{2, maxSmallLookup, maxSmallLookup + 1, 40, 400} {
 		t.Run(fmt.Sprintf("domains=%d", domains), func(t *testing.T) {

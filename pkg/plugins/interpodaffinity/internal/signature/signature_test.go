@@ -38,10 +38,6 @@ func TestSignaturesTellInputsApart(t *testing.T) {
 		"app in (web)": func(w *Signature) {
 			w.affinityTerm(term(at.Zone, nil, parsed(tu.Selector(nil, tu.SelectorExpr("app", "In", "web"))), labels.Nothing()))
 		},
-		"nil labels":   func(w *Signature) { w.labelSet(nil) },
-		"empty labels": func(w *Signature) { w.labelSet(map[string]string{}) },
-		"labels a=bc":  func(w *Signature) { w.labelSet(map[string]string{"a": "bc"}) },
-		"labels ab=c":  func(w *Signature) { w.labelSet(map[string]string{"ab": "c"}) },
 		"weight 1": func(w *Signature) {
 			w.WeightedTerms([]fwk.WeightedAffinityTerm{{AffinityTerm: term(at.Zone, nil, app, labels.Nothing()), Weight: 1}})
 		},

@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // labelPair is a label: a key and its value.
@@ -35,7 +34,11 @@ func filing(sel labels.Selector) (key string, values []string, ok bool) {
 		default:
 			continue
 		}
-		vs := sets.List(sets.New(r.ValuesUnsorted()...))
+		// ValuesUnsorted is a copy: sorted and compacted in place, no
+		// set per query (classIndex.each files a selector every cycle).
+		vs := r.ValuesUnsorted()
+		slices.Sort(vs)
+		vs = slices.Compact(vs)
 		if !ok || len(vs) < len(values) {
 			key, values, ok = r.Key(), vs, true
 		}

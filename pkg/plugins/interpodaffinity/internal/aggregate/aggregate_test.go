@@ -87,6 +87,11 @@ func (w *world) pod(node string) *v1.Pod {
 			p.Label(k, w.g.Pick([]string{"a", "b", "c", "d", "e"}))
 		}
 	}
+	// A label of the pod's own, as a StatefulSet's pods have: each such
+	// pod is a class of its own, which projections add up.
+	if w.g.P(40) {
+		p.Label("pod-name", "p"+strconv.Itoa(w.made))
+	}
 	for range w.g.R.IntN(3) {
 		p.RequiredPodAntiAffinity(w.term())
 	}
@@ -413,7 +418,7 @@ func scanIncoming(nodes []fwk.NodeInfo, ts IncomingTerms) (aff, anti map[topolog
 // keys start being counted at any point of a history.
 func TestIncomingMatchesScan(t *testing.T) {
 	runs, seed := differentialRuns(t)
-	var compared, nonEmpty int
+	var compared, nonEmpty, projected int
 	for run := range runs {
 		for _, fastPath := range []bool{false, true} {
 			s := seed + uint64(run)
@@ -426,6 +431,9 @@ func TestIncomingMatchesScan(t *testing.T) {
 			// for the classes: the three keys the terms use evict
 			// one another all the time.
 			table.pods.classes.maxKeys = run % 3
+			// Some keep one or two projections: the key sets the
+			// selectors read evict one another all the time.
+			table.pods.classes.maxProjs = run % 4
 			// Every other history reads the nodes' labels through a
 			// topology view, as the plugin does, kept by a table of
 			// its own across the cycles.
@@ -452,6 +460,8 @@ func TestIncomingMatchesScan(t *testing.T) {
 					if !ok {
 						t.Fatalf("seed %d fast path %v cycle %d: the table did not answer", s, fastPath, cycle)
 					}
+					checkProjections(t, &table.pods.classes)
+					projected += len(table.pods.classes.projs)
 					asked := map[string]bool{}
 					for _, t := range slices.Concat(ts.Affinity, ts.AntiAffinity) {
 						asked[t.TopologyKey] = true
@@ -499,7 +509,10 @@ func TestIncomingMatchesScan(t *testing.T) {
 	if nonEmpty == 0 || nonEmpty == compared {
 		t.Fatalf("%d of %d answers have counts: the histories do not exercise both", nonEmpty, compared)
 	}
-	t.Logf("%d answers compared, %d with counts", compared, nonEmpty)
+	if projected == 0 {
+		t.Fatalf("no projection was kept in %d answers", compared)
+	}
+	t.Logf("%d answers compared, %d with counts, %d projections kept", compared, nonEmpty, projected)
 }
 
 // scoreQuery draws an incoming pod for PreScore and the nodes it sums
@@ -591,7 +604,7 @@ func scanScore(nodes []fwk.NodeInfo, q ScoreQuery) (weights map[topology.Pair]in
 // (whose node lists differ, alternating between cycles).
 func TestScoreMatchesScan(t *testing.T) {
 	runs, seed := differentialRuns(t)
-	var compared, nonEmpty, zeroPresent int
+	var compared, nonEmpty, zeroPresent, projected int
 	for run := range runs {
 		s := seed + uint64(run)
 		w := &world{g: at.Gen{R: rand.New(rand.NewPCG(s, 13))}, nodes: map[string]*framework.NodeInfo{}}
@@ -600,6 +613,7 @@ func TestScoreMatchesScan(t *testing.T) {
 		}
 		table := &Table{}
 		table.pods.classes.maxKeys = run % 3
+		table.pods.classes.maxProjs = run % 4
 		for cycle := range 30 {
 			for range w.g.R.IntN(4) {
 				w.change()
@@ -613,6 +627,8 @@ func TestScoreMatchesScan(t *testing.T) {
 				if !ok {
 					t.Fatalf("seed %d cycle %d: the table did not answer", s, cycle)
 				}
+				checkProjections(t, &table.pods.classes)
+				projected += len(table.pods.classes.projs)
 				weights, present := scanScore(nodes, q)
 				gotWeights, gotPresent := map[topology.Pair]int64{}, map[topology.Pair]bool{}
 				for p, dw := range got.ToMap() {
@@ -652,5 +668,8 @@ func TestScoreMatchesScan(t *testing.T) {
 	if nonEmpty == 0 || nonEmpty == compared {
 		t.Fatalf("%d of %d answers have domains: the histories do not exercise both", nonEmpty, compared)
 	}
-	t.Logf("%d answers compared, %d with domains, %d domains present at weight 0", compared, nonEmpty, zeroPresent)
+	if projected == 0 {
+		t.Fatalf("no projection was kept in %d answers", compared)
+	}
+	t.Logf("%d answers compared, %d with domains, %d domains present at weight 0, %d projections kept", compared, nonEmpty, zeroPresent, projected)
 }

@@ -13,16 +13,19 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
-// podClass is the existing pods of one namespace and label set.
+// podClass is the existing pods of one namespace and label set, or of a
+// projection's (projection.go).
 type podClass struct {
 	id string
 	// pod stands for the class's pods: their namespace and labels, and
 	// nothing else, which is all a term's Matches reads.
 	pod *v1.Pod
 	pos int
-	// refs counts the node parts that refer to the class.
+	// refs counts the node parts that refer to the class (for a
+	// projected class, the classes projected onto it).
 	refs int64
 	// pods counts the class's pods on the recorded nodes, labelled or
 	// not (the hostname fast path counts pods anywhere).
@@ -30,6 +33,67 @@ type podClass struct {
 	// domains are, per key of classTable.keys (same index), the class's
 	// pods per value of the key; nil until a pod is counted under it.
 	domains []map[string]int64
+	// proj are, per projection of classTable.projs (same index), the
+	// projected class this class's pods also count in; nil for a
+	// projected class.
+	proj []*podClass
+}
+
+// classSet is a set of classes by encoding, with their label index.
+type classSet struct {
+	byID map[string]*podClass
+	list []*podClass
+	// index finds the classes a selector may select.
+	index classIndex
+}
+
+// ref returns the class with encoding id, made if new with namespace ns
+// and the labels lbls returns (kept as they are), with one more
+// reference; made reports a new class.
+func (s *classSet) ref(id []byte, ns string, lbls func() map[string]string) (c *podClass, made bool) {
+	if c = s.byID[string(id)]; c == nil {
+		if s.byID == nil {
+			s.byID = map[string]*podClass{}
+		}
+		c = &podClass{id: string(id), pos: len(s.list),
+			pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Labels: lbls()}}}
+		s.byID[c.id] = c
+		s.list = append(s.list, c)
+		s.index.add(c)
+		made = true
+	}
+	c.refs++
+	return c, made
+}
+
+// unref drops one reference to c, and c itself with the last one, which
+// it reports.
+func (s *classSet) unref(c *podClass) bool {
+	if c.refs--; c.refs > 0 {
+		return false
+	}
+	s.list = swapRemove(s.list, c.pos, func(moved *podClass) { moved.pos = c.pos })
+	delete(s.byID, c.id)
+	s.index.remove(c)
+	return true
+}
+
+// each calls fn for every class of the set that sel may select.
+func (s *classSet) each(sel labels.Selector, fn func(*podClass)) {
+	s.index.each(s.list, sel, fn)
+}
+
+// swapRemove removes list[i] by moving the last element into its place,
+// telling moved, and clearing the freed slot.
+func swapRemove[E any](list []E, i int, moved func(E)) []E {
+	last := len(list) - 1
+	if i != last {
+		list[i] = list[last]
+		moved(list[i])
+	}
+	var zero E
+	list[last] = zero
+	return list[:last]
 }
 
 // maxCountedKeys bounds the topology keys counted for the classes: each
@@ -41,10 +105,7 @@ const maxCountedKeys = 8
 
 // classTable holds the classes and the topology keys counted for them.
 type classTable struct {
-	byID map[string]*podClass
-	list []*podClass
-	// index finds the classes a selector may select.
-	index classIndex
+	classSet
 	// keys are the topology keys counted; their index is the one of
 	// podClass.domains and of classRecord.values. lastUse is each key's
 	// last query (clock counts the queries).
@@ -53,57 +114,66 @@ type classTable struct {
 	clock   uint64
 	// maxKeys, if set, replaces maxCountedKeys (tests of eviction).
 	maxKeys int
+	// projs are the projections kept (projection.go), asked those
+	// asked for once (by keyset encoding), maxProjs, if set, replaces
+	// maxProjections (tests of eviction).
+	projs    []*projection
+	asked    map[string]bool
+	maxProjs int
+	// keyScratch and idScratch are reused by matching.
+	keyScratch []string
+	idScratch  []byte
 }
 
 // classID encodes a pod's namespace and labels so that pods of one class,
 // and only they, encode alike (length-prefixed, labels in key order).
 func classID(buf []byte, pod *v1.Pod) []byte {
-	str := func(s string) {
-		buf = binary.AppendUvarint(buf, uint64(len(s)))
-		buf = append(buf, s...)
-	}
-	str(pod.Namespace)
 	keys := make([]string, 0, len(pod.Labels))
 	for k := range pod.Labels {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	return encodeLabels(buf, pod.Namespace, pod.Labels, keys)
+}
+
+// encodeLabels appends namespace ns and the labels of lbls under keys
+// (sorted), length-prefixed, a key lbls lacks left out.
+func encodeLabels(buf []byte, ns string, lbls map[string]string, keys []string) []byte {
+	str := func(s string) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	str(ns)
 	for _, k := range keys {
-		str(k)
-		str(pod.Labels[k])
+		if v, ok := lbls[k]; ok {
+			str(k)
+			str(v)
+		}
 	}
 	return buf
 }
 
-// ref returns the class with encoding id of pod, made if new, with one
-// more reference.
+// ref returns the class with encoding id of pod, made if new (and
+// projected onto each projection kept), with one more reference.
 func (ct *classTable) ref(id []byte, pod *v1.Pod) *podClass {
-	c := ct.byID[string(id)]
-	if c == nil {
-		if ct.byID == nil {
-			ct.byID = map[string]*podClass{}
+	c, made := ct.classSet.ref(id, pod.Namespace, func() map[string]string { return maps.Clone(pod.Labels) })
+	if made {
+		for _, p := range ct.projs {
+			c.proj = append(c.proj, p.ref(c))
 		}
-		c = &podClass{id: string(id), pos: len(ct.list),
-			pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Labels: maps.Clone(pod.Labels)}}}
-		ct.byID[c.id] = c
-		ct.list = append(ct.list, c)
-		ct.index.add(c)
 	}
-	c.refs++
 	return c
 }
 
-// unref drops one reference to c, and c itself with the last one.
+// unref drops one reference to c, and c itself with the last one (its
+// counts are then zero, and so is what it added to its projected
+// classes).
 func (ct *classTable) unref(c *podClass) {
-	if c.refs--; c.refs > 0 {
-		return
+	if ct.classSet.unref(c) {
+		for j, q := range c.proj {
+			ct.projs[j].unref(q)
+		}
 	}
-	last := ct.list[len(ct.list)-1]
-	ct.list[c.pos], last.pos = last, c.pos
-	ct.list[len(ct.list)-1] = nil
-	ct.list = ct.list[:len(ct.list)-1]
-	delete(ct.byID, c.id)
-	ct.index.remove(c)
 }
 
 // key returns the index of topology key k, or -1 when it is not counted.
@@ -129,8 +199,24 @@ func (ct *classTable) leastRecentlyUsed() int {
 	return j
 }
 
-// add adds n pods to c's domain value of key index i.
+// add adds n pods to c's domain value of key index i, and to c's
+// projected classes'.
 func (c *podClass) add(i int, value string, n int64) {
+	c.addOwn(i, value, n)
+	for _, q := range c.proj {
+		q.addOwn(i, value, n)
+	}
+}
+
+// addPods adds n to c's pods, and to its projected classes'.
+func (c *podClass) addPods(n int64) {
+	c.pods += n
+	for _, q := range c.proj {
+		q.pods += n
+	}
+}
+
+func (c *podClass) addOwn(i int, value string, n int64) {
 	for len(c.domains) <= i {
 		c.domains = append(c.domains, nil)
 	}
@@ -143,6 +229,13 @@ func (c *podClass) add(i int, value string, n int64) {
 		m[value] = v
 	} else {
 		delete(m, value)
+	}
+}
+
+// dropKey drops c's counts of key index j; the later keys move down one.
+func (c *podClass) dropKey(j int) {
+	if len(c.domains) > j {
+		c.domains = slices.Delete(c.domains, j, j+1)
 	}
 }
 

@@ -51,8 +51,11 @@ func (r *classRecords) evict(j int) {
 	ct.keys = slices.Delete(ct.keys, j, j+1)
 	ct.lastUse = slices.Delete(ct.lastUse, j, j+1)
 	for _, c := range ct.list {
-		if len(c.domains) > j {
-			c.domains = slices.Delete(c.domains, j, j+1)
+		c.dropKey(j)
+	}
+	for _, p := range ct.projs {
+		for _, q := range p.list {
+			q.dropKey(j)
 		}
 	}
 	for _, rec := range r.byName {
@@ -196,7 +199,7 @@ func (r *classRecords) recompute(rec *classRecord, ni fwk.NodeInfo, view *topolo
 // with values.
 func (r *classRecords) applyParts(parts []classPart, values []label, sign int64) {
 	for _, p := range parts {
-		p.class.pods += sign * p.n
+		p.class.addPods(sign * p.n)
 		for i, l := range values {
 			if l.ok {
 				p.class.add(i, l.value, sign*p.n)

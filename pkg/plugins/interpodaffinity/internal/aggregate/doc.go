@@ -44,7 +44,13 @@
 // matched are the incoming pod's workload's, not the cluster's; a selector
 // without such a requirement (empty, or only !=, notin, exists, !) is
 // matched against all. Classes are at most as many as pods, so matching
-// them never costs more than the scan's matching of every pod.
+// them never costs more than the scan's matching of every pod; and since
+// pods with a label of their own (a StatefulSet's) make a class each, a
+// selector is matched against the projection of the classes onto the
+// label keys it reads (projection.go): pods alike in their namespace and
+// those labels added up into one projected class, kept once a key set is
+// asked for a second time (a key set asked for once is matched against
+// the classes themselves, at no more than that cost).
 //
 // Invariants: a node's record was computed from the NodeInfo's pods and
 // labels at the generation it holds (generations come from one
@@ -64,8 +70,10 @@
 // labels and one count per domain of each counted key. The keys counted
 // are at most maxCountedKeys beyond one query's own (the least recently
 // asked for makes room: a key asked for again is counted anew, a pass
-// over the records). It grows with pods and domains, never with the
-// incoming pods seen. Classes are as many as distinct label sets:
-// pods with a label of their own (a StatefulSet's pod name) make a class
-// each.
+// over the records). Per projection kept (at most maxProjections, the
+// least recently asked for makes room), a projected class per distinct
+// namespace and labels of its keys with the same counts, and a pointer
+// per class. It grows with pods and domains, never with the incoming
+// pods seen. Classes are as many as distinct label sets: pods with a
+// label of their own (a StatefulSet's pod name) make a class each.
 package aggregate

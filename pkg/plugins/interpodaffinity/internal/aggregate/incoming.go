@@ -4,6 +4,7 @@ package aggregate
 // from the classes.
 
 import (
+	"k8s.io/apimachinery/pkg/labels"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
@@ -65,7 +66,7 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 	// (the label index); terms matched as a whole, against those the
 	// first may select.
 	if len(terms.Affinity) > 0 {
-		r.classes.index.each(r.classes.list, terms.Affinity[0].Selector, func(c *podClass) {
+		r.classes.matching(selectors(terms.Affinity)...).each(terms.Affinity[0].Selector, func(c *podClass) {
 			if podaffinity.MatchesAll(terms.Affinity, c.pod, nil) {
 				for j := range terms.Affinity {
 					addDomains(&sum.Affinity, terms.Affinity[j].TopologyKey, c.domainsOf(affinityKeys[j]))
@@ -74,14 +75,14 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 		})
 	}
 	for j := range terms.AntiAffinity {
-		r.classes.index.each(r.classes.list, terms.AntiAffinity[j].Selector, func(c *podClass) {
+		r.classes.matching(terms.AntiAffinity[j].Selector).each(terms.AntiAffinity[j].Selector, func(c *podClass) {
 			if terms.AntiAffinity[j].Matches(c.pod, nil) {
 				addDomains(&sum.AntiAffinity, terms.AntiAffinity[j].TopologyKey, c.domainsOf(antiKeys[j]))
 			}
 		})
 	}
 	if len(terms.HostAffinity) > 0 {
-		r.classes.index.each(r.classes.list, terms.HostAffinity[0].Selector, func(c *podClass) {
+		r.classes.matching(selectors(terms.HostAffinity)...).each(terms.HostAffinity[0].Selector, func(c *podClass) {
 			if podaffinity.MatchesAll(terms.HostAffinity, c.pod, nil) {
 				sum.HostAffinity += c.pods
 			}
@@ -89,4 +90,13 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 	}
 	sum.Seal()
 	return sum, true
+}
+
+// selectors are the selectors of ts.
+func selectors(ts []fwk.AffinityTerm) []labels.Selector {
+	sels := make([]labels.Selector, len(ts))
+	for i := range ts {
+		sels[i] = ts[i].Selector
+	}
+	return sels
 }

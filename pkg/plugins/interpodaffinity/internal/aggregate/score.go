@@ -96,14 +96,14 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 		}
 		prefKeys, antiKeys := keyOf(q.Preferred), keyOf(q.PreferredAnti)
 		for j := range q.Preferred {
-			r.classes.index.each(r.classes.list, q.Preferred[j].Selector, func(c *podClass) {
+			r.classes.matching(q.Preferred[j].Selector).each(q.Preferred[j].Selector, func(c *podClass) {
 				if q.Preferred[j].Matches(c.pod, nil) {
 					add(q.Preferred[j].TopologyKey, int64(q.Preferred[j].Weight*1), c.domainsOf(prefKeys[j]))
 				}
 			})
 		}
 		for j := range q.PreferredAnti {
-			r.classes.index.each(r.classes.list, q.PreferredAnti[j].Selector, func(c *podClass) {
+			r.classes.matching(q.PreferredAnti[j].Selector).each(q.PreferredAnti[j].Selector, func(c *podClass) {
 				if q.PreferredAnti[j].Matches(c.pod, nil) {
 					add(q.PreferredAnti[j].TopologyKey, int64(q.PreferredAnti[j].Weight*-1), c.domainsOf(antiKeys[j]))
 				}

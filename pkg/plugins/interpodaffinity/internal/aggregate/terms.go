@@ -91,10 +91,7 @@ func (tt *termTable) unref(e *termEntry) {
 	if e.refs--; e.refs > 0 {
 		return
 	}
-	last := tt.list[len(tt.list)-1]
-	tt.list[e.pos], last.pos = last, e.pos
-	tt.list[len(tt.list)-1] = nil
-	tt.list = tt.list[:len(tt.list)-1]
+	tt.list = swapRemove(tt.list, e.pos, func(moved *termEntry) { moved.pos = e.pos })
 	delete(tt.byID, e.id)
 	tt.index.remove(e)
 }

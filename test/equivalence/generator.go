@@ -142,7 +142,11 @@ const (
 	keyTier     = "tier"
 	keyEnv      = "env"
 	keyMissing  = "nowhere" // no object ever carries it
-	keyInvalid  = "bad key!"
+	// keyPodName is a label of an existing pod's own, as a StatefulSet's
+	// pods have: no selector reads it, so such pods are alike to every
+	// term and still differ.
+	keyPodName = "statefulset.kubernetes.io/pod-name"
+	keyInvalid = "bad key!"
 )
 
 var (
@@ -380,6 +384,9 @@ func (g *gen) pod(existing bool) *v1.Pod {
 	name := g.podName()
 	w := testutil.MakePod(g.namespace(), name).UID(fmt.Sprintf("uid-%s", name))
 	w.Labels(g.labels(podLabelKeys, podLabelValues, 10))
+	if existing && g.p(25) {
+		w.Label(keyPodName, name)
+	}
 	if g.p(30) {
 		w.Priority(int32(g.n(3) * 100))
 	}

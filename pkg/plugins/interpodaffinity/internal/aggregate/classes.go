@@ -114,11 +114,12 @@ type classTable struct {
 	clock   uint64
 	// maxKeys, if set, replaces maxCountedKeys (tests of eviction).
 	maxKeys int
-	// projs are the projections kept (projection.go), asked those
-	// asked for once (by keyset encoding), maxProjs, if set, replaces
-	// maxProjections (tests of eviction).
+	// projs are the projections kept (projection.go); asked are the
+	// key sets (by encoding) asked for once (0) or declined (the
+	// classes then); maxProjs, if set, replaces maxProjections (tests
+	// of eviction).
 	projs    []*projection
-	asked    map[string]bool
+	asked    map[string]int
 	maxProjs int
 	// keyScratch and idScratch are reused by matching.
 	keyScratch []string

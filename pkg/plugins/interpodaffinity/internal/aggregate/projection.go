@@ -86,11 +86,16 @@ func encodeKeys(buf []byte, keys []string) []byte {
 }
 
 // matching returns the classes to match sels against: the projection onto
-// the keys they read when one is kept, or made on the second query that
-// asks for it (a key set asked for once costs no more than matching the
-// classes themselves); otherwise the classes themselves. Matches on a
-// projected class is Matches on any of its classes, for a selector of
-// sels and a term's namespaces, and its counts are theirs added up.
+// the keys they read when one is kept, otherwise the classes themselves.
+// Matches on a projected class is Matches on any of its classes, for a
+// selector of sels and a term's namespaces, and its counts are theirs
+// added up.
+//
+// A projection is made on the second query that asks for its key set (a
+// key set asked for once costs no more than matching the classes
+// themselves), and kept if it at least halves the classes: one that does
+// not would cost its memory and upkeep for little. A key set declined is
+// tried again once the classes have doubled since.
 func (ct *classTable) matching(sels ...labels.Selector) *classSet {
 	ct.keyScratch = selectorKeys(ct.keyScratch[:0], sels)
 	ct.idScratch = encodeKeys(ct.idScratch[:0], ct.keyScratch)
@@ -100,20 +105,32 @@ func (ct *classTable) matching(sels ...labels.Selector) *classSet {
 			return &p.classSet
 		}
 	}
-	if !ct.asked[string(ct.idScratch)] {
+	declinedAt, asked := ct.asked[string(ct.idScratch)]
+	switch {
+	case !asked:
 		if ct.asked == nil || len(ct.asked) >= 4*ct.projBound() {
-			// Key sets asked for once long ago are forgotten: one
-			// asked for again after that is made on its next query.
-			ct.asked = map[string]bool{}
+			// Key sets asked for once long ago are forgotten, and
+			// declines: one asked for again is made on its next
+			// query.
+			ct.asked = map[string]int{}
 		}
-		ct.asked[string(ct.idScratch)] = true
+		ct.asked[string(ct.idScratch)] = 0
+		return &ct.classSet
+	case declinedAt > 0 && len(ct.list) < 2*declinedAt:
 		return &ct.classSet
 	}
-	delete(ct.asked, string(ct.idScratch))
-	if len(ct.projs) >= ct.projBound() {
+	p := ct.project(slices.Clone(ct.keyScratch), string(ct.idScratch))
+	if 2*len(p.list) > len(ct.list) {
+		ct.dropProjection(len(ct.projs) - 1)
+		ct.asked[p.id] = max(len(ct.list), 1)
+		return &ct.classSet
+	}
+	delete(ct.asked, p.id)
+	if len(ct.projs) > ct.projBound() {
+		// The new one was asked for last: another makes room.
 		ct.dropProjection(ct.leastRecentProjection())
 	}
-	return &ct.project(slices.Clone(ct.keyScratch), string(ct.idScratch)).classSet
+	return &p.classSet
 }
 
 // project makes the projection onto keys, encoded id, from the classes.

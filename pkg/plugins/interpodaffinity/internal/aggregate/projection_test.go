@@ -14,6 +14,7 @@ import (
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	at "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
 // checkProjections fails t unless every projection of ct is its classes
@@ -186,5 +187,57 @@ func TestProjections(t *testing.T) {
 	ask(webZone)
 	if !slices.Equal(ct.projs[0].keys, []string{"app"}) {
 		t.Fatalf("[app] asked for twice was not made again: %v", ct.projs[0].keys)
+	}
+}
+
+// TestProjectionDeclined: a projection that does not halve the classes is
+// not kept, and is tried again once the classes have doubled.
+func TestProjectionDeclined(t *testing.T) {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(tu.MakeNode("n0").Label(at.Host, "n0").Obj())
+	made := 0
+	place := func(lbls ...string) {
+		made++
+		w := at.Placed("default", fmt.Sprint("p", made), "n0")
+		for i := 0; i < len(lbls); i += 2 {
+			w.Label(lbls[i], lbls[i+1])
+		}
+		ni.AddPod(w.Obj())
+	}
+	// Four Deployments: a class each, and a projection onto app alone
+	// has as many.
+	for _, app := range []string{"a", "b", "c", "d"} {
+		place("app", app, "pod-template-hash", "h"+app)
+	}
+	terms := mustTerms(t, tu.AffinityTerm(at.Host, tu.Selector(map[string]string{"app": "a"})))
+	table := &Table{}
+	ct := &table.pods.classes
+	ask := func() int64 {
+		t.Helper()
+		got, ok := table.Incoming(framework.NewCycleState(), []fwk.NodeInfo{ni}, nil, IncomingTerms{AntiAffinity: terms})
+		if !ok {
+			t.Fatal("the table did not answer")
+		}
+		checkProjections(t, ct)
+		return got.AntiAffinity.ToMap()[topology.Pair{Key: at.Host, Value: "n0"}]
+	}
+	for i := range 3 {
+		if n := ask(); n != 1 {
+			t.Fatalf("query %d: %d pods of a on n0, want 1", i, n)
+		}
+		if len(ct.projs) != 0 {
+			t.Fatalf("query %d: a projection onto %v of %d classes was kept", i, ct.projs[0].keys, len(ct.list))
+		}
+	}
+	// Pods of a with a label of their own: the classes double, and the
+	// projection now halves them.
+	for range 4 {
+		place("app", "a", "pod-template-hash", "ha", "pod-name", fmt.Sprint("p", made+1))
+	}
+	if n := ask(); n != 5 {
+		t.Fatalf("%d pods of a on n0, want 5", n)
+	}
+	if len(ct.projs) != 1 || len(ct.projs[0].list) != 4 {
+		t.Fatalf("with %d classes, %d projections kept, want one of 4 classes", len(ct.list), len(ct.projs))
 	}
 }

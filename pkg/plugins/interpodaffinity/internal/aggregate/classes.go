@@ -115,15 +115,18 @@ type classTable struct {
 	// maxKeys, if set, replaces maxCountedKeys (tests of eviction).
 	maxKeys int
 	// projs are the projections kept (projection.go); asked are the
-	// key sets (by encoding) asked for once (0) or declined (the
-	// classes then); maxProjs, if set, replaces maxProjections (tests
-	// of eviction).
+	// key sets (by encoding) asked for once, declined those whose
+	// projection would not halve the classes (the classes then);
+	// maxProjs, if set, replaces maxProjections (tests of eviction).
 	projs    []*projection
-	asked    map[string]int
+	asked    map[string]bool
+	declined map[string]int
 	maxProjs int
-	// keyScratch and idScratch are reused by matching.
+	// Scratch reused by matching.
 	keyScratch []string
 	idScratch  []byte
+	encScratch []byte
+	selScratch []labels.Selector
 }
 
 // classID encodes a pod's namespace and labels so that pods of one class,

@@ -48,9 +48,10 @@
 // pods with a label of their own (a StatefulSet's) make a class each, a
 // selector is matched against the projection of the classes onto the
 // label keys it reads (projection.go): pods alike in their namespace and
-// those labels added up into one projected class, kept once a key set is
-// asked for a second time (a key set asked for once is matched against
-// the classes themselves, at no more than that cost).
+// those labels added up into one projected class, made when a key set is
+// asked for a second time and only if it at least halves the classes (a
+// key set asked for once, or declined, is matched against the classes
+// themselves, at no more than that cost).
 //
 // Invariants: a node's record was computed from the NodeInfo's pods and
 // labels at the generation it holds (generations come from one

@@ -4,7 +4,6 @@ package aggregate
 // from the classes.
 
 import (
-	"k8s.io/apimachinery/pkg/labels"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
@@ -66,7 +65,7 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 	// (the label index); terms matched as a whole, against those the
 	// first may select.
 	if len(terms.Affinity) > 0 {
-		r.classes.matching(selectors(terms.Affinity)...).each(terms.Affinity[0].Selector, func(c *podClass) {
+		r.classes.matchingTerms(terms.Affinity).each(terms.Affinity[0].Selector, func(c *podClass) {
 			if podaffinity.MatchesAll(terms.Affinity, c.pod, nil) {
 				for j := range terms.Affinity {
 					addDomains(&sum.Affinity, terms.Affinity[j].TopologyKey, c.domainsOf(affinityKeys[j]))
@@ -82,7 +81,7 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 		})
 	}
 	if len(terms.HostAffinity) > 0 {
-		r.classes.matching(selectors(terms.HostAffinity)...).each(terms.HostAffinity[0].Selector, func(c *podClass) {
+		r.classes.matchingTerms(terms.HostAffinity).each(terms.HostAffinity[0].Selector, func(c *podClass) {
 			if podaffinity.MatchesAll(terms.HostAffinity, c.pod, nil) {
 				sum.HostAffinity += c.pods
 			}
@@ -90,13 +89,4 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 	}
 	sum.Seal()
 	return sum, true
-}
-
-// selectors are the selectors of ts.
-func selectors(ts []fwk.AffinityTerm) []labels.Selector {
-	sels := make([]labels.Selector, len(ts))
-	for i := range ts {
-		sels[i] = ts[i].Selector
-	}
-	return sels
 }

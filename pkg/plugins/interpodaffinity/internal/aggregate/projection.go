@@ -18,6 +18,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // maxProjections bounds the projections kept: each costs a projected
@@ -61,19 +62,25 @@ func (p *projection) ref(c *podClass) *podClass {
 }
 
 // selectorKeys appends to keys the label keys sels read, sorted and
-// distinct.
-func selectorKeys(keys []string, sels []labels.Selector) []string {
+// distinct; ok is false when a selector cannot say which it reads.
+func selectorKeys(keys []string, sels []labels.Selector) (_ []string, ok bool) {
 	for _, sel := range sels {
 		if sel == nil {
 			continue
 		}
-		reqs, _ := sel.Requirements()
+		reqs, selectable := sel.Requirements()
+		if !selectable {
+			// labels.Nothing, which matches no pod: nothing to
+			// project onto, and no projection is needed to match
+			// it.
+			return keys, false
+		}
 		for _, r := range reqs {
 			keys = append(keys, r.Key())
 		}
 	}
 	slices.Sort(keys)
-	return slices.Compact(keys)
+	return slices.Compact(keys), true
 }
 
 // encodeKeys appends a sorted key set, length-prefixed.
@@ -85,6 +92,15 @@ func encodeKeys(buf []byte, keys []string) []byte {
 	return buf
 }
 
+// matchingTerms is matching for the selectors of ts.
+func (ct *classTable) matchingTerms(ts []fwk.AffinityTerm) *classSet {
+	ct.selScratch = ct.selScratch[:0]
+	for i := range ts {
+		ct.selScratch = append(ct.selScratch, ts[i].Selector)
+	}
+	return ct.matching(ct.selScratch...)
+}
+
 // matching returns the classes to match sels against: the projection onto
 // the keys they read when one is kept, otherwise the classes themselves.
 // Matches on a projected class is Matches on any of its classes, for a
@@ -93,44 +109,68 @@ func encodeKeys(buf []byte, keys []string) []byte {
 //
 // A projection is made on the second query that asks for its key set (a
 // key set asked for once costs no more than matching the classes
-// themselves), and kept if it at least halves the classes: one that does
-// not would cost its memory and upkeep for little. A key set declined is
-// tried again once the classes have doubled since.
+// themselves), if it at least halves the classes: one that does not would
+// cost its memory and upkeep for little. A key set declined is tried again
+// once the classes have doubled since. A projection made evicts the one
+// asked for longest ago, never one this query asked for (the new one is
+// then not kept).
 func (ct *classTable) matching(sels ...labels.Selector) *classSet {
-	ct.keyScratch = selectorKeys(ct.keyScratch[:0], sels)
-	ct.idScratch = encodeKeys(ct.idScratch[:0], ct.keyScratch)
+	keys, ok := selectorKeys(ct.keyScratch[:0], sels)
+	ct.keyScratch = keys
+	if !ok {
+		return &ct.classSet
+	}
+	ct.idScratch = encodeKeys(ct.idScratch[:0], keys)
+	id := ct.idScratch
 	for _, p := range ct.projs {
-		if p.id == string(ct.idScratch) {
+		if p.id == string(id) {
 			p.lastUse = ct.clock
 			return &p.classSet
 		}
 	}
-	declinedAt, asked := ct.asked[string(ct.idScratch)]
-	switch {
-	case !asked:
+	at, declined := ct.declined[string(id)]
+	if declined && len(ct.list) < 2*at {
+		return &ct.classSet
+	}
+	if !declined && !ct.asked[string(id)] {
 		if ct.asked == nil || len(ct.asked) >= 4*ct.projBound() {
-			// Key sets asked for once long ago are forgotten, and
-			// declines: one asked for again is made on its next
-			// query.
-			ct.asked = map[string]int{}
+			// Key sets asked for once long ago are forgotten: one
+			// asked for again is made on its next query.
+			ct.asked = map[string]bool{}
 		}
-		ct.asked[string(ct.idScratch)] = 0
-		return &ct.classSet
-	case declinedAt > 0 && len(ct.list) < 2*declinedAt:
+		ct.asked[string(id)] = true
 		return &ct.classSet
 	}
-	p := ct.project(slices.Clone(ct.keyScratch), string(ct.idScratch))
-	if 2*len(p.list) > len(ct.list) {
-		ct.dropProjection(len(ct.projs) - 1)
-		ct.asked[p.id] = max(len(ct.list), 1)
+	delete(ct.asked, string(id))
+	if 2*ct.countProjected(keys) > len(ct.list) {
+		if ct.declined == nil || len(ct.declined) >= 4*ct.projBound() {
+			ct.declined = map[string]int{}
+		}
+		ct.declined[string(id)] = max(len(ct.list), 1)
 		return &ct.classSet
 	}
-	delete(ct.asked, p.id)
-	if len(ct.projs) > ct.projBound() {
-		// The new one was asked for last: another makes room.
-		ct.dropProjection(ct.leastRecentProjection())
+	delete(ct.declined, string(id))
+	if len(ct.projs) >= ct.projBound() {
+		j := ct.leastRecentProjection()
+		if ct.projs[j].lastUse == ct.clock {
+			return &ct.classSet
+		}
+		ct.dropProjection(j)
 	}
-	return &p.classSet
+	return &ct.project(slices.Clone(keys), string(id)).classSet
+}
+
+// countProjected counts the projected classes a projection onto keys
+// would hold, without making it.
+func (ct *classTable) countProjected(keys []string) int {
+	seen := make(map[string]struct{}, len(ct.list)/2)
+	for _, c := range ct.list {
+		ct.encScratch = encodeLabels(ct.encScratch[:0], c.pod.Namespace, c.pod.Labels, keys)
+		if _, ok := seen[string(ct.encScratch)]; !ok {
+			seen[string(ct.encScratch)] = struct{}{}
+		}
+	}
+	return len(seen)
 }
 
 // project makes the projection onto keys, encoded id, from the classes.

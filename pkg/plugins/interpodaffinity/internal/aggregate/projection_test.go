@@ -188,6 +188,18 @@ func TestProjections(t *testing.T) {
 	if !slices.Equal(ct.projs[0].keys, []string{"app"}) {
 		t.Fatalf("[app] asked for twice was not made again: %v", ct.projs[0].keys)
 	}
+
+	// Both key sets in every query, room for one: the one kept is not
+	// evicted by the other, asked for in the same query.
+	both := slices.Concat(webZone, dbTier)
+	for range 3 {
+		if got := ask(both); !maps.Equal(got, map[string]int64{"n0": 1, "n3": 1}) {
+			t.Fatalf("web by zone and db by host: %v", got)
+		}
+		if len(ct.projs) != 1 || !slices.Equal(ct.projs[0].keys, []string{"app"}) {
+			t.Fatalf("a projection asked for in the same query was evicted")
+		}
+	}
 }
 
 // TestProjectionDeclined: a projection that does not halve the classes is

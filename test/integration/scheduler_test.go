@@ -70,6 +70,11 @@ func TestBadPodDoesNotBlockOthers(t *testing.T) {
 	sched := env.SharedScheduler(t)
 	ns := env.NewNamespace(t, nil)
 	env.CreateNodes(t, framework.SchedulableNode(ns, "a").Label("size", "10").Obj(), framework.SchedulableNode(ns, "b").Label("size", "20").Obj())
+	// The bad term fails in scoring, which a cycle with one feasible
+	// node skips: the scheduler must know both nodes first. It learns
+	// them in order, so a pod bound to b proves it knows a too.
+	env.CreatePod(t, testutil.MakePod(ns, "probe").Placement().NodeSelector(map[string]string{"size": "20"}).Obj())
+	env.WaitForBound(t, ns, "probe")
 
 	env.CreatePod(t, testutil.MakePod(ns, "bad").Placement().
 		PreferredNodeTerm(10, testutil.Term(testutil.Expr("size", v1.NodeSelectorOpGt, "x"))).Obj())

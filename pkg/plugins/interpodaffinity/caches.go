@@ -145,13 +145,18 @@ func (pl *InterPodAffinity) summarizeNodes(ctx context.Context, cs fwk.CycleStat
 
 // existingAntiAffinityCounts sums existingAntiOn over the holder nodes:
 // the counts, and how many of the nodes hold hostname-scoped terms (fast
-// path). The table of distinct terms answers unless it is off or the cycle
-// is a pod-group cycle; then the holders are scanned, and a node whose
-// summary proves that no term on it can select the incoming pod is not
-// looked at.
-func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, cs fwk.CycleState, s *preFilterState, nodes []fwk.NodeInfo) (topologyCounts, int64) {
+// path; only whether there are any is read). The table of distinct terms
+// answers unless it is off or the cycle is a pod-group cycle; it sums
+// over allNodes, whose order is the same from cycle to cycle while the
+// holders' list is made anew whenever a node gains or loses its first
+// holder: a node that holds nothing adds nothing, and a node the fast
+// path leaves out of the holders holds hostname-scoped terms only, which
+// the fast path does not count. Otherwise the holders are scanned, and a
+// node whose summary proves that no term on it can select the incoming
+// pod is not looked at.
+func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, cs fwk.CycleState, s *preFilterState, nodes, allNodes []fwk.NodeInfo) (topologyCounts, int64) {
 	incoming := s.podInfo.GetPod()
-	if sum, ok := pl.caches.sums.ExistingAnti(cs, nodes, aggregate.Incoming{Pod: incoming, NamespaceLabels: s.nsLabels, HostnameFastPath: s.hostnameFastPath}); ok {
+	if sum, ok := pl.caches.sums.ExistingAnti(cs, allNodes, aggregate.Incoming{Pod: incoming, NamespaceLabels: s.nsLabels, HostnameFastPath: s.hostnameFastPath}); ok {
 		return sum.Counts, sum.HostScopedNodes
 	}
 	q := s.cache.summaries
@@ -344,7 +349,7 @@ type scoreWeights struct {
 	// lookup reads the sum with one hashed lookup for most domains
 	// (counts.Lookup), and cols are the view's columns of keys, in the
 	// keys' order: Score resolves neither per node.
-	lookup counts.Lookup[counts.DomainWeight]
+	lookup counts.ScoreLookup
 	// topology holds the topology labels of the cycle's nodes (nil: read
 	// them from the nodes).
 	topology *topology.View
@@ -357,6 +362,18 @@ type scoreWeights struct {
 // that no pair on it scores is not looked at.
 func (pl *InterPodAffinity) scoreSums(ctx context.Context, cs fwk.CycleState, nodes []fwk.NodeInfo, hasPreferred bool, pi fwk.PodInfo, nsLabels labels.Set) *scoreWeights {
 	preferred, preferredAnti := pi.GetPreferredAffinityTerms(), pi.GetPreferredAntiAffinityTerms()
+	// The table sums over all nodes either way: their list keeps its
+	// order from cycle to cycle, so that its sweep goes by position,
+	// while the list of nodes with pods with affinity is made anew
+	// whenever a node gains or loses its first such pod (a node without
+	// one adds nothing). A lister that cannot list them all leaves it
+	// the nodes given.
+	tableNodes := nodes
+	if !hasPreferred {
+		if all, err := pl.sharedLister.NodeInfos().List(); err == nil {
+			tableNodes = all
+		}
+	}
 	// sumOver returns the score sum over nodes; gens are the nodes'
 	// generations, if read, and view the topology view synced with them,
 	// if any (the nodes' labels are read through it; view is a
@@ -368,7 +385,7 @@ func (pl *InterPodAffinity) scoreSums(ctx context.Context, cs fwk.CycleState, no
 	sumOver := func(gens []int64, view *topology.View) *counts.ScoreSum {
 		q := aggregate.ScoreQuery{Pod: pi.GetPod(), NamespaceLabels: nsLabels, Preferred: preferred, PreferredAnti: preferredAnti,
 			HardPodAffinityWeight: pl.args.hardPodAffinityWeight}
-		if sum, ok := pl.caches.sums.Score(cs, nodes, view, q); ok {
+		if sum, ok := pl.caches.sums.Score(cs, tableNodes, view, q); ok {
 			return sum
 		}
 		sq := pl.scoreQueries(ctx, cs, nodes, hasPreferred, pi)
@@ -407,7 +424,7 @@ func (pl *InterPodAffinity) scoreSums(ctx context.Context, cs fwk.CycleState, no
 		}
 		sum = sumOver(nil, view)
 	}
-	if sum == nil || sum.Len() == 0 {
+	if sum == nil || sum.Empty() {
 		return nil
 	}
 	if view == nil {

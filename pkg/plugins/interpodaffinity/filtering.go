@@ -262,7 +262,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 		// cannot count.
 		pl.summarizeNodes(ctx, cycleState, s, pod, allNodes)
 	}
-	pl.countExistingAntiAffinity(ctx, cycleState, s, holders)
+	pl.countExistingAntiAffinity(ctx, cycleState, s, holders, allNodes)
 	pl.countIncomingTerms(ctx, cycleState, s, allNodes)
 
 	ownTerms := len(affinityTerms) > 0 || len(antiAffinityTerms) > 0
@@ -279,7 +279,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, cycleState fwk.CycleS
 // domain of the existing pod's node. With the fast path, hostname-scoped
 // terms are left to Filter and only noted in s.existingHostAnti; nodes
 // whose pods have nothing but such terms are not even in the nonHost index.
-func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycleState fwk.CycleState, s *preFilterState, holders antiAffinityHolders) {
+func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycleState fwk.CycleState, s *preFilterState, holders antiAffinityHolders, allNodes []fwk.NodeInfo) {
 	nodes := holders.all
 	if s.hostnameFastPath {
 		nodes = holders.nonHost
@@ -294,7 +294,7 @@ func (pl *InterPodAffinity) countExistingAntiAffinity(ctx context.Context, cycle
 		return
 	}
 	var hostScopedNodes int64
-	s.existingAntiAffinity, hostScopedNodes = pl.existingAntiAffinityCounts(ctx, cycleState, s, nodes)
+	s.existingAntiAffinity, hostScopedNodes = pl.existingAntiAffinityCounts(ctx, cycleState, s, nodes, allNodes)
 	if hostScopedNodes > 0 {
 		s.existingHostAnti = true
 	}

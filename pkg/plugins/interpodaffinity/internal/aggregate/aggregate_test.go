@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -256,6 +257,33 @@ func differentialRuns(t *testing.T) (runs int, seed uint64) {
 	return runs, seed
 }
 
+// handedOut keeps the answers of a cycle as they were when handed out,
+// to check once the table has moved on that none changed: a sum borrows
+// the table's counts where they are (counts.Domains), which the table
+// must copy, not change, from then on.
+type handedOut []struct {
+	now func() any
+	was any
+}
+
+func (h *handedOut) keep(now func() any) {
+	*h = append(*h, struct {
+		now func() any
+		was any
+	}{now, now()})
+}
+
+// check fails t if an answer kept changed, and forgets them.
+func (h *handedOut) check(t *testing.T, what string) {
+	t.Helper()
+	for _, a := range *h {
+		if now := a.now(); !reflect.DeepEqual(now, a.was) {
+			t.Fatalf("%s: an answer of the cycle before changed after it was handed out: %v, was %v", what, now, a.was)
+		}
+	}
+	*h = (*h)[:0]
+}
+
 // TestExistingAntiMatchesScan is the table's invariant: over random
 // histories (pods added and removed, nodes relabelled, removed and
 // re-added, terms of every shape including invalid ones), after each
@@ -272,37 +300,68 @@ func TestExistingAntiMatchesScan(t *testing.T) {
 				w.addNode(fmt.Sprint("n", i))
 			}
 			table := &Table{}
+			var kept, keeping handedOut
 			for cycle := range 30 {
 				for range w.g.R.IntN(4) {
 					w.change()
 				}
-				holders := w.holders(fastPath)
+				// The plugin scans the holders (with the fast path, those
+				// with a term not scoped to the hostname); the table sums
+				// over all nodes.
+				holders, allHolders, all := w.holders(fastPath), w.holders(false), w.all()
 				for range 3 {
 					in := Incoming{Pod: w.pod(""), NamespaceLabels: w.nsLabels(), HostnameFastPath: fastPath}
-					got, ok := table.ExistingAnti(framework.NewCycleState(), holders, in)
+					got, ok := table.ExistingAnti(framework.NewCycleState(), all, in)
 					if !ok {
 						t.Fatalf("seed %d fast path %v cycle %d: the table did not answer", s, fastPath, cycle)
 					}
+					keeping.keep(func() any { return got.Counts.ToMap() })
 					want, wantHost := scanExistingAnti(holders, in)
-					if g := got.Counts.ToMap(); !maps.Equal(g, want) || got.HostScopedNodes != wantHost {
+					wantAll, hostAll := scanExistingAnti(allHolders, in)
+					if !maps.Equal(want, wantAll) {
+						t.Fatalf("seed %d fast path %v cycle %d: the holders sum to %v, all the nodes with required anti-affinity to %v",
+							s, fastPath, cycle, want, wantAll)
+					}
+					if g := got.Counts.ToMap(); !maps.Equal(g, want) || got.HostScopedNodes != hostAll {
 						t.Fatalf("seed %d fast path %v cycle %d: table %v (%d nodes with hostname-scoped terms), scan %v (%d)",
-							s, fastPath, cycle, g, got.HostScopedNodes, want, wantHost)
+							s, fastPath, cycle, g, got.HostScopedNodes, want, hostAll)
+					}
+					// What the plugin reads of it: whether some node holds
+					// a hostname-scoped term, as the holders' lists and
+					// their scan tell.
+					if fastPath && (got.HostScopedNodes > 0) != (wantHost > 0 || len(allHolders) > len(holders)) {
+						t.Fatalf("seed %d fast path: cycle %d: %d nodes with hostname-scoped terms, the holders' scan %d of %d (%d in all)",
+							s, cycle, got.HostScopedNodes, wantHost, len(holders), len(allHolders))
 					}
 					compared++
 					if len(want) > 0 {
 						nonEmpty++
 					}
 				}
+				kept.check(t, fmt.Sprintf("seed %d fast path %v cycle %d", s, fastPath, cycle))
+				kept, keeping = keeping, kept
 			}
 			// What the table keeps is what a fresh one would: terms no
 			// listed pod holds any more are gone (memory grows with
 			// pods and domains, not with history).
-			holders := w.holders(fastPath)
+			all := w.all()
 			fresh := &Table{}
-			fresh.anti.sweep(holders, nil)
-			table.anti.sweep(holders, nil)
+			fresh.anti.sweep(all, nil)
+			table.anti.sweep(all, nil)
 			if kept, want := termDomains(&table.anti.terms), termDomains(&fresh.anti.terms); !maps.EqualFunc(kept, want, maps.Equal) {
 				t.Fatalf("seed %d fast path %v: the table keeps %d terms, a fresh one %d", s, fastPath, len(kept), len(want))
+			}
+			// Records are kept for the nodes that hold a term (a pod's
+			// terms that fail to parse are none), the others by their
+			// generation alone.
+			want := 0
+			for _, ni := range w.holders(false) {
+				if slices.ContainsFunc(ni.GetPodsWithRequiredAntiAffinity(), func(p fwk.PodInfo) bool { return len(p.GetRequiredAntiAffinityTerms()) > 0 }) {
+					want++
+				}
+			}
+			if n := len(table.anti.byName); n != want {
+				t.Fatalf("seed %d fast path %v: %d nodes recorded, %d hold required anti-affinity terms", s, fastPath, n, want)
 			}
 		}
 	}
@@ -313,13 +372,13 @@ func TestExistingAntiMatchesScan(t *testing.T) {
 }
 
 // termDomains is a table's terms and their domains, by term.
-func termDomains(tt *termTable) map[string]map[string]int64 {
-	out := map[string]map[string]int64{}
+func termDomains(tt *termTable) map[string]map[topology.Pair]int64 {
+	out := map[string]map[topology.Pair]int64{}
 	for _, e := range tt.list {
 		if tt.byID[e.id] != e || tt.list[e.pos] != e {
 			panic("term table out of step with its list")
 		}
-		out[e.id] = e.domains
+		out[e.id] = maps.Collect(e.domains.All())
 	}
 	return out
 }
@@ -442,6 +501,7 @@ func TestIncomingMatchesScan(t *testing.T) {
 				topo = &topology.Table{}
 				topo.Prime()
 			}
+			var kept, keeping handedOut
 			for cycle := range 30 {
 				for range w.g.R.IntN(4) {
 					w.change()
@@ -460,6 +520,7 @@ func TestIncomingMatchesScan(t *testing.T) {
 					if !ok {
 						t.Fatalf("seed %d fast path %v cycle %d: the table did not answer", s, fastPath, cycle)
 					}
+					keeping.keep(func() any { return []any{got.Affinity.ToMap(), got.AntiAffinity.ToMap(), got.HostAffinity} })
 					checkProjections(t, &table.pods.classes)
 					projected += len(table.pods.classes.projs)
 					asked := map[string]bool{}
@@ -484,6 +545,8 @@ func TestIncomingMatchesScan(t *testing.T) {
 						nonEmpty++
 					}
 				}
+				kept.check(t, fmt.Sprintf("seed %d fast path %v cycle %d", s, fastPath, cycle))
+				kept, keeping = keeping, kept
 			}
 			// The classes kept are those of the pods on the nodes.
 			all := w.all()
@@ -494,15 +557,15 @@ func TestIncomingMatchesScan(t *testing.T) {
 					classes[string(classID(nil, p.GetPod()))]++
 				}
 			}
-			kept := map[string]int64{}
+			held := map[string]int64{}
 			for _, c := range table.pods.classes.list {
 				if table.pods.classes.byID[c.id] != c || table.pods.classes.list[c.pos] != c {
 					t.Fatal("class table out of step with its list")
 				}
-				kept[c.id] = c.pods
+				held[c.id] = c.pods
 			}
-			if !maps.Equal(kept, classes) {
-				t.Fatalf("seed %d fast path %v: the table keeps %d classes, the nodes hold %d", s, fastPath, len(kept), len(classes))
+			if !maps.Equal(held, classes) {
+				t.Fatalf("seed %d fast path %v: the table keeps %d classes, the nodes hold %d", s, fastPath, len(held), len(classes))
 			}
 		}
 	}
@@ -614,6 +677,10 @@ func TestScoreMatchesScan(t *testing.T) {
 		table := &Table{}
 		table.pods.classes.maxKeys = run % 3
 		table.pods.classes.maxProjs = run % 4
+		// Every other history lends PreScore's sum every term's and
+		// class's counts it can, however few their domains.
+		table.minLend = run % 2
+		var kept, keeping handedOut
 		for cycle := range 30 {
 			for range w.g.R.IntN(4) {
 				w.change()
@@ -627,6 +694,7 @@ func TestScoreMatchesScan(t *testing.T) {
 				if !ok {
 					t.Fatalf("seed %d cycle %d: the table did not answer", s, cycle)
 				}
+				keeping.keep(func() any { return got.ToMap() })
 				checkProjections(t, &table.pods.classes)
 				projected += len(table.pods.classes.projs)
 				weights, present := scanScore(nodes, q)
@@ -663,6 +731,8 @@ func TestScoreMatchesScan(t *testing.T) {
 					nonEmpty++
 				}
 			}
+			kept.check(t, fmt.Sprintf("seed %d cycle %d", s, cycle))
+			kept, keeping = keeping, kept
 		}
 	}
 	if nonEmpty == 0 || nonEmpty == compared {

@@ -14,6 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
 // podClass is the existing pods of one namespace and label set, or of a
@@ -31,8 +34,8 @@ type podClass struct {
 	// not (the hostname fast path counts pods anywhere).
 	pods int64
 	// domains are, per key of classTable.keys (same index), the class's
-	// pods per value of the key; nil until a pod is counted under it.
-	domains []map[string]int64
+	// pods per domain of the key; the sums handed out borrow them.
+	domains []counts.Domains
 	// proj are, per projection of classTable.projs (same index), the
 	// projected class this class's pods also count in; nil for a
 	// projected class.
@@ -203,12 +206,12 @@ func (ct *classTable) leastRecentlyUsed() int {
 	return j
 }
 
-// add adds n pods to c's domain value of key index i, and to c's
-// projected classes'.
-func (c *podClass) add(i int, value string, n int64) {
-	c.addOwn(i, value, n)
+// add adds n pods to c's domain d of key index i, and to c's projected
+// classes'.
+func (c *podClass) add(i int, d topology.Pair, n int64) {
+	c.addOwn(i, d, n)
 	for _, q := range c.proj {
-		q.addOwn(i, value, n)
+		q.addOwn(i, d, n)
 	}
 }
 
@@ -220,20 +223,11 @@ func (c *podClass) addPods(n int64) {
 	}
 }
 
-func (c *podClass) addOwn(i int, value string, n int64) {
+func (c *podClass) addOwn(i int, d topology.Pair, n int64) {
 	for len(c.domains) <= i {
-		c.domains = append(c.domains, nil)
+		c.domains = append(c.domains, counts.Domains{})
 	}
-	m := c.domains[i]
-	if m == nil {
-		m = map[string]int64{}
-		c.domains[i] = m
-	}
-	if v := m[value] + n; v != 0 {
-		m[value] = v
-	} else {
-		delete(m, value)
-	}
+	c.domains[i].Add(d, n)
 }
 
 // dropKey drops c's counts of key index j; the later keys move down one.
@@ -243,10 +237,10 @@ func (c *podClass) dropKey(j int) {
 	}
 }
 
-// domainsOf returns c's pods per value of key index i (nil: none).
-func (c *podClass) domainsOf(i int) map[string]int64 {
+// domainsOf returns c's pods per domain of key index i (nil: none).
+func (c *podClass) domainsOf(i int) *counts.Domains {
 	if i < 0 || i >= len(c.domains) {
 		return nil
 	}
-	return c.domains[i]
+	return &c.domains[i]
 }

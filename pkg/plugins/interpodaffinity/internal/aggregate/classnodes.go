@@ -71,10 +71,11 @@ type classPart struct {
 	n     int64
 }
 
-// label is a node's value of one counted key when its record was made.
+// label is a node's domain of one counted key when its record was made;
+// ok is false for a node without the key.
 type label struct {
-	value string
-	ok    bool
+	domain topology.Pair
+	ok     bool
 }
 
 // classRecord is a node's contribution to the classes as of its
@@ -187,8 +188,8 @@ func (r *classRecords) recompute(rec *classRecord, ni fwk.NodeInfo, view *topolo
 		nt := topology.Of(view, ni)
 		rec.values = make([]label, len(r.classes.keys))
 		for i, k := range r.classes.keys {
-			_, v, ok := nt.Pair(k)
-			rec.values[i] = label{value: v, ok: ok}
+			key, v, ok := nt.Pair(k)
+			rec.values[i] = label{domain: topology.Pair{Key: key, Value: v}, ok: ok}
 		}
 	}
 	r.applyParts(rec.parts, rec.values, 1)
@@ -202,7 +203,7 @@ func (r *classRecords) applyParts(parts []classPart, values []label, sign int64)
 		p.class.addPods(sign * p.n)
 		for i, l := range values {
 			if l.ok {
-				p.class.add(i, l.value, sign*p.n)
+				p.class.add(i, l.domain, sign*p.n)
 			}
 		}
 	}
@@ -229,11 +230,12 @@ func (r *classRecords) count(k string, nodes []fwk.NodeInfo, view *topology.View
 			continue
 		}
 		nt := topology.Of(view, ni)
-		_, v, ok := nt.Pair(k)
-		rec.values = append(rec.values, label{value: v, ok: ok})
+		key, v, ok := nt.Pair(k)
+		d := topology.Pair{Key: key, Value: v}
+		rec.values = append(rec.values, label{domain: d, ok: ok})
 		if ok {
 			for _, p := range rec.parts {
-				p.class.add(i, v, p.n)
+				p.class.add(i, d, p.n)
 			}
 		}
 	}

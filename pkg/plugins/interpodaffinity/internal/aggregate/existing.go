@@ -28,15 +28,18 @@ type Incoming struct {
 
 // Sums answers cluster-wide sums over the existing pods and their terms.
 type Sums interface {
-	// ExistingAnti is the plugin's existingAntiOn summed over holders:
-	// per domain of each term's key, the required anti-affinity terms of
-	// the holders' pods that select in.Pod, and (fast path) how many
-	// holders hold a hostname-scoped one. holders must be the snapshot's
-	// list of nodes with such pods (all of them, or with the fast path
-	// those with a term not scoped to the hostname): a node left out is
-	// taken out of the sum. ok is false when the caller must scan
-	// instead; the sum is then nil. The sum is the caller's.
-	ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incoming) (sum *counts.ExistingAntiSum, ok bool)
+	// ExistingAnti is the plugin's existingAntiOn summed over allNodes,
+	// every node of the cycle: per domain of each term's key, the
+	// required anti-affinity terms of the nodes' pods that select in.Pod
+	// (with the fast path, those not scoped to the hostname), and (fast
+	// path) how many nodes hold a hostname-scoped one. That is the sum
+	// over the snapshot's holders, nodes without such pods adding
+	// nothing; all nodes are summed because their list keeps its order
+	// from cycle to cycle, and the holders' does not. ok is false when
+	// the caller must scan instead; the sum is then nil. The sum is the
+	// caller's to read; it may borrow the table's counts (a map lent is
+	// never changed again).
+	ExistingAnti(cs fwk.CycleState, allNodes []fwk.NodeInfo, in Incoming) (sum *counts.ExistingAntiSum, ok bool)
 	// Incoming is the plugin's matchesOn summed over allNodes, every
 	// node of the cycle: the counts of the incoming pod's required
 	// terms. Labels are read through view (nil: from the nodes), whose
@@ -80,6 +83,23 @@ type Table struct {
 	score records
 	// pods: every node's pods by class.
 	pods classRecords
+	// minLend, if set, replaces minLentDomains (tests of lending).
+	minLend int
+}
+
+// minLentDomains is the fewest domains a term's or class's counts must
+// have for PreScore's sum to read them where they are (lent) rather than
+// copy them: a copy of a few domains costs less than the lookup Score
+// then makes in them for every node scored. (PreFilter's sums take the
+// first counts added as they are, whatever their size: their lookups cost
+// the same either way.)
+const minLentDomains = 32
+
+func (t *Table) lendAt() int {
+	if t.minLend > 0 {
+		return t.minLend
+	}
+	return minLentDomains
 }
 
 // pgCycle reports a pod-group cycle, in which the table is neither read
@@ -87,32 +107,31 @@ type Table struct {
 // generations, and the table is valid again once they are forgotten.
 func pgCycle(cs fwk.CycleState) bool { return k8sline.PodGroupCycle(cs) }
 
-// ExistingAnti sweeps the holders' generations, then matches in.Pod
-// against each distinct term that may select it (its label index) and adds up the domains of those that select
-// it. It does not answer in a pod-group cycle, whose members sit on the
-// snapshot under their nodes' old generations (the table is left as it
-// is, and is valid again once the members are forgotten), nor for a list
-// it cannot record by node name.
-func (t *Table) ExistingAnti(cs fwk.CycleState, holders []fwk.NodeInfo, in Incoming) (*counts.ExistingAntiSum, bool) {
+// ExistingAnti sweeps all nodes' generations, then matches in.Pod
+// against each distinct term that may select it (its label index) and
+// adds up the domains of those that select it. It does not answer in a
+// pod-group cycle, whose members sit on the snapshot under their nodes'
+// old generations (the table is left as it is, and is valid again once
+// the members are forgotten), nor for a list it cannot record by node
+// name.
+func (t *Table) ExistingAnti(cs fwk.CycleState, allNodes []fwk.NodeInfo, in Incoming) (*counts.ExistingAntiSum, bool) {
 	if pgCycle(cs) {
 		return nil, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.anti.sweep(holders, nil) {
+	if !t.anti.sweep(allNodes, nil) {
 		return nil, false
 	}
 	sum := counts.NewExistingAntiSum()
 	t.anti.terms.index.each(in.Pod.Labels, func(e *termEntry) {
-		if len(e.domains) == 0 || (in.HostnameFastPath && e.hostScoped) {
+		if e.domains.Len() == 0 || (in.HostnameFastPath && e.hostScoped) {
 			return
 		}
 		if !e.term.Matches(in.Pod, in.NamespaceLabels) {
 			return
 		}
-		for value, n := range e.domains {
-			sum.Counts.AddTo(topology.Pair{Key: e.term.TopologyKey, Value: value}, n)
-		}
+		sum.Counts.AddDomains(e.term.TopologyKey, &e.domains)
 	})
 	if in.HostnameFastPath {
 		sum.HostScopedNodes = t.anti.hostNodes

@@ -55,11 +55,8 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 	}
 	affinityKeys, antiKeys := keyOf(terms.Affinity), keyOf(terms.AntiAffinity)
 	sum := counts.NewIncomingSum()
-	addDomains := func(c *counts.TopologyCounts, key string, domains map[string]int64) {
-		key = view.Key(key)
-		for value, n := range domains {
-			c.AddTo(topology.Pair{Key: key, Value: value}, n)
-		}
+	addDomains := func(c *counts.TopologyCounts, key string, domains *counts.Domains) {
+		c.AddDomains(view.Key(key), domains)
 	}
 	// Each term is matched against the classes its selector may select
 	// (the label index); terms matched as a whole, against those the

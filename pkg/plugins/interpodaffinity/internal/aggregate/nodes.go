@@ -12,10 +12,10 @@ import (
 // part is what one node contributes to one distinct term.
 type part struct {
 	term *termEntry
-	// value is the node's label of the term's topology key when the
+	// domain is the node's domain of the term's topology key when the
 	// part was made; labelled is false for a node without the key, which
 	// counts in no domain of it.
-	value    string
+	domain   topology.Pair
 	labelled bool
 	// n counts the term's occurrences among the node's pods.
 	n int64
@@ -47,16 +47,20 @@ type records struct {
 	hostNodes int64
 	// sweeps numbers the sweeps, for nodeRecord.seen.
 	sweeps uint64
-	// last is the list last swept.
+	// last is the list last swept, and idle the generation of each
+	// position's node that holds nothing (its record nil).
 	last order[nodeRecord]
+	idle []int64
 }
 
 // sweep brings the records in line with nodes: a node whose generation
 // moved (or is 0, which proves nothing) is recomputed, a recorded node no
-// longer listed is taken out. Labels are read through view (nil: from the
-// nodes). It reports false, having dropped every record, when nodes
-// cannot be recorded by name (a NodeInfo without a node, or a name listed
-// twice); the caller then scans.
+// longer listed is taken out. A node that holds nothing the records
+// count (most nodes, when the list is all nodes) keeps no record, only
+// its generation by position (idle). Labels are read through view (nil:
+// from the nodes). It reports false, having dropped every record, when
+// nodes cannot be recorded by name (a NodeInfo without a node, or a name
+// listed twice); the caller then scans.
 func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 	if r.last.same(nodes) && r.sweepInOrder(nodes, view) {
 		return true
@@ -66,6 +70,8 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		r.byName = make(map[string]*nodeRecord, len(nodes))
 	}
 	recs := make([]*nodeRecord, len(nodes))
+	idle := make([]int64, len(nodes))
+	names := make(map[string]struct{})
 	for i, ni := range nodes {
 		n := ni.Node()
 		if n == nil {
@@ -74,6 +80,15 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		}
 		rec := r.byName[n.Name]
 		if rec == nil {
+			if _, twice := names[n.Name]; twice {
+				r.reset()
+				return false
+			}
+			names[n.Name] = struct{}{}
+			if !r.holds(ni) {
+				idle[i] = ni.GetGeneration()
+				continue
+			}
 			rec = &nodeRecord{name: n.Name}
 			r.byName[n.Name] = rec
 		} else if rec.seen == r.sweeps {
@@ -86,32 +101,67 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 			r.recompute(rec, ni, view)
 		}
 	}
-	if len(r.byName) > len(nodes) {
-		// Some recorded node was not listed: it left the list (its
-		// last pod with terms went) or the cluster.
-		for name, rec := range r.byName {
-			if rec.seen != r.sweeps {
-				r.release(rec)
-				delete(r.byName, name)
-			}
+	// Some recorded node was not listed (it left the list or the
+	// cluster) or holds nothing any more.
+	for name, rec := range r.byName {
+		if rec.seen != r.sweeps || len(rec.parts) == 0 {
+			r.release(rec)
+			delete(r.byName, name)
+		}
+	}
+	for i, rec := range recs {
+		if rec != nil && len(rec.parts) == 0 {
+			recs[i], idle[i] = nil, rec.gen
 		}
 	}
 	r.last.remember(nodes, recs)
+	r.idle = idle
 	return true
 }
 
+// holds reports whether ni has pods the records count.
+func (r *records) holds(ni fwk.NodeInfo) bool {
+	if r.scoring {
+		return len(ni.GetPodsWithAffinity()) > 0
+	}
+	return len(ni.GetPodsWithRequiredAntiAffinity()) > 0
+}
+
 // sweepInOrder is sweep for the list last swept: each position's record
-// is recomputed if its node's generation moved. It reports false when a
-// node that moved no longer has its record's name (the caller then sweeps
-// by name, which recomputes what is still out of date).
+// is recomputed if its node's generation moved, and a node without one
+// gets one if it moved and now holds something. It reports false when a
+// node that moved no longer has its record's name, or its name has a
+// record elsewhere (the caller then sweeps by name, which recomputes what
+// is still out of date).
 func (r *records) sweepInOrder(nodes []fwk.NodeInfo, view *topology.View) bool {
 	for i, ni := range nodes {
+		gen := ni.GetGeneration()
 		rec := r.last.recs[i]
-		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
-			if n := ni.Node(); n == nil || n.Name != rec.name {
+		if rec == nil {
+			if gen != 0 && gen == r.idle[i] {
+				continue
+			}
+			n := ni.Node()
+			if n == nil || r.byName[n.Name] != nil {
 				return false
 			}
-			r.recompute(rec, ni, view)
+			r.idle[i] = gen
+			if !r.holds(ni) {
+				continue
+			}
+			rec = &nodeRecord{name: n.Name, seen: r.sweeps}
+			r.byName[n.Name] = rec
+			r.last.recs[i] = rec
+		} else if gen != 0 && gen == rec.gen {
+			continue
+		} else if n := ni.Node(); n == nil || n.Name != rec.name {
+			return false
+		}
+		r.recompute(rec, ni, view)
+		if len(rec.parts) == 0 {
+			// Its pods' terms went, or never parsed.
+			delete(r.byName, rec.name)
+			r.last.recs[i], r.idle[i] = nil, rec.gen
 		}
 	}
 	return true
@@ -154,7 +204,7 @@ func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo, view *topology.Vie
 			rec.hostScoped = true
 		}
 		if rec.parts[i].labelled {
-			rec.parts[i].term.add(rec.parts[i].value, rec.parts[i].n)
+			rec.parts[i].term.domains.Add(rec.parts[i].domain, rec.parts[i].n)
 		}
 	}
 	if rec.hostScoped {
@@ -174,8 +224,8 @@ func (rec *nodeRecord) add(tt *termTable, k termKind, w int32, t fwk.AffinityTer
 		}
 	}
 	e := tt.ref(id, k, w, t)
-	_, v, ok := nt.Pair(t.TopologyKey)
-	rec.parts = append(rec.parts, part{term: e, value: v, labelled: ok, n: 1})
+	key, v, ok := nt.Pair(t.TopologyKey)
+	rec.parts = append(rec.parts, part{term: e, domain: topology.Pair{Key: key, Value: v}, labelled: ok, n: 1})
 }
 
 // release takes rec's contribution out of the table.
@@ -187,7 +237,7 @@ func (r *records) release(rec *nodeRecord) {
 func (r *records) releaseParts(parts []part, hostScoped bool) {
 	for i := range parts {
 		if parts[i].labelled {
-			parts[i].term.add(parts[i].value, -parts[i].n)
+			parts[i].term.domains.Add(parts[i].domain, -parts[i].n)
 		}
 		r.terms.unref(parts[i].term)
 	}

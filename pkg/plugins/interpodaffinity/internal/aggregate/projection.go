@@ -181,9 +181,9 @@ func (ct *classTable) project(keys []string, id string) *projection {
 		q := p.ref(c)
 		c.proj = append(c.proj, q)
 		q.pods += c.pods
-		for i, m := range c.domains {
-			for value, n := range m {
-				q.addOwn(i, value, n)
+		for i := range c.domains {
+			for d, n := range c.domains[i].All() {
+				q.addOwn(i, d, n)
 			}
 		}
 	}

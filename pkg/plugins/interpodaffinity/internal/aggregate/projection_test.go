@@ -27,7 +27,7 @@ func checkProjections(t *testing.T, ct *classTable) {
 	for j, p := range ct.projs {
 		members := map[*podClass]int64{}
 		pods := map[*podClass]int64{}
-		domains := map[*podClass][]map[string]int64{}
+		domains := map[*podClass][]map[topology.Pair]int64{}
 		for _, c := range ct.list {
 			if len(c.proj) != len(ct.projs) {
 				t.Fatalf("class %v is projected onto %d projections, %d kept", c.pod.Labels, len(c.proj), len(ct.projs))
@@ -47,12 +47,12 @@ func checkProjections(t *testing.T, ct *classTable) {
 			}
 			members[q]++
 			pods[q] += c.pods
-			for i, m := range c.domains {
+			for i := range c.domains {
 				for len(domains[q]) <= i {
-					domains[q] = append(domains[q], map[string]int64{})
+					domains[q] = append(domains[q], map[topology.Pair]int64{})
 				}
-				for v, n := range m {
-					domains[q][i][v] += n
+				for d, n := range c.domains[i].All() {
+					domains[q][i][d] += n
 				}
 			}
 		}
@@ -64,7 +64,7 @@ func checkProjections(t *testing.T, ct *classTable) {
 				t.Fatalf("projection %v: class %v has %d references and %d pods, its classes %d and %d", p.keys, q.pod.Labels, q.refs, q.pods, members[q], pods[q])
 			}
 			for i := range max(len(q.domains), len(domains[q])) {
-				got, want := q.domainsOf(i), map[string]int64(nil)
+				got, want := maps.Collect(q.domainsOf(i).All()), map[topology.Pair]int64(nil)
 				if i < len(domains[q]) {
 					want = domains[q][i]
 				}

@@ -50,14 +50,11 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 		return nil, false
 	}
 	sum := counts.NewScoreSum()
-	add := func(key string, perPair int64, domains map[string]int64) {
-		key = view.Key(key)
-		for value, n := range domains {
-			sum.AddTo(topology.Pair{Key: key, Value: value}, perPair*n, n)
-		}
+	add := func(key string, perPair int64, domains *counts.Domains) {
+		sum.AddDomains(view.Key(key), domains, perPair, domains.Len() >= t.lendAt())
 	}
 	t.score.terms.index.each(q.Pod.Labels, func(e *termEntry) {
-		if len(e.domains) == 0 {
+		if e.domains.Len() == 0 {
 			return
 		}
 		// Each pair weighs as the scan adds it: an int32 product,
@@ -75,7 +72,7 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 			perPair = int64(e.weight * -1)
 		}
 		if e.term.Matches(q.Pod, q.NamespaceLabels) {
-			add(e.term.TopologyKey, perPair, e.domains)
+			add(e.term.TopologyKey, perPair, &e.domains)
 		}
 	})
 	if preferred {

@@ -9,6 +9,7 @@ import (
 
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/signature"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
@@ -45,10 +46,10 @@ type termEntry struct {
 	// refs counts the node parts that refer to the entry, labelled or
 	// not: the entry goes when the last goes.
 	refs int64
-	// domains counts, per value of the term's topology key, the terms on
-	// nodes with that value. A value whose count drops to zero is
-	// deleted, as in the plugin's counts.
-	domains map[string]int64
+	// domains counts, per domain of the term's topology key, the terms on
+	// nodes in it. A domain whose count drops to zero is deleted, as in
+	// the plugin's counts; the sums handed out borrow the map.
+	domains counts.Domains
 }
 
 // termTable holds the distinct terms.
@@ -77,7 +78,7 @@ func (tt *termTable) ref(id string, k termKind, w int32, t fwk.AffinityTerm) *te
 		if tt.byID == nil {
 			tt.byID = map[string]*termEntry{}
 		}
-		e = &termEntry{id: id, kind: k, weight: w, term: t, hostScoped: topology.HostScoped(t), pos: len(tt.list), domains: map[string]int64{}}
+		e = &termEntry{id: id, kind: k, weight: w, term: t, hostScoped: topology.HostScoped(t), pos: len(tt.list)}
 		tt.byID[id] = e
 		tt.list = append(tt.list, e)
 		tt.index.add(e)
@@ -94,13 +95,4 @@ func (tt *termTable) unref(e *termEntry) {
 	tt.list = swapRemove(tt.list, e.pos, func(moved *termEntry) { moved.pos = e.pos })
 	delete(tt.byID, e.id)
 	tt.index.remove(e)
-}
-
-// add adds n to e's domain value.
-func (e *termEntry) add(value string, n int64) {
-	if c := e.domains[value] + n; c != 0 {
-		e.domains[value] = c
-	} else {
-		delete(e.domains, value)
-	}
 }

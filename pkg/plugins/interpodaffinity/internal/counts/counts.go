@@ -20,6 +20,7 @@ package counts
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 
@@ -274,6 +275,10 @@ type ScoreSum struct {
 	// domains is layered, as TopologyCounts' domains are, so that Filter
 	// and Score read both through one lookup type (LookupOf).
 	domains layered[topology.Pair, DomainWeight]
+	// lent are the tables' maps the sum reads through besides domains
+	// (AddDomains): a domain's weight and entries are the sum of domains'
+	// and theirs.
+	lent []lentWeights
 	// keys counts the entries of each topology key (as DomainWeight).
 	keys KeyTally
 }
@@ -321,8 +326,9 @@ func (s *ScoreSum) AddTo(p topology.Pair, weight, entries int64) {
 	s.keys.Add(p.Key, entries)
 }
 
-// Merge adds src, a sum of tallies, into s: weights and entries add up
-// per domain, and each entry of src counts for its key as it did there.
+// Merge adds src, a sum of tallies (which lends nothing), into s: weights
+// and entries add up per domain, and each entry of src counts for its key
+// as it did there.
 func (s *ScoreSum) Merge(src *ScoreSum) {
 	for p, w := range src.domains.All() {
 		d, had := s.domains.Get(p)
@@ -339,14 +345,56 @@ func (s *ScoreSum) Seal() { s.domains.Seal() }
 // is in it while some domain of it is.
 func (s *ScoreSum) Keys() KeyTally { return s.keys }
 
-// Len is the number of domains present.
-func (s *ScoreSum) Len() int { return s.domains.Len() }
+// Empty: no domain is present.
+func (s *ScoreSum) Empty() bool { return s.domains.Len() == 0 && len(s.lent) == 0 }
 
 // Lookup reads the weights, which must no longer change, for Score.
-func (s *ScoreSum) Lookup() Lookup[DomainWeight] { return LookupOf(&s.domains) }
+func (s *ScoreSum) Lookup() ScoreLookup {
+	return ScoreLookup{own: LookupOf(&s.domains), lent: s.lent}
+}
 
 // ToMap is the weights as a plain map, for tests.
-func (s *ScoreSum) ToMap() map[topology.Pair]DomainWeight { return maps.Collect(s.domains.All()) }
+func (s *ScoreSum) ToMap() map[topology.Pair]DomainWeight {
+	l := s.Lookup()
+	return maps.Collect(l.All())
+}
+
+// ScoreLookup reads a ScoreSum that is no longer changed, for Score: a
+// domain's weight is the sum of the sum's own and its lent maps'.
+type ScoreLookup struct {
+	own  Lookup[DomainWeight]
+	lent []lentWeights
+}
+
+// Get returns p's weight and entries, zero when p is absent.
+func (l *ScoreLookup) Get(p topology.Pair) DomainWeight {
+	w := l.own.Get(p)
+	for i := range l.lent {
+		if lw := &l.lent[i]; lw.key == p.Key {
+			if n := lw.counts.Get(p); n != 0 {
+				w.Weight += lw.perPair * n
+				w.Entries += n
+			}
+		}
+	}
+	return w
+}
+
+// All yields the domains present with their weights, in no particular
+// order (tests: the domains are the very ones the sum holds). It costs a
+// map of them all.
+func (l *ScoreLookup) All() iter.Seq2[topology.Pair, DomainWeight] {
+	out := maps.Collect(l.own.All())
+	for _, lw := range l.lent {
+		for p, n := range lw.counts.All() {
+			w := out[p]
+			w.Weight += lw.perPair * n
+			w.Entries += n
+			out[p] = w
+		}
+	}
+	return maps.All(out)
+}
 
 // sum is what the scan (nodeindex.Scan) needs of a sum of contributions V.
 type sum[V, A any] interface {

@@ -35,7 +35,9 @@ func (d *Domains) Add(p topology.Pair, n int64) {
 		return
 	}
 	if d.l.delta == nil {
-		d.l = newLayered[topology.Pair, int64]()
+		// No base until the first lend folds one: most counts (a
+		// class's, a term's of few pods) are small and never lent.
+		d.l.delta = map[topology.Pair]int64{}
 	}
 	old, had := d.l.Get(p)
 	d.l.Update(p, old+n, had)

@@ -362,6 +362,12 @@ type scoreWeights struct {
 // that no pair on it scores is not looked at.
 func (pl *InterPodAffinity) scoreSums(ctx context.Context, cs fwk.CycleState, nodes []fwk.NodeInfo, hasPreferred bool, pi fwk.PodInfo, nsLabels labels.Set) *scoreWeights {
 	preferred, preferredAnti := pi.GetPreferredAffinityTerms(), pi.GetPreferredAntiAffinityTerms()
+	if !hasPreferred && len(nodes) == 0 {
+		// No pod has terms to score with, and the incoming pod none:
+		// nothing to sum (the commonest cycle, which the sweep below
+		// would cost a pass over all nodes).
+		return nil
+	}
 	// The table sums over all nodes either way: their list keeps its
 	// order from cycle to cycle, so that its sweep goes by position,
 	// while the list of nodes with pods with affinity is made anew

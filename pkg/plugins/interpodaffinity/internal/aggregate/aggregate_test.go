@@ -581,7 +581,7 @@ func TestIncomingMatchesScan(t *testing.T) {
 // scoreQuery draws an incoming pod for PreScore and the nodes it sums
 // over: all nodes when it has preferred terms, otherwise those with pods
 // with affinity (ok false: its terms do not parse, PreScore fails first).
-func (w *world) scoreQuery() (ScoreQuery, []fwk.NodeInfo, bool) {
+func (w *world) scoreQuery() (q ScoreQuery, tableNodes, scanNodes []fwk.NodeInfo, ok bool) {
 	p := at.Incoming(w.g.Pick(namespacesOf()))
 	for _, k := range []string{"app", "tier", "env"} {
 		if w.g.P(50) {
@@ -596,15 +596,23 @@ func (w *world) scoreQuery() (ScoreQuery, []fwk.NodeInfo, bool) {
 	}
 	pi, err := framework.NewPodInfo(p.Obj())
 	if err != nil {
-		return ScoreQuery{}, nil, false
+		return ScoreQuery{}, nil, nil, false
 	}
-	q := ScoreQuery{Pod: pi.GetPod(), NamespaceLabels: w.nsLabels(), Preferred: pi.GetPreferredAffinityTerms(),
+	q = ScoreQuery{Pod: pi.GetPod(), NamespaceLabels: w.nsLabels(), Preferred: pi.GetPreferredAffinityTerms(),
 		PreferredAnti: pi.GetPreferredAntiAffinityTerms(), HardPodAffinityWeight: int32(w.g.Pick([]string{"0", "1", "5"})[0] - '0')}
-	nodes := w.all()
+	// Without preferred terms the scan visits the nodes with pods with
+	// affinity, and the table is given all nodes, as the plugin does, or
+	// now and then that list itself (nodes that add nothing may be left
+	// out).
+	all := w.all()
+	tableNodes, scanNodes = all, all
 	if len(q.Preferred) == 0 && len(q.PreferredAnti) == 0 {
-		nodes = slices.DeleteFunc(nodes, func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithAffinity()) == 0 })
+		scanNodes = slices.DeleteFunc(slices.Clone(all), func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithAffinity()) == 0 })
+		if w.g.P(25) {
+			tableNodes = scanNodes
+		}
 	}
-	return q, nodes, true
+	return q, tableNodes, scanNodes, true
 }
 
 // scanScore is the scan the scored terms and classes stand for (the
@@ -686,7 +694,7 @@ func TestScoreMatchesScan(t *testing.T) {
 				w.change()
 			}
 			for range 3 {
-				q, nodes, ok := w.scoreQuery()
+				q, nodes, scanNodes, ok := w.scoreQuery()
 				if !ok {
 					continue
 				}
@@ -697,7 +705,7 @@ func TestScoreMatchesScan(t *testing.T) {
 				keeping.keep(func() any { return got.ToMap() })
 				checkProjections(t, &table.pods.classes)
 				projected += len(table.pods.classes.projs)
-				weights, present := scanScore(nodes, q)
+				weights, present := scanScore(scanNodes, q)
 				gotWeights, gotPresent := map[topology.Pair]int64{}, map[topology.Pair]bool{}
 				for p, dw := range got.ToMap() {
 					gotPresent[p] = dw.Entries > 0

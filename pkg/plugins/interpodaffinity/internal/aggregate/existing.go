@@ -74,12 +74,14 @@ func (PassThrough) Score(fwk.CycleState, []fwk.NodeInfo, *topology.View, ScoreQu
 // Table is the Sums that keeps the distinct terms and the classes of
 // pods across cycles.
 type Table struct {
-	// mu guards anti and pods: cycles are sequential, but tests and the
-	// preemption's dry runs may call from several goroutines.
+	// mu guards anti, score and pods: cycles are sequential, but tests
+	// and the preemption's dry runs may call from several goroutines.
 	mu sync.Mutex
-	// anti: the holders' required anti-affinity terms.
+	// anti: the required anti-affinity terms of every node's pods
+	// (those scoped to the hostname too, which the fast path skips).
 	anti records
-	// score: the terms PreScore weighs, of the pods with affinity.
+	// score: the terms PreScore weighs, of every node's pods with
+	// affinity.
 	score records
 	// pods: every node's pods by class.
 	pods classRecords

@@ -71,7 +71,7 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 	}
 	recs := make([]*nodeRecord, len(nodes))
 	idle := make([]int64, len(nodes))
-	names := make(map[string]struct{})
+	names := make(map[string]struct{}, len(nodes))
 	for i, ni := range nodes {
 		n := ni.Node()
 		if n == nil {

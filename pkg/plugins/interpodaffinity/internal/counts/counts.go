@@ -3,19 +3,22 @@
 // ExistingAnti, IncomingMatches) and the sums (TopologyCounts, ScoreSum
 // and their bundles), with how a contribution is added to and taken back
 // from a sum; the layered maps the sums keep their domains in (layered.go),
-// and the read side Filter and Score use on a sum handed out (lookup.go).
+// the counts a table keeps and lends to the sums (lend.go), and the read
+// side Filter and Score use on a sum handed out (lookup.go).
 // The plugin's filtering.go and scoring.go decide what goes into them; the
 // scan (package nodeindex) and the term table (package aggregate) add them
 // up.
 //
 // Invariants: a sum handed out is never changed again (AddPod and
-// RemovePod fork before their first write); a domain whose count drops to
-// zero is deleted, so an empty TopologyCounts means "no such pod
-// anywhere".
+// RemovePod fork before their first write), and neither is what it
+// borrows of a table's counts (Domains, lend.go: a fork of them); a
+// domain whose count drops to zero is deleted, so an empty TopologyCounts
+// means "no such pod anywhere".
 //
 // Memory: a layered map holds its base and the delta since (at most about
 // the square root of twice the base's domains before it is folded); a
-// forked sum shares the base and copies the delta.
+// forked sum shares the base and copies the delta. A base a sum borrowed
+// lives as long as the sum.
 package counts
 
 import (
@@ -204,7 +207,9 @@ type ExistingAnti struct {
 func (v ExistingAnti) Empty() bool { return len(v.Tally) == 0 && !v.HostScoped }
 
 // ExistingAntiSum is s.existingAntiAffinity over all holder nodes, and how
-// many of them hold hostname-scoped terms.
+// many nodes hold hostname-scoped terms (fast path): those of the list
+// scanned, or of all nodes for the term table's sum (package aggregate),
+// so that only whether there are any is read.
 type ExistingAntiSum struct {
 	Counts          TopologyCounts
 	HostScopedNodes int64

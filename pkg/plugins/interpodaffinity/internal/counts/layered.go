@@ -140,7 +140,8 @@ func (m *layered[K, V]) Fork() layered[K, V] {
 // to base now, once, instead of every fork made of m later (AddPod forks
 // the counts a cycle was handed, once per clone). A sum built from scratch
 // is all delta over an empty base, which then becomes the base as it is.
-// m must not be shared yet.
+// m's delta must be its own; its base may be shared (Seal writes no map,
+// it replaces m's fields).
 func (m *layered[K, V]) Seal() {
 	switch {
 	case !m.foldDue():

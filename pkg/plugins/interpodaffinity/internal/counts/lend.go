@@ -52,12 +52,6 @@ func (d *Domains) Len() int {
 	return d.l.Len()
 }
 
-// Get is the count of domain p (0 when absent).
-func (d *Domains) Get(p topology.Pair) int64 {
-	n, _ := d.l.Get(p)
-	return n
-}
-
 // All yields the domains present with their counts, in no particular
 // order.
 func (d *Domains) All() iter.Seq2[topology.Pair, int64] {
@@ -77,19 +71,26 @@ func (d *Domains) lend() layered[topology.Pair, int64] {
 
 // AddDomains adds src's counts, all of key, to c. An empty c becomes a
 // fork of src (Domains.lend): a sum of one term or class costs the
-// domains changed since src's base, however many domains it has.
-// Otherwise each domain is added, as AddTo does.
+// domains changed since src's base, however many domains it has. A c
+// with fewer domains than src becomes a fork of src too, its own domains
+// added to it, so that a zone term matched before a hostname term costs
+// its few domains, not the hostname's thousands. Otherwise each domain of
+// src is added, as AddTo does.
 func (c *TopologyCounts) AddDomains(key string, src *Domains) {
 	n := src.Len()
 	if n == 0 {
 		return
 	}
-	if c.domains.Len() == 0 && len(c.domains.delta) == 0 {
-		c.domains = src.lend()
-		c.keys.Add(key, int64(n))
+	if c.domains.Len() >= n {
+		for p, v := range src.All() {
+			c.AddTo(p, v)
+		}
 		return
 	}
-	for p, v := range src.All() {
+	had := c.domains
+	c.domains, c.keys = src.lend(), c.keys[:0]
+	c.keys.Add(key, int64(n))
+	for p, v := range had.All() {
 		c.AddTo(p, v)
 	}
 }

@@ -304,6 +304,11 @@ func (m *cowMutant) Unwrap() fwk.Plugin { return m.inner }
 
 func (m *cowMutant) PreFilter(ctx context.Context, st fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	m.inPreFilter = true
+	// The cycle's nodes go through the cache too, as the lister's lists
+	// do: a plugin reads either.
+	m.lister.mu.Lock()
+	nodes = m.view(nodes)
+	m.lister.mu.Unlock()
 	r, s := m.inner.(fwk.PreFilterPlugin).PreFilter(ctx, st, pod, nodes)
 	m.inPreFilter = false
 	st.Write(cowStateKey, &cowState{nodes: m.memo, share: m.shareOnClone})

@@ -20,6 +20,7 @@ import (
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	at "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -309,9 +310,10 @@ func TestExistingAntiMatchesScan(t *testing.T) {
 				// with a term not scoped to the hostname); the table sums
 				// over all nodes.
 				holders, allHolders, all := w.holders(fastPath), w.holders(false), w.all()
+				cs := cycleStates(cycle)
 				for range 3 {
 					in := Incoming{Pod: w.pod(""), NamespaceLabels: w.nsLabels(), HostnameFastPath: fastPath}
-					got, ok := table.ExistingAnti(framework.NewCycleState(), all, in)
+					got, ok := table.ExistingAnti(cs(), all, in)
 					if !ok {
 						t.Fatalf("seed %d fast path %v cycle %d: the table did not answer", s, fastPath, cycle)
 					}
@@ -346,8 +348,8 @@ func TestExistingAntiMatchesScan(t *testing.T) {
 			// pods and domains, not with history).
 			all := w.all()
 			fresh := &Table{}
-			fresh.anti.sweep(all, nil)
-			table.anti.sweep(all, nil)
+			fresh.anti.sweep(all, nodegen.Of(nil, all), nil)
+			table.anti.sweep(all, nodegen.Of(nil, all), nil)
 			if kept, want := termDomains(&table.anti.terms), termDomains(&fresh.anti.terms); !maps.EqualFunc(kept, want, maps.Equal) {
 				t.Fatalf("seed %d fast path %v: the table keeps %d terms, a fresh one %d", s, fastPath, len(kept), len(want))
 			}
@@ -507,16 +509,17 @@ func TestIncomingMatchesScan(t *testing.T) {
 					w.change()
 				}
 				all := w.all()
+				cs := cycleStates(cycle)
 				var view *topology.View
 				if topo != nil {
-					view = topo.Sync(framework.NewCycleState(), all, []string{at.Zone, at.Host}, func([]int64, *topology.View) {})
+					view = topo.Sync(cs(), all, []string{at.Zone, at.Host}, func([]int64, *topology.View) {})
 					if view == nil {
 						t.Fatal("the primed topology table made no view")
 					}
 				}
 				for range 3 {
 					ts := w.incomingTerms(fastPath)
-					got, ok := table.Incoming(framework.NewCycleState(), all, view, ts)
+					got, ok := table.Incoming(cs(), all, view, ts)
 					if !ok {
 						t.Fatalf("seed %d fast path %v cycle %d: the table did not answer", s, fastPath, cycle)
 					}
@@ -550,7 +553,7 @@ func TestIncomingMatchesScan(t *testing.T) {
 			}
 			// The classes kept are those of the pods on the nodes.
 			all := w.all()
-			table.pods.sweep(all, nil)
+			table.pods.sweep(all, nodegen.Of(nil, all), nil)
 			classes := map[string]int64{}
 			for _, ni := range all {
 				for _, p := range ni.GetPods() {
@@ -693,12 +696,13 @@ func TestScoreMatchesScan(t *testing.T) {
 			for range w.g.R.IntN(4) {
 				w.change()
 			}
+			cs := cycleStates(cycle)
 			for range 3 {
 				q, nodes, scanNodes, ok := w.scoreQuery()
 				if !ok {
 					continue
 				}
-				got, ok := table.Score(framework.NewCycleState(), nodes, nil, q)
+				got, ok := table.Score(cs(), nodes, nil, q)
 				if !ok {
 					t.Fatalf("seed %d cycle %d: the table did not answer", s, cycle)
 				}
@@ -750,4 +754,16 @@ func TestScoreMatchesScan(t *testing.T) {
 		t.Fatalf("no projection was kept in %d answers", compared)
 	}
 	t.Logf("%d answers compared, %d with domains, %d domains present at weight 0, %d projections kept", compared, nonEmpty, zeroPresent, projected)
+}
+
+// cycleStates returns the CycleState for each of a cycle's calls: in odd
+// cycles one for all of them, as in a scheduling cycle, whose calls then
+// share one read of the nodes' generations (nodegen); in even cycles a
+// new one per call, which reads them anew.
+func cycleStates(cycle int) func() fwk.CycleState {
+	if cycle%2 == 1 {
+		cs := framework.NewCycleState()
+		return func() fwk.CycleState { return cs }
+	}
+	return func() fwk.CycleState { return framework.NewCycleState() }
 }

@@ -96,15 +96,18 @@ type classRecords struct {
 	sweeps  uint64
 	// scratch is reused for class encodings.
 	scratch []byte
-	// last is the list last swept.
+	// last is the list last swept, and gens its records' generations by
+	// position.
 	last order[classRecord]
+	gens []int64
 }
 
-// sweep is records.sweep for the classes: every pod of every node counts.
-// Labels are read through view (nil: from the nodes), so that the domains
-// counted hold the view's strings, which Filter looks them up by.
-func (r *classRecords) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
-	if r.last.same(nodes) && r.sweepInOrder(nodes, view) {
+// sweep is records.sweep for the classes: every pod of every node counts,
+// so every node has a record. Labels are read through view (nil: from the
+// nodes), so that the domains counted hold the view's strings, which
+// Filter looks them up by.
+func (r *classRecords) sweep(nodes []fwk.NodeInfo, gens []int64, view *topology.View) bool {
+	if r.last.same(nodes) && r.sweepInOrder(nodes, gens, view) {
 		return true
 	}
 	r.sweeps++
@@ -128,8 +131,8 @@ func (r *classRecords) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		}
 		rec.seen = r.sweeps
 		recs[i] = rec
-		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
-			r.recompute(rec, ni, view)
+		if g := gens[i]; g == 0 || g != rec.gen {
+			r.recompute(rec, ni, g, view)
 		}
 	}
 	if len(r.byName) > len(nodes) {
@@ -141,19 +144,22 @@ func (r *classRecords) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		}
 	}
 	r.last.remember(nodes, recs)
+	r.gens = append(r.gens[:0], gens...)
 	return true
 }
 
 // sweepInOrder is records.sweepInOrder for the classes.
-func (r *classRecords) sweepInOrder(nodes []fwk.NodeInfo, view *topology.View) bool {
-	for i, ni := range nodes {
-		rec := r.last.recs[i]
-		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
-			if n := ni.Node(); n == nil || n.Name != rec.name {
-				return false
-			}
-			r.recompute(rec, ni, view)
+func (r *classRecords) sweepInOrder(nodes []fwk.NodeInfo, gens []int64, view *topology.View) bool {
+	for i, g := range gens {
+		if g != 0 && g == r.gens[i] {
+			continue
 		}
+		rec := r.last.recs[i]
+		if n := nodes[i].Node(); n == nil || n.Name != rec.name {
+			return false
+		}
+		r.recompute(rec, nodes[i], g, view)
+		r.gens[i] = g
 	}
 	return true
 }
@@ -163,12 +169,12 @@ func (r *classRecords) reset() {
 	*r = classRecords{sweeps: r.sweeps}
 }
 
-// recompute replaces rec's contribution with ni's current one, adding
-// the new parts before releasing the old (a class the node keeps keeps
-// its entry).
-func (r *classRecords) recompute(rec *classRecord, ni fwk.NodeInfo, view *topology.View) {
+// recompute replaces rec's contribution with ni's current one, at
+// generation gen, adding the new parts before releasing the old (a class
+// the node keeps keeps its entry).
+func (r *classRecords) recompute(rec *classRecord, ni fwk.NodeInfo, gen int64, view *topology.View) {
 	oldParts, oldValues := rec.parts, rec.values
-	rec.parts, rec.values, rec.gen = nil, nil, ni.GetGeneration()
+	rec.parts, rec.values, rec.gen = nil, nil, gen
 	for _, p := range ni.GetPods() {
 		pod := p.GetPod()
 		r.scratch = classID(r.scratch[:0], pod)

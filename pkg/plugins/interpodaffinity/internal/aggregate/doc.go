@@ -36,7 +36,9 @@
 //
 // What a cycle costs: one pass over all nodes comparing two integers each
 // (the sweep; each table sweeps the list it is given, which the plugin
-// makes all nodes, whose order holds between cycles); the records of the
+// makes all nodes, whose order holds between cycles; the nodes'
+// generations are read from them once a cycle, package nodegen, and each
+// sweep compares them by position with its own array); the records of the
 // nodes that changed since (usually the one the last pod was bound to);
 // one Matches per distinct term that may select the incoming pod, and per
 // incoming term and class it may select; and the domains of what matched,
@@ -72,7 +74,7 @@
 // changes: what it borrows of the table is a fork, whose maps the table
 // no longer writes.
 //
-// Memory: per listed node, its generation; per listed node holding terms,
+// Memory: per listed node and sweep, its generation; per listed node holding terms,
 // a record with one part per distinct term on it (a pointer, the node's
 // domain of the term's key and a count); per distinct term, the parsed
 // term and one count per domain it is counted in. Per node with pods, a

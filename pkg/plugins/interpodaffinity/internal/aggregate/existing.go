@@ -12,6 +12,7 @@ import (
 
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -122,7 +123,7 @@ func (t *Table) ExistingAnti(cs fwk.CycleState, allNodes []fwk.NodeInfo, in Inco
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.anti.sweep(allNodes, nil) {
+	if !t.anti.sweep(allNodes, nodegen.Of(cs, allNodes), nil) {
 		return nil, false
 	}
 	sum := counts.NewExistingAntiSum()

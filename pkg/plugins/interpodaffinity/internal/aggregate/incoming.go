@@ -8,6 +8,7 @@ import (
 
 	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -35,7 +36,7 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := &t.pods
-	if !r.sweep(allNodes, view) {
+	if !r.sweep(allNodes, nodegen.Of(cs, allNodes), view) {
 		return nil, false
 	}
 	// Each term's key, counted from now on if it was not.

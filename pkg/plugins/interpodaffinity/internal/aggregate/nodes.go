@@ -47,22 +47,27 @@ type records struct {
 	hostNodes int64
 	// sweeps numbers the sweeps, for nodeRecord.seen.
 	sweeps uint64
-	// last is the list last swept, and idle the generation of each
-	// position's node that holds nothing (its record nil).
+	// last is the list last swept, and gens the generation of each
+	// position's node as last swept (the record's, or for a node that
+	// holds nothing, whose record is nil, the one it held nothing at).
 	last order[nodeRecord]
-	idle []int64
+	gens []int64
 }
 
-// sweep brings the records in line with nodes: a node whose generation
+// sweep brings the records in line with nodes, whose generations are
+// gens (by position, read once a cycle: nodegen): a node whose generation
 // moved (or is 0, which proves nothing) is recomputed, a recorded node no
 // longer listed is taken out. A node that holds nothing the records
 // count (most nodes, when the list is all nodes) keeps no record, only
-// its generation by position (idle). Labels are read through view (nil:
-// from the nodes). It reports false, having dropped every record, when
-// nodes cannot be recorded by name (a NodeInfo without a node, or a name
-// listed twice); the caller then scans.
-func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
-	if r.last.same(nodes) && r.sweepInOrder(nodes, view) {
+// its generation by position. Labels are read through view (nil: from
+// the nodes). It reports false, having dropped every record, when nodes
+// cannot be recorded by name (a NodeInfo without a node, or a recorded
+// name listed twice); the caller then scans. A name listed twice among
+// nodes that hold nothing is let be: they add nothing either way, and
+// whichever comes to hold something first gets the record, the other
+// then finding it taken.
+func (r *records) sweep(nodes []fwk.NodeInfo, gens []int64, view *topology.View) bool {
+	if r.last.same(nodes) && r.sweepInOrder(nodes, gens, view) {
 		return true
 	}
 	r.sweeps++
@@ -70,8 +75,6 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		r.byName = make(map[string]*nodeRecord, len(nodes))
 	}
 	recs := make([]*nodeRecord, len(nodes))
-	idle := make([]int64, len(nodes))
-	names := make(map[string]struct{}, len(nodes))
 	for i, ni := range nodes {
 		n := ni.Node()
 		if n == nil {
@@ -80,13 +83,7 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		}
 		rec := r.byName[n.Name]
 		if rec == nil {
-			if _, twice := names[n.Name]; twice {
-				r.reset()
-				return false
-			}
-			names[n.Name] = struct{}{}
 			if !r.holds(ni) {
-				idle[i] = ni.GetGeneration()
 				continue
 			}
 			rec = &nodeRecord{name: n.Name}
@@ -97,8 +94,8 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 		}
 		rec.seen = r.sweeps
 		recs[i] = rec
-		if gen := ni.GetGeneration(); gen == 0 || gen != rec.gen {
-			r.recompute(rec, ni, view)
+		if g := gens[i]; g == 0 || g != rec.gen {
+			r.recompute(rec, ni, g, view)
 		}
 	}
 	// Some recorded node was not listed (it left the list or the
@@ -111,11 +108,13 @@ func (r *records) sweep(nodes []fwk.NodeInfo, view *topology.View) bool {
 	}
 	for i, rec := range recs {
 		if rec != nil && len(rec.parts) == 0 {
-			recs[i], idle[i] = nil, rec.gen
+			recs[i] = nil
 		}
 	}
 	r.last.remember(nodes, recs)
-	r.idle = idle
+	// Every record is now at its node's generation, and every node
+	// without one was read at it.
+	r.gens = append(r.gens[:0], gens...)
 	return true
 }
 
@@ -127,41 +126,41 @@ func (r *records) holds(ni fwk.NodeInfo) bool {
 	return len(ni.GetPodsWithRequiredAntiAffinity()) > 0
 }
 
-// sweepInOrder is sweep for the list last swept: each position's record
-// is recomputed if its node's generation moved, and a node without one
-// gets one if it moved and now holds something. It reports false when a
-// node that moved no longer has its record's name, or its name has a
-// record elsewhere (the caller then sweeps by name, which recomputes what
-// is still out of date).
-func (r *records) sweepInOrder(nodes []fwk.NodeInfo, view *topology.View) bool {
-	for i, ni := range nodes {
-		gen := ni.GetGeneration()
+// sweepInOrder is sweep for the list last swept: only the positions whose
+// generation moved are looked at (the comparison reads two arrays, not
+// the nodes). A position's record is recomputed, and a node without one
+// gets one if it now holds something. It reports false when a node that
+// moved no longer has its record's name, or its name has a record
+// elsewhere (the caller then sweeps by name, which recomputes what is
+// still out of date).
+func (r *records) sweepInOrder(nodes []fwk.NodeInfo, gens []int64, view *topology.View) bool {
+	for i, g := range gens {
+		if g != 0 && g == r.gens[i] {
+			continue
+		}
+		ni := nodes[i]
 		rec := r.last.recs[i]
 		if rec == nil {
-			if gen != 0 && gen == r.idle[i] {
-				continue
-			}
 			n := ni.Node()
 			if n == nil || r.byName[n.Name] != nil {
 				return false
 			}
-			r.idle[i] = gen
+			r.gens[i] = g
 			if !r.holds(ni) {
 				continue
 			}
 			rec = &nodeRecord{name: n.Name, seen: r.sweeps}
 			r.byName[n.Name] = rec
 			r.last.recs[i] = rec
-		} else if gen != 0 && gen == rec.gen {
-			continue
 		} else if n := ni.Node(); n == nil || n.Name != rec.name {
 			return false
 		}
-		r.recompute(rec, ni, view)
+		r.recompute(rec, ni, g, view)
+		r.gens[i] = g
 		if len(rec.parts) == 0 {
 			// Its pods' terms went, or never parsed.
 			delete(r.byName, rec.name)
-			r.last.recs[i], r.idle[i] = nil, rec.gen
+			r.last.recs[i] = nil
 		}
 	}
 	return true
@@ -172,12 +171,12 @@ func (r *records) reset() {
 	*r = records{sweeps: r.sweeps, scoring: r.scoring}
 }
 
-// recompute replaces rec's contribution with ni's current one. The new
-// parts are added before the old are released, so that a term the node
-// keeps keeps its entry.
-func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo, view *topology.View) {
+// recompute replaces rec's contribution with ni's current one, at
+// generation gen. The new parts are added before the old are released, so
+// that a term the node keeps keeps its entry.
+func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo, gen int64, view *topology.View) {
 	old, oldHost := rec.parts, rec.hostScoped
-	rec.parts, rec.hostScoped, rec.gen = nil, false, ni.GetGeneration()
+	rec.parts, rec.hostScoped, rec.gen = nil, false, gen
 	nt := topology.Of(view, ni)
 	add := func(k termKind, w int32, t fwk.AffinityTerm) { rec.add(&r.terms, k, w, t, &nt) }
 	if r.scoring {

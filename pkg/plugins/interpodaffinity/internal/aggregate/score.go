@@ -10,6 +10,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -42,11 +43,12 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.score.scoring = true
-	if !t.score.sweep(nodes, view) {
+	gens := nodegen.Of(cs, nodes)
+	if !t.score.sweep(nodes, gens, view) {
 		return nil, false
 	}
 	preferred := len(q.Preferred) > 0 || len(q.PreferredAnti) > 0
-	if preferred && !t.pods.sweep(nodes, view) {
+	if preferred && !t.pods.sweep(nodes, gens, view) {
 		return nil, false
 	}
 	sum := counts.NewScoreSum()

@@ -29,6 +29,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 )
 
 // maxTopologyKeys bounds the keys whose labels the table copies; a key
@@ -215,8 +216,8 @@ type Table struct {
 }
 
 // Sync brings the view up to date with nodes for keys, calls use with the
-// generation of each of nodes (read once here, so that the indexes over
-// the same list need not read them again) and with the view, and returns
+// generation of each of nodes (read once a cycle, nodegen, so that no
+// cache over the same list reads them again) and with the view, and returns
 // the view, which the caller must not change. The indexes read the labels
 // of the nodes they recompute through the view too: its values are the
 // table's interned copies, so the domains they count hold the very strings
@@ -232,12 +233,12 @@ func (t *Table) Sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.clock++
+	gens := nodegen.Of(cs, nodes)
 	same := t.view != nil && len(t.nodes) == len(nodes)
 	for i := 0; same && i < len(nodes); i++ {
-		ni := nodes[i]
-		if ni != t.nodes[i] {
+		if nodes[i] != t.nodes[i] {
 			same = false
-		} else if g := ni.GetGeneration(); g != t.gens[i] || g == 0 {
+		} else if g := gens[i]; g != t.gens[i] || g == 0 {
 			// A generation changes with labels and with pods (the
 			// snapshot changes a node's labels only by SetNode, which
 			// takes a new one); 0 (hand-built NodeInfos) proves nothing.
@@ -254,7 +255,7 @@ func (t *Table) Sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use
 		use(nil, nil)
 		return nil
 	}
-	if !same && !t.rebuild(nodes) {
+	if !same && !t.rebuild(nodes, gens) {
 		use(nil, nil)
 		return nil
 	}
@@ -270,9 +271,10 @@ func (t *Table) Sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use
 // the paths through a view).
 func (t *Table) Prime() { t.primed = true }
 
-// rebuild starts over from list nodes: every row, every copied key. A list
-// of NodeInfos of another implementation than the framework's has no view.
-func (t *Table) rebuild(nodes []fwk.NodeInfo) bool {
+// rebuild starts over from list nodes, of generations gens: every row,
+// every copied key. A list of NodeInfos of another implementation than the
+// framework's has no view.
+func (t *Table) rebuild(nodes []fwk.NodeInfo, gens []int64) bool {
 	var keys []string
 	if t.view != nil {
 		keys = t.view.keys
@@ -288,10 +290,7 @@ func (t *Table) rebuild(nodes []fwk.NodeInfo) bool {
 		v.row[p] = int32(i)
 	}
 	t.nodes = slices.Clone(nodes)
-	t.gens = make([]int64, len(nodes))
-	for i, ni := range nodes {
-		t.gens[i] = ni.GetGeneration()
-	}
+	t.gens = slices.Clone(gens)
 	v.cols = make([][]label, len(v.keys))
 	t.intern = make(map[string]string)
 	for j, k := range v.keys {

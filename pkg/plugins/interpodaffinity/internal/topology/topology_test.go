@@ -189,7 +189,9 @@ type otherNodeInfo struct{ *framework.NodeInfo }
 // TestTopologyTableEdges: the cases the snapshot does not produce but a
 // caller might.
 func TestTopologyTableEdges(t *testing.T) {
-	cs := framework.NewCycleState()
+	// Each call is a cycle of its own: within one, the nodes'
+	// generations are read once (nodegen).
+	cs := func() fwk.CycleState { return framework.NewCycleState() }
 	read := func(t *testing.T, view *View, ni fwk.NodeInfo, key string) string {
 		t.Helper()
 		nt := Of(view, ni)
@@ -204,9 +206,9 @@ func TestTopologyTableEdges(t *testing.T) {
 	t.Run("unchanged list, same view", func(t *testing.T) {
 		tab := Table{primed: true}
 		nodes := []fwk.NodeInfo{at.ZoneNode("a", "z1"), at.ZoneNode("b", "z2")}
-		v1 := tab.Sync(cs, nodes, []string{at.Zone}, noop)
+		v1 := tab.Sync(cs(), nodes, []string{at.Zone}, noop)
 		nodes[0].(*framework.NodeInfo).AddPod(at.Placed("default", "p", "a").Obj())
-		if v2 := tab.Sync(cs, nodes, []string{at.Zone}, noop); v2 != v1 {
+		if v2 := tab.Sync(cs(), nodes, []string{at.Zone}, noop); v2 != v1 {
 			t.Errorf("a pod bound, labels unchanged: a new view was made")
 		}
 	})
@@ -215,7 +217,7 @@ func TestTopologyTableEdges(t *testing.T) {
 		tab := Table{primed: true}
 		a := at.ZoneNode("a", "z1")
 		nodes := []fwk.NodeInfo{a, at.ZoneNode("b", "z2"), a}
-		view := tab.Sync(cs, nodes, []string{at.Zone}, noop)
+		view := tab.Sync(cs(), nodes, []string{at.Zone}, noop)
 		for _, ni := range nodes {
 			read(t, view, ni, at.Zone)
 		}
@@ -226,12 +228,12 @@ func TestTopologyTableEdges(t *testing.T) {
 		a := at.ZoneNode("a", "z1")
 		a.Generation = 0
 		nodes := []fwk.NodeInfo{a}
-		tab.Sync(cs, nodes, []string{at.Zone}, noop)
+		tab.Sync(cs(), nodes, []string{at.Zone}, noop)
 		n := a.Node().DeepCopy()
 		n.Labels[at.Zone] = "z7"
 		a.SetNode(n)
 		a.Generation = 0
-		if v := read(t, tab.Sync(cs, nodes, []string{at.Zone}, noop), a, at.Zone); v != "z7" {
+		if v := read(t, tab.Sync(cs(), nodes, []string{at.Zone}, noop), a, at.Zone); v != "z7" {
 			t.Errorf("relabelled NodeInfo of generation 0 reads %q", v)
 		}
 	})
@@ -239,13 +241,13 @@ func TestTopologyTableEdges(t *testing.T) {
 	t.Run("another NodeInfo implementation, then the framework's again", func(t *testing.T) {
 		tab := Table{primed: true}
 		a := at.ZoneNode("a", "z1")
-		tab.Sync(cs, []fwk.NodeInfo{a}, []string{at.Zone}, noop)
+		tab.Sync(cs(), []fwk.NodeInfo{a}, []string{at.Zone}, noop)
 		var got []int64
-		if v := tab.Sync(cs, []fwk.NodeInfo{a, otherNodeInfo{at.ZoneNode("b", "z2")}}, []string{at.Zone}, func(g []int64, _ *View) { got = g }); v != nil || got != nil {
+		if v := tab.Sync(cs(), []fwk.NodeInfo{a, otherNodeInfo{at.ZoneNode("b", "z2")}}, []string{at.Zone}, func(g []int64, _ *View) { got = g }); v != nil || got != nil {
 			t.Fatalf("foreign NodeInfo: view %v, gens %v; want none", v, got)
 		}
 		nodes := []fwk.NodeInfo{at.ZoneNode("c", "z3"), a}
-		view := tab.Sync(cs, nodes, []string{at.Zone, v1.LabelHostname}, noop)
+		view := tab.Sync(cs(), nodes, []string{at.Zone, v1.LabelHostname}, noop)
 		if view == nil {
 			t.Fatal("no view for a framework list after a foreign one")
 		}
@@ -266,7 +268,7 @@ func TestTopologyTableEdges(t *testing.T) {
 		}
 		a := framework.NewNodeInfo()
 		a.SetNode(w.Obj())
-		view := tab.Sync(cs, []fwk.NodeInfo{a}, keys, noop)
+		view := tab.Sync(cs(), []fwk.NodeInfo{a}, keys, noop)
 		if len(view.keys) != maxTopologyKeys {
 			t.Errorf("%d keys copied, want %d", len(view.keys), maxTopologyKeys)
 		}
@@ -274,7 +276,7 @@ func TestTopologyTableEdges(t *testing.T) {
 			read(t, view, a, k)
 		}
 		// The next call's keys evict the least recently used.
-		view = tab.Sync(cs, []fwk.NodeInfo{a}, keys[maxTopologyKeys:], noop)
+		view = tab.Sync(cs(), []fwk.NodeInfo{a}, keys[maxTopologyKeys:], noop)
 		for _, k := range keys[maxTopologyKeys:] {
 			if !slices.Contains(view.keys, k) {
 				t.Errorf("key %s asked for alone is not copied: %v", k, view.keys)
@@ -290,7 +292,7 @@ func TestTopologyTableEdges(t *testing.T) {
 			n := a.Node().DeepCopy()
 			n.Labels[at.Zone] = fmt.Sprint("z", i)
 			a.SetNode(n)
-			if v := read(t, tab.Sync(cs, nodes, []string{at.Zone}, noop), a, at.Zone); v != n.Labels[at.Zone] {
+			if v := read(t, tab.Sync(cs(), nodes, []string{at.Zone}, noop), a, at.Zone); v != n.Labels[at.Zone] {
 				t.Fatalf("step %d: %q", i, v)
 			}
 		}
@@ -307,7 +309,7 @@ func TestTopologyTableEdges(t *testing.T) {
 		for i := range 20 {
 			nodes = append(nodes, at.ZoneNode(fmt.Sprint("n", i), fmt.Sprint("z", i%3)))
 		}
-		view := tab.Sync(cs, nodes, []string{at.Zone}, noop)
+		view := tab.Sync(cs(), nodes, []string{at.Zone}, noop)
 		want := make([]string, len(nodes))
 		for i, ni := range nodes {
 			want[i] = ni.Node().Labels[at.Zone]
@@ -330,7 +332,7 @@ func TestTopologyTableEdges(t *testing.T) {
 			n := ni.Node().DeepCopy()
 			n.Labels[at.Zone] = fmt.Sprint("z", i)
 			ni.SetNode(n)
-			tab.Sync(cs, slices.Clone(nodes[:len(nodes)-i%2]), []string{at.Zone, fmt.Sprint("k", i%12)}, noop)
+			tab.Sync(cs(), slices.Clone(nodes[:len(nodes)-i%2]), []string{at.Zone, fmt.Sprint("k", i%12)}, noop)
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)

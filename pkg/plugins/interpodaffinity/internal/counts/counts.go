@@ -116,8 +116,10 @@ func (c *TopologyCounts) Fork() TopologyCounts {
 	return TopologyCounts{domains: c.domains.Fork(), keys: slices.Clone(c.keys)}
 }
 
-// Seal readies the counts to be handed out (layered.seal).
-func (c *TopologyCounts) Seal() { c.domains.Seal() }
+// Seal readies the counts to be handed out; they are never changed again
+// (layered.Freeze: a fold due is left to the first fork, which most
+// cycles never make).
+func (c *TopologyCounts) Seal() { c.domains.Freeze() }
 
 // ToMap is the counts as a plain map, for messages and tests.
 func (c *TopologyCounts) ToMap() map[topology.Pair]int64 { return maps.Collect(c.domains.All()) }

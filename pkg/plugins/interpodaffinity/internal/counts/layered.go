@@ -7,6 +7,7 @@ package counts
 import (
 	"iter"
 	"maps"
+	"sync"
 )
 
 // layered is a map from K to V, in two layers: base, which is never
@@ -24,6 +25,15 @@ type layered[K comparable, V comparable] struct {
 	base, delta map[K]V
 	// n counts the keys present.
 	n int
+	// fold, set by Freeze, is the fold of base and delta that the first
+	// fork makes, shared by every copy of m and every fork after.
+	fold *pendingFold[K, V]
+}
+
+// pendingFold is a fold of a frozen map (Freeze), made at most once.
+type pendingFold[K comparable, V comparable] struct {
+	once sync.Once
+	base map[K]V
 }
 
 func newLayered[K comparable, V comparable]() layered[K, V] {
@@ -126,6 +136,12 @@ func (m *layered[K, V]) All() iter.Seq2[K, V] {
 // The zero layered (nil maps) is an empty map that can only be read until
 // forked.
 func (m *layered[K, V]) Fork() layered[K, V] {
+	if f := m.fold; f != nil {
+		// Frozen: every copy of m holds the same maps, so the first fork
+		// of any of them folds for all.
+		f.once.Do(func() { f.base = m.folded() })
+		return layered[K, V]{base: f.base, delta: map[K]V{}, n: m.n}
+	}
 	if !m.foldDue() {
 		delta := maps.Clone(m.delta)
 		if delta == nil {
@@ -150,6 +166,25 @@ func (m *layered[K, V]) Seal() {
 		m.base, m.delta = m.delta, map[K]V{}
 	default:
 		m.base, m.delta = m.folded(), map[K]V{}
+	}
+}
+
+// Freeze readies m to be handed out for good: no one changes m again, its
+// copies are only read, and a fork is made of them only when a cycle
+// changes what it was handed (AddPod, RemovePod: nominated pods,
+// preemption), which most cycles never do. So a fold that is due is not
+// made now but by the first fork, once, for all the forks of m's copies:
+// a cycle that forks none costs no fold, while its reads look up the
+// delta's domains in delta first (Lookup), as they do in any unfolded map.
+// A sum built from scratch (all delta over an empty base) becomes its base
+// as it is, as Seal does.
+func (m *layered[K, V]) Freeze() {
+	switch {
+	case !m.foldDue():
+	case len(m.base) == 0:
+		m.base, m.delta = m.delta, map[K]V{}
+	default:
+		m.fold = &pendingFold[K, V]{}
 	}
 }
 

@@ -42,13 +42,23 @@ func TestLayeredIsAMap(t *testing.T) {
 	for step := range 20000 {
 		switch r := rng.IntN(100); {
 		case r < 3:
-			// Hand the current map out, sealed or not, and go on
-			// with a fork.
-			if rng.IntN(2) == 0 {
+			// Hand the current map out, sealed, frozen or neither, and
+			// go on with a fork (of the map or of a copy handed out
+			// earlier, which still reads as it did).
+			switch rng.IntN(3) {
+			case 0:
 				m.Seal()
+			case 1:
+				m.Freeze()
 			}
 			handedOut = append(handedOut, lent{m: m, want: maps.Clone(want)})
 			m = m.Fork()
+			if len(handedOut) > 1 && rng.IntN(4) == 0 {
+				h := handedOut[rng.IntN(len(handedOut))]
+				if f := h.m.Fork(); !maps.Equal(contents(&f, keys), h.want) || f.Len() != len(h.want) {
+					t.Fatalf("step %d: a late fork of a map handed out reads %v, the map held %v", step, contents(&f, keys), h.want)
+				}
+			}
 		case r < 40:
 			// Delete (the zero value), often a key that is present.
 			k := rng.IntN(keys)
@@ -163,3 +173,69 @@ func TestTopologyCountsIsACountMap(t *testing.T) {
 		}
 	}
 }
+
+// TestFreezeFoldsOnceOnFirstFork: a frozen map with a fold due is not
+// folded until a fork needs it; then one fold, made once however many
+// goroutines fork its copies at once, serves every fork, and each fork
+// is a map of its own.
+func TestFreezeFoldsOnceOnFirstFork(t *testing.T) {
+	m := newLayered[int, int]()
+	for k := range 1000 {
+		m.Set(k, 1)
+	}
+	m.Seal() // all delta over an empty base: the base as it is
+	want := map[int]int{}
+	for k := range 1000 {
+		want[k] = 1
+	}
+	m = m.Fork()
+	for k := 1000; k < 2000; k++ {
+		m.Set(k, 2)
+		want[k] = 2
+	}
+	m.Set(0, 0)
+	delete(want, 0)
+	if !m.foldDue() {
+		t.Fatal("the test's map has no fold due")
+	}
+	base, delta := m.base, m.delta
+	m.Freeze()
+	if !sameMap(m.base, base) || !sameMap(m.delta, delta) || m.fold == nil {
+		t.Fatal("Freeze folded (or dropped) the layers instead of leaving the fold to a fork")
+	}
+	if got := contents(&m, 2000); !maps.Equal(got, want) || m.Len() != len(want) {
+		t.Fatalf("frozen map reads %d keys (len %d), want %d", len(got), m.Len(), len(want))
+	}
+	const forks = 8
+	got := make([]layered[int, int], forks)
+	done := make(chan struct{})
+	for i := range forks {
+		c := m // the copies a cycle's clones hold
+		go func() {
+			defer func() { done <- struct{}{} }()
+			got[i] = c.Fork()
+		}()
+	}
+	for range forks {
+		<-done
+	}
+	for i, f := range got {
+		if !sameMap(f.base, got[0].base) || len(f.delta) != 0 {
+			t.Errorf("fork %d: base not the one fold, or a delta copied (%d keys)", i, len(f.delta))
+		}
+		if c := contents(&f, 2000); !maps.Equal(c, want) || f.Len() != len(want) {
+			t.Errorf("fork %d reads %d keys (len %d), want %d", i, len(c), f.Len(), len(want))
+		}
+	}
+	// Forks are changed apart, and the frozen map reads as it did.
+	got[0].Set(5, 9)
+	if v, _ := got[1].Get(5); v != 1 {
+		t.Errorf("a change to one fork shows in another: %d", v)
+	}
+	if v, _ := m.Get(5); v != 1 {
+		t.Errorf("a change to a fork shows in the frozen map: %d", v)
+	}
+}
+
+// sameMap reports whether a and b are the same map (not equal ones).
+func sameMap(a, b map[int]int) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) }

@@ -341,8 +341,10 @@ test: fmt-check vet lint-chart test-alerts test-unit test-release test-integrati
 # the newest line; an older line's rules are checked against its upstream by
 # the equivalence suite. LINE_UNIT_SKIP lists what test-line leaves out:
 # tests of line-independent artifacts (chart, release), the suites
-# test-line-full and their own targets run, the plugin packages, and
-# kubectl placement's golden outputs (recorded with the newest minor's
+# test-line-full and their own targets run, the plugin packages (not the
+# inter-pod affinity plugin's speed machinery under its internal/, whose
+# invariants hold on every line and are tested against each line's
+# NodeInfo and CycleState), and kubectl placement's golden outputs (recorded with the newest minor's
 # in-tree plugins, whose scores differ between minors). The benchmark
 # harnesses (test/perf, test/pluginbench) build on each line's
 # scheduler_perf and are tested on every line, but for the tests of
@@ -351,7 +353,7 @@ test: fmt-check vet lint-chart test-alerts test-unit test-release test-integrati
 # workload), which test-line skips and test-line-full runs.
 OLDER_LINES    := $(filter-out $(K8S_NEWEST),$(K8S_LINES))
 LINE_UNIT_SKIP := /test/integration /test/examples /test/reliability /test/release /test/chart /test/equivalence \
-	/internal/placementcmd$$ /pkg/plugins$$ /pkg/plugins/interpodaffinity /pkg/plugins/nodeaffinity$$ /pkg/plugins/nodename$$ /pkg/plugins/tainttoleration$$
+	/internal/placementcmd$$ /pkg/plugins$$ /pkg/plugins/interpodaffinity$$ /pkg/plugins/nodeaffinity$$ /pkg/plugins/nodename$$ /pkg/plugins/tainttoleration$$
 LINE_CONTROLPLANE_TESTS := ^TestSchedulerPerfWiring$$
 LINE_EXAMPLES  := ^(TestClusterAlive|TestExamples|TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime)$$
 

@@ -164,21 +164,14 @@ func TestTopologyTableReadsAsTheNodes(t *testing.T) {
 	}
 }
 
-// TestTopologyTableOff: a disabled table, and a pod-group cycle, hand out
-// no view, and the generations are then read by the index itself.
+// TestTopologyTableOff: a table not primed hands out no view on its
+// first call, and the generations are then read by the caches themselves.
 func TestTopologyTableOff(t *testing.T) {
 	nodes := []fwk.NodeInfo{at.ZoneNode("a", "z1")}
 	var off Table
 	called := false
 	if v := off.Sync(framework.NewCycleState(), nodes, []string{at.Zone}, func(g []int64, v *View) { called = g == nil && v == nil }); v != nil || !called {
 		t.Errorf("disabled table: view %v, use called with nil: %v", v, called)
-	}
-	on := Table{primed: true}
-	group := framework.NewCycleState()
-	group.SetPodGroupSchedulingCycle(framework.NewCycleState())
-	called = false
-	if v := on.Sync(group, nodes, []string{at.Zone}, func(g []int64, v *View) { called = g == nil && v == nil }); v != nil || !called {
-		t.Errorf("pod-group cycle: view %v, use called with nil: %v", v, called)
 	}
 }
 

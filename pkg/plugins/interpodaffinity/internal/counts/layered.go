@@ -158,16 +158,7 @@ func (m *layered[K, V]) Fork() layered[K, V] {
 // is all delta over an empty base, which then becomes the base as it is.
 // m's delta must be its own; its base may be shared (Seal writes no map,
 // it replaces m's fields).
-func (m *layered[K, V]) Seal() {
-	switch {
-	case !m.foldDue():
-	case len(m.base) == 0:
-		// Over an empty base, delta holds no deletion marks.
-		m.base, m.delta = m.delta, map[K]V{}
-	default:
-		m.base, m.delta = m.folded(), map[K]V{}
-	}
-}
+func (m *layered[K, V]) Seal() { m.seal(false) }
 
 // Freeze readies m to be handed out for good: no one changes m again, its
 // copies are only read, and a fork is made of them only when a cycle
@@ -176,15 +167,20 @@ func (m *layered[K, V]) Seal() {
 // made now but by the first fork, once, for all the forks of m's copies:
 // a cycle that forks none costs no fold, while its reads look up the
 // delta's domains in delta first (Lookup), as they do in any unfolded map.
-// A sum built from scratch (all delta over an empty base) becomes its base
-// as it is, as Seal does.
-func (m *layered[K, V]) Freeze() {
+// A sum built from scratch becomes its base as it is, as Seal does.
+func (m *layered[K, V]) Freeze() { m.seal(true) }
+
+// seal is Seal, or with lazy Freeze.
+func (m *layered[K, V]) seal(lazy bool) {
 	switch {
 	case !m.foldDue():
 	case len(m.base) == 0:
+		// Over an empty base, delta holds no deletion marks.
 		m.base, m.delta = m.delta, map[K]V{}
-	default:
+	case lazy:
 		m.fold = &pendingFold[K, V]{}
+	default:
+		m.base, m.delta = m.folded(), map[K]V{}
 	}
 }
 

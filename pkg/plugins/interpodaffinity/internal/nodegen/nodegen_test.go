@@ -4,17 +4,11 @@ import (
 	"slices"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-)
 
-func nodeInfo(name string) *framework.NodeInfo {
-	ni := framework.NewNodeInfo()
-	ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	return ni
-}
+	at "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
+)
 
 func generations(nodes []fwk.NodeInfo) []int64 {
 	out := make([]int64, len(nodes))
@@ -28,7 +22,7 @@ func generations(nodes []fwk.NodeInfo) []int64 {
 // list is read once; another list, another cycle or no cycle state reads
 // the nodes as they are.
 func TestOfReadsOncePerCycle(t *testing.T) {
-	a, b := nodeInfo("a"), nodeInfo("b")
+	a, b := at.ZoneNode("a", "z1"), at.ZoneNode("b", "z2")
 	nodes := []fwk.NodeInfo{a, b}
 	cs := framework.NewCycleState()
 
@@ -47,7 +41,7 @@ func TestOfReadsOncePerCycle(t *testing.T) {
 
 	// The snapshot changes only between cycles; a node that changed is
 	// read at its new generation in the next cycle.
-	a.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "p"}, Spec: v1.PodSpec{NodeName: "a"}})
+	a.AddPod(at.Placed("default", "p", "a").Obj())
 	if next := Of(framework.NewCycleState(), nodes); !slices.Equal(next, generations(nodes)) || next[0] == first[0] {
 		t.Errorf("next cycle read %v, nodes are at %v (first cycle %v)", next, generations(nodes), first)
 	}

@@ -516,13 +516,18 @@ BENCH_TIMEOUT ?= 24h
 # How long each createPods op may wait for its pods; 0 keeps scheduler_perf's
 # 10m, which upstream's slowest affinity cases can exceed at 15000 nodes.
 BENCH_PODS_TIMEOUT ?= 0
+# BENCH_CPU_PROFILES=1: scheduler_perf writes a CPU profile of each run's
+# measured op into BENCH_DIR, and the report adds CPU time per measured pod
+# (the work itself, where the per-cycle wall times also hold waiting for a core).
+BENCH_CPU_PROFILES ?=
 BENCH_STAMP   := $(shell date -u +%Y%m%d-%H%M%S)
 BENCH_DIR     ?= $(CURDIR)/results/bench-$(BENCH_SCALE)nodes-$(BENCH_STAMP)
 BENCH_ARGS     = -test-binary $(BENCH_DIR)/perf.test -dir $(BENCH_DIR) -scale $(BENCH_SCALE) -cases '$(BENCH_CASES)' \
-	-profiles '$(BENCH_PROFILES)' -repeats $(BENCH_REPEATS) -timeout $(BENCH_TIMEOUT) -pods-timeout $(BENCH_PODS_TIMEOUT)
+	-profiles '$(BENCH_PROFILES)' -repeats $(BENCH_REPEATS) -timeout $(BENCH_TIMEOUT) -pods-timeout $(BENCH_PODS_TIMEOUT) \
+	$(if $(filter 1 true yes,$(BENCH_CPU_PROFILES)),-cpu-profiles)
 
 .PHONY: bench
-bench: controlplane ## scheduler_perf, upstream profile vs ours vs the floor, upstream's workloads and ours (BENCH_SCALE=500|5000|15000 nodes, BENCH_REPEATS=2 (even: ABBA-balanced), BENCH_CASES=regexp, BENCH_PROFILES=upstream,ours,floor, BENCH_PODS_TIMEOUT).
+bench: controlplane ## scheduler_perf, upstream profile vs ours vs the floor, upstream's workloads and ours (BENCH_SCALE=500|5000|15000 nodes, BENCH_REPEATS=2 (even: ABBA-balanced), BENCH_CASES=regexp, BENCH_PROFILES=upstream,ours,floor, BENCH_PODS_TIMEOUT, BENCH_CPU_PROFILES=1).
 	@mkdir -p $(BENCH_DIR)/logs
 	$(GO) build -o $(BENCH_DIR)/bench ./test/perf/cmd/bench
 	@# The flags are checked, and the plan printed, before the long compile.

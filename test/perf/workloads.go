@@ -31,7 +31,6 @@ import (
 	"strings"
 
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"sigs.k8s.io/yaml"
 
@@ -567,16 +566,9 @@ func DeriveOurConfig(shipped []byte, out string) error {
 	return writeYAML(out, cfg)
 }
 
-// FloorPlugin is the plugin the floor leaves out: the row of
-// pkg/plugins.Set() that replaces the in-tree InterPodAffinity.
-func FloorPlugin() (plugins.Plugin, error) {
-	for _, p := range plugins.Set() {
-		if p.Replaces == names.InterPodAffinity {
-			return p, nil
-		}
-	}
-	return plugins.Plugin{}, fmt.Errorf("pkg/plugins.Set() has no plugin replacing %s: the floor has nothing to leave out", names.InterPodAffinity)
-}
+// FloorPlugin is the plugin the floor leaves out (report.FloorPlugin: the
+// report reads its package's share of CPU profiles).
+func FloorPlugin() (plugins.Plugin, error) { return report.FloorPlugin() }
 
 // DeriveFloorConfig writes DeriveOurConfig's config without FloorPlugin:
 // gone from every extension point's enabled and disabled lists and from

@@ -164,6 +164,9 @@ type Sample struct {
 	// Average in ms per extension point: the whole profile's time at that
 	// point per scheduling cycle, observed for every cycle and never dropped.
 	ExtensionPoints map[string]float64 `json:"extensionPoints,omitempty"`
+	// CPU is the run's CPU time per measured pod, from its CPU profile
+	// (cpu.go); nil without one.
+	CPU *CPU `json:"cpu,omitempty"`
 }
 
 // Results are all samples found in a directory.
@@ -265,6 +268,47 @@ func Load(dir string) (*Results, error) {
 		}
 	}); err != nil {
 		return nil, err
+	}
+	cpus, err := findCPUProfiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(cpus) > 0 {
+		shares, err := sharesOf()
+		if err != nil {
+			return nil, err
+		}
+		for _, rk := range order {
+			sameRun := func(c cpuProfile) bool {
+				return c.profile == rk.profile && c.rep == rk.rep && c.caseWorkload == rk.Case+"_"+rk.Workload
+			}
+			measures := 0
+			for _, other := range order {
+				if other.profile == rk.profile && other.rep == rk.rep && other.Case == rk.Case && other.Workload == rk.Workload {
+					measures++
+				}
+			}
+			var found []cpuProfile
+			for _, c := range cpus {
+				if sameRun(c) {
+					found = append(found, c)
+				}
+			}
+			var pods int
+			if res.Info != nil {
+				pods = res.Info.MeasuredPods[MeasuredPodsKey(rk.Case, rk.Workload)]
+			}
+			// One profile for one measured op of a known size; anything
+			// else cannot be divided per pod, and stays n/a.
+			if len(found) != 1 || measures != 1 || pods <= 0 {
+				continue
+			}
+			cpu, err := cpuOf(found[0].path, shares, pods)
+			if err != nil {
+				return nil, err
+			}
+			samples[rk].CPU = &cpu
+		}
 	}
 	for _, rk := range order {
 		res.Samples[rk.Key] = append(res.Samples[rk.Key], *samples[rk])
@@ -415,6 +459,12 @@ type ProfileStats struct {
 	DurationS  Stat `json:"schedulingDurationS"`
 	// ThroughputSamples counts the 1-s samples behind each run's Throughput.
 	ThroughputSamples Stat `json:"throughputSamples"`
+	// CPU time per measured pod, ms, from the runs' CPU profiles (CPU's
+	// shares); N is 0 when the invocation took none.
+	CPUProcess          Stat `json:"cpuProcessMsPerPod"`
+	CPUScheduler        Stat `json:"cpuSchedulerMsPerPod"`
+	CPUFilter           Stat `json:"cpuFilterMsPerPod"`
+	CPUInterPodAffinity Stat `json:"cpuInterPodAffinityMsPerPod"`
 }
 
 // PluginStat compares an in-tree plugin with ours at one extension point.
@@ -764,12 +814,16 @@ func profileStats(samples []Sample) ProfileStats {
 		return NewStat(vs)
 	}
 	return ProfileStats{
-		Throughput:        get(func(s Sample) float64 { return s.Throughput }),
-		AttemptP50:        get(func(s Sample) float64 { return s.AttemptP50 }),
-		AttemptP99:        get(func(s Sample) float64 { return s.AttemptP99 }),
-		PeakHeapMB:        get(func(s Sample) float64 { return s.PeakHeapMB }),
-		DurationS:         get(func(s Sample) float64 { return s.DurationS }),
-		ThroughputSamples: get(func(s Sample) float64 { return s.ThroughputSamples }),
+		Throughput:          get(func(s Sample) float64 { return s.Throughput }),
+		AttemptP50:          get(func(s Sample) float64 { return s.AttemptP50 }),
+		AttemptP99:          get(func(s Sample) float64 { return s.AttemptP99 }),
+		PeakHeapMB:          get(func(s Sample) float64 { return s.PeakHeapMB }),
+		DurationS:           get(func(s Sample) float64 { return s.DurationS }),
+		ThroughputSamples:   get(func(s Sample) float64 { return s.ThroughputSamples }),
+		CPUProcess:          cpuStat(samples, func(c CPU) float64 { return c.Process }),
+		CPUScheduler:        cpuStat(samples, func(c CPU) float64 { return c.Scheduler }),
+		CPUFilter:           cpuStat(samples, func(c CPU) float64 { return c.Filter }),
+		CPUInterPodAffinity: cpuStat(samples, func(c CPU) float64 { return c.InterPodAffinity }),
 	}
 }
 
@@ -853,6 +907,7 @@ func Markdown(r *Report) string {
 			writeCeilingTable(&b, t, f)
 		}
 		writeExtensionPointTable(&b, t, f)
+		writeCPUTable(&b, t, f)
 		writePluginTable(&b, t, f)
 	}
 	if len(r.Tables) == 0 {

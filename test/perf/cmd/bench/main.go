@@ -45,6 +45,8 @@ func run() error {
 		timeout     = flag.Duration("timeout", 24*time.Hour, "limit for each run's process")
 		podsTimeout = flag.Duration("pods-timeout", 0, "how long each createPods op may wait for its pods to be scheduled; 0 keeps scheduler_perf's 10m, "+
 			"which upstream's slowest affinity cases can exceed at 15000 nodes")
+		cpuProfiles = flag.Bool("cpu-profiles", false, "have scheduler_perf write a CPU profile of each run's measured op (-perf-cpuprofile) into -dir; "+
+			"the report then shows CPU time per measured pod")
 		dryRun = flag.Bool("dry-run", false, "print the runs in order and exit")
 	)
 	flag.Parse()
@@ -116,10 +118,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var extra []string
+	if *cpuProfiles {
+		extra = append(extra, "-perf-cpuprofile")
+	}
 	var failed []string
 	for i, r := range runs {
 		fmt.Fprintf(io.MultiWriter(os.Stdout, logFile), "bench: run %d/%d: %s/%s/%s\n", i+1, len(runs), r.Case, r.Name(), r.Workload)
-		if err := runOne(binary, filepath.Join(repoRoot, "test", "perf"), absDir, r, *repeats, perf.JoinProfiles(profiles, ","), *timeout, *podsTimeout, logFile); err != nil {
+		if err := runOne(binary, filepath.Join(repoRoot, "test", "perf"), absDir, r, *repeats, perf.JoinProfiles(profiles, ","), *timeout, *podsTimeout, extra, logFile); err != nil {
 			fmt.Fprintf(io.MultiWriter(os.Stderr, logFile), "bench: %s/%s: %v\n", r.Case, r.Name(), err)
 			failed = append(failed, r.Case+"/"+r.Name())
 		}
@@ -131,8 +137,8 @@ func run() error {
 }
 
 // runOne measures one run in a fresh process of the test binary, working in
-// the package directory as `go test` would.
-func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, profiles string, timeout, podsTimeout time.Duration, log io.Writer) error {
+// the package directory as `go test` would; extra are more flags for it.
+func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, profiles string, timeout, podsTimeout time.Duration, extra []string, log io.Writer) error {
 	args := []string{
 		"-test.run", "^$",
 		"-test.bench", r.BenchPattern(),
@@ -147,6 +153,7 @@ func runOne(binary, pkgDir, dataDir string, r perf.Run, repeats int, profiles st
 	if podsTimeout > 0 {
 		args = append(args, "-placement-pods-timeout", podsTimeout.String())
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = pkgDir
 	var out bytes.Buffer

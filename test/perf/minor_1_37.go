@@ -25,3 +25,6 @@ const ownWorkloadsGap = ""
 // CheckPodsTimeout accepts any timeout: 1.37's scheduler_perf takes one
 // (WithPodsSchedulingTimeout).
 func CheckPodsTimeout(time.Duration) error { return nil }
+
+// CheckCPUProfiles accepts CPU profiles: scheduler_perf has -perf-cpuprofile.
+func CheckCPUProfiles(bool) error { return nil }

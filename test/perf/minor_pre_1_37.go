@@ -28,3 +28,13 @@ func CheckPodsTimeout(d time.Duration) error {
 	}
 	return nil
 }
+
+// CheckCPUProfiles rejects CPU profiles: scheduler_perf before 1.37 has no
+// -perf-cpuprofile flag, and its test binary would stop at the unknown flag.
+func CheckCPUProfiles(want bool) error {
+	if want {
+		return fmt.Errorf("CPU profiles of the measured op need scheduler_perf 1.37 or newer (-perf-cpuprofile); " +
+			"leave BENCH_CPU_PROFILES unset on this line")
+	}
+	return nil
+}

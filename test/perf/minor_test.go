@@ -40,6 +40,13 @@ func TestLineFollowsItsSchedulerPerf(t *testing.T) {
 	if err := CheckPodsTimeout(0); err != nil {
 		t.Errorf("CheckPodsTimeout(0) = %v: no timeout asked for, nothing to refuse", err)
 	}
+	hasCPUProfile := up.strings["perf-cpuprofile"]
+	if err := CheckCPUProfiles(true); (err == nil) != hasCPUProfile {
+		t.Errorf("CheckCPUProfiles(true) = %v, but upstream has the -perf-cpuprofile flag: %v", err, hasCPUProfile)
+	}
+	if err := CheckCPUProfiles(false); err != nil {
+		t.Errorf("CheckCPUProfiles(false) = %v: no profile asked for, nothing to refuse", err)
+	}
 
 	// CollectorConfig collects what upstream's default collection does
 	// (the queueing hint series included, see CollectorConfig).

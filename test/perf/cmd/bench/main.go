@@ -67,6 +67,9 @@ func run() error {
 	if err := perf.CheckPodsTimeout(*podsTimeout); err != nil {
 		return fmt.Errorf("-pods-timeout: %w", err)
 	}
+	if err := perf.CheckCPUProfiles(*cpuProfiles); err != nil {
+		return fmt.Errorf("-cpu-profiles: %w", err)
+	}
 	for _, g := range perf.LineGaps() {
 		fmt.Printf("bench: n/a on this Kubernetes line: %s: %s\n", g.What, g.Why)
 	}

@@ -161,7 +161,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 // factories that count their calls, and a check for scheduler_perf's prepare hook (run after the
 // scheduler of each workload is built) that fails the workload unless the
 // scheduler instantiated exactly the plugins of ours that profile p runs:
-// all of them for ours, all but FloorPlugin for the floor (and that one
+// all of them for ours, all but report.FloorPlugin for the floor (and that one
 // not at all). A profile mix-up then cannot silently measure upstream, or
 // ours, twice.
 //
@@ -178,7 +178,7 @@ func verifiedRegistry(p Profile, reg frameworkruntime.Registry) (frameworkruntim
 	switch p {
 	case Ours:
 	case Floor:
-		left, err := FloorPlugin()
+		left, err := report.FloorPlugin()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -225,7 +225,7 @@ func verifiedRegistry(p Profile, reg frameworkruntime.Registry) (frameworkruntim
 // plugins of ours the profile runs, for each workload anew: all four for
 // ours; for the floor all but the inter-pod affinity one, and not that.
 func TestVerifiedRegistryChecksEachWorkload(t *testing.T) {
-	left, err := FloorPlugin()
+	left, err := report.FloorPlugin()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func writeRunInfo(b *testing.B, dir string, setup *Setup, profiles []Profile) {
 		order = abba + ", each workload run in its own process (test/perf/cmd/bench) with its own etcd+apiserver+scheduler"
 	}
 	floorLeaves := "?"
-	if pl, err := FloorPlugin(); err == nil {
+	if pl, err := report.FloorPlugin(); err == nil {
 		floorLeaves = pl.Name
 	}
 	pattern := flagValue("test.bench")

@@ -35,7 +35,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/manifests"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/test/perf/report"
 )
 
@@ -49,7 +48,7 @@ const (
 	// Ours is manifests/scheduler-config.yaml's profile, renamed
 	// default-scheduler because upstream's pod templates ask for that name.
 	Ours Profile = "ours"
-	// Floor is ours without the inter-pod affinity plugin (FloorPlugin):
+	// Floor is ours without the inter-pod affinity plugin (report.FloorPlugin):
 	// nothing enforces or scores pod (anti-)affinity terms, every other
 	// plugin runs as in ours. No inter-pod affinity plugin can make a
 	// profile faster than leaving it out, so the floor is the speed limit
@@ -566,11 +565,7 @@ func DeriveOurConfig(shipped []byte, out string) error {
 	return writeYAML(out, cfg)
 }
 
-// FloorPlugin is the plugin the floor leaves out (report.FloorPlugin: the
-// report reads its package's share of CPU profiles).
-func FloorPlugin() (plugins.Plugin, error) { return report.FloorPlugin() }
-
-// DeriveFloorConfig writes DeriveOurConfig's config without FloorPlugin:
+// DeriveFloorConfig writes DeriveOurConfig's config without report.FloorPlugin:
 // gone from every extension point's enabled and disabled lists and from
 // pluginConfig, everything else as in ours. It fails if the shipped
 // profile does not enable the plugin, since the floor would then be ours.
@@ -579,7 +574,7 @@ func DeriveFloorConfig(shipped []byte, out string) error {
 	if err != nil {
 		return err
 	}
-	pl, err := FloorPlugin()
+	pl, err := report.FloorPlugin()
 	if err != nil {
 		return err
 	}

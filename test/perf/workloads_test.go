@@ -23,6 +23,7 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
+	"github.com/placement-scheduler/placement-scheduler/test/perf/report"
 )
 
 // prepareForTest writes the temp copies of the test cases of sources (nil:
@@ -327,12 +328,12 @@ func TestDerivedConfigIsShippedProfile(t *testing.T) {
 // weight) compared.
 func TestFloorIsOursWithoutInterPodAffinity(t *testing.T) {
 	setup := prepareForTest(t, nil)
-	left, err := FloorPlugin()
+	left, err := report.FloorPlugin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if left.Replaces != "InterPodAffinity" {
-		t.Fatalf("FloorPlugin() replaces %s", left.Replaces)
+		t.Fatalf("report.FloorPlugin() replaces %s", left.Replaces)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -401,7 +402,7 @@ func pluginSets(ps *config.Plugins) []*config.PluginSet {
 
 func TestDeriveFloorConfig(t *testing.T) {
 	dir := t.TempDir()
-	left, err := FloorPlugin()
+	left, err := report.FloorPlugin()
 	if err != nil {
 		t.Fatal(err)
 	}

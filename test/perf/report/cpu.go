@@ -2,11 +2,9 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -28,10 +26,9 @@ import (
 // doing less. CPU time per pod is the work itself, whatever the machine
 // did beside it.
 
-// cpuProfileRE matches scheduler_perf's CPU profile name,
-// <case>_<workload>_<topic>_<runID>-cpu.prof, where test/perf's topic ends
-// in _r<rep>-<profile>; the case and workload are matched as in datRE.
-var cpuProfileRE = regexp.MustCompile(`^(.+)_[^_]+_r(\d+)-(` + strings.Join(allProfiles(), "|") + `)_[^_]+-cpu\.prof$`)
+// cpuProfileRE matches scheduler_perf's CPU profile name; the case and
+// workload are matched as in datRE.
+var cpuProfileRE = runFileRE(`-cpu\.prof`)
 
 // CPU is one run's CPU time during its measured op, in ms per measured pod.
 // A sample counts in a share when any frame of its stack is in it (as with
@@ -195,15 +192,56 @@ func findCPUProfiles(dir string) ([]cpuProfile, error) {
 // cpuStat summarises one share over a profile's runs; a run without a
 // profile counts as missing.
 func cpuStat(samples []Sample, share func(CPU) float64) Stat {
-	vs := make([]float64, 0, len(samples))
-	for _, s := range samples {
-		v := math.NaN()
-		if s.CPU != nil {
-			v = share(*s.CPU)
+	return pickStat(samples, func(s Sample) (float64, bool) {
+		if s.CPU == nil {
+			return 0, false
 		}
-		vs = append(vs, v)
+		return share(*s.CPU), true
+	})
+}
+
+// attachCPU sets the CPU of each run in order that has exactly one CPU
+// profile in dir, one measured op and a known pod count; any other run
+// cannot be divided per pod, and stays n/a.
+func attachCPU(dir string, info *RunInfo, order []runKey, samples map[runKey]*Sample) error {
+	cpus, err := findCPUProfiles(dir)
+	if err != nil || len(cpus) == 0 {
+		return err
 	}
-	return NewStat(vs)
+	shares, err := sharesOf()
+	if err != nil {
+		return err
+	}
+	// A run's profile covers all its measured ops: keyed without Measure.
+	type run struct {
+		caseWorkload, profile string
+		rep                   int
+	}
+	profiles := map[run][]string{}
+	for _, c := range cpus {
+		r := run{c.caseWorkload, c.profile, c.rep}
+		profiles[r] = append(profiles[r], c.path)
+	}
+	measures := map[run]int{}
+	for _, rk := range order {
+		measures[run{rk.Case + "_" + rk.Workload, rk.profile, rk.rep}]++
+	}
+	for _, rk := range order {
+		r := run{rk.Case + "_" + rk.Workload, rk.profile, rk.rep}
+		var pods int
+		if info != nil {
+			pods = info.MeasuredPods[MeasuredPodsKey(rk.Case, rk.Workload)]
+		}
+		if len(profiles[r]) != 1 || measures[r] != 1 || pods <= 0 {
+			continue
+		}
+		cpu, err := cpuOf(profiles[r][0], shares, pods)
+		if err != nil {
+			return err
+		}
+		samples[rk].CPU = &cpu
+	}
+	return nil
 }
 
 // cpuColumns are CPU's shares as the table shows them.

@@ -199,6 +199,13 @@ func ParseName(name string) (Key, string, int, error) {
 	return Key{Case: caseName, Workload: dupSuffix.ReplaceAllString(m[5], ""), Measure: m[6]}, m[3], rep, nil
 }
 
+// runKey is one run: a Key's samples of one profile and repeat.
+type runKey struct {
+	Key
+	profile string
+	rep     int
+}
+
 // Load reads every scheduler_perf data-items file (BenchmarkPerfScheduling*.json) in dir.
 func Load(dir string) (*Results, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "BenchmarkPerfScheduling*.json"))
@@ -224,11 +231,6 @@ func Load(dir string) (*Results, error) {
 				res.Load1 = append(res.Load1, v)
 			}
 		}
-	}
-	type runKey struct {
-		Key
-		profile string
-		rep     int
 	}
 	samples := map[runKey]*Sample{}
 	var order []runKey
@@ -269,46 +271,8 @@ func Load(dir string) (*Results, error) {
 	}); err != nil {
 		return nil, err
 	}
-	cpus, err := findCPUProfiles(dir)
-	if err != nil {
+	if err := attachCPU(dir, res.Info, order, samples); err != nil {
 		return nil, err
-	}
-	if len(cpus) > 0 {
-		shares, err := sharesOf()
-		if err != nil {
-			return nil, err
-		}
-		for _, rk := range order {
-			sameRun := func(c cpuProfile) bool {
-				return c.profile == rk.profile && c.rep == rk.rep && c.caseWorkload == rk.Case+"_"+rk.Workload
-			}
-			measures := 0
-			for _, other := range order {
-				if other.profile == rk.profile && other.rep == rk.rep && other.Case == rk.Case && other.Workload == rk.Workload {
-					measures++
-				}
-			}
-			var found []cpuProfile
-			for _, c := range cpus {
-				if sameRun(c) {
-					found = append(found, c)
-				}
-			}
-			var pods int
-			if res.Info != nil {
-				pods = res.Info.MeasuredPods[MeasuredPodsKey(rk.Case, rk.Workload)]
-			}
-			// One profile for one measured op of a known size; anything
-			// else cannot be divided per pod, and stays n/a.
-			if len(found) != 1 || measures != 1 || pods <= 0 {
-				continue
-			}
-			cpu, err := cpuOf(found[0].path, shares, pods)
-			if err != nil {
-				return nil, err
-			}
-			samples[rk].CPU = &cpu
-		}
 	}
 	for _, rk := range order {
 		res.Samples[rk.Key] = append(res.Samples[rk.Key], *samples[rk])
@@ -320,7 +284,14 @@ func Load(dir string) (*Results, error) {
 // <case>_<workload>_<topic>_<runID>.dat, where test/perf's topic ends in
 // _r<rep>-<profile>. The workload may itself contain "_" (5000Nodes_5000Pods),
 // so the case and workload are matched against the data items' keys, not split.
-var datRE = regexp.MustCompile(`^(.+)_[^_]+_r(\d+)-(` + strings.Join(allProfiles(), "|") + `)_[^_]+\.dat$`)
+var datRE = runFileRE(`\.dat`)
+
+// runFileRE matches a file scheduler_perf names for one run of test/perf,
+// <case>_<workload>_<topic>_<runID><suffix>: submatches case_workload,
+// repeat and profile.
+func runFileRE(suffix string) *regexp.Regexp {
+	return regexp.MustCompile(`^(.+)_[^_]+_r(\d+)-(` + strings.Join(allProfiles(), "|") + `)_[^_]+` + suffix + `$`)
+}
 
 // countProgressSamples calls found for each progress file in dir with its
 // case_workload prefix, profile, repeat and number of samples (one line per

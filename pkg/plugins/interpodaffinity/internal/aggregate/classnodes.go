@@ -6,6 +6,7 @@ package aggregate
 import (
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
@@ -87,6 +88,60 @@ type classRecord struct {
 	parts []classPart
 	// values are the node's labels of classTable.keys (same index).
 	values []label
+	// pods are the node's pods at gen, in its order, each with its class.
+	pods []podOfClass
+}
+
+// podOfClass is a pod a record counted, and its class. A pod object is
+// not changed once the scheduler's cache holds it (the informers' rule,
+// which upstream's terms parsed once per pod rely on too: an update is a
+// new object), so a pod still on the node when its generation moves keeps
+// its class without being encoded and looked up again. A node with many
+// pods (a Deployment's replicas packed by preferred hostname affinity)
+// changes with every pod bound to it, and encoding each of its pods each
+// time cost more than the rest of the sweep.
+type podOfClass struct {
+	pod   *v1.Pod
+	class *podClass
+}
+
+func (p podOfClass) podOf() *v1.Pod { return p.pod }
+
+// keptAt returns the index in before, a node's pods at its last record, of
+// pod (-1: it was not there), looking first at position i, where a pod
+// stays until one before it is removed (which moves the last pod into its
+// place).
+func keptAt[E interface{ podOf() *v1.Pod }](before []E, i int, pod *v1.Pod) int {
+	if i < len(before) && before[i].podOf() == pod {
+		return i
+	}
+	for j, b := range before {
+		if b.podOf() == pod {
+			return j
+		}
+	}
+	return -1
+}
+
+// keep returns built, a record's new list made in scratch storage, in
+// storage of the record's own: old's, its last list (whose elements left
+// over are cleared, so that it holds no pod that left), when it is large
+// enough and not four times too large. built is cleared for the next
+// record. Storage is never passed from one record to another, so that a
+// record holds no more than its own node's pods ever needed.
+func keep[E any](old, built []E) []E {
+	var out []E
+	if cap(old) >= len(built) && cap(old) < 4*len(built)+4 {
+		out = append(old[:0], built...)
+		if len(old) > len(out) {
+			clear(old[len(out):])
+		}
+	} else {
+		clear(old)
+		out = slices.Clone(built)
+	}
+	clear(built)
+	return out
 }
 
 // classRecords are the nodes' records by name, and what they add up to.
@@ -94,8 +149,10 @@ type classRecords struct {
 	byName  map[string]*classRecord
 	classes classTable
 	sweeps  uint64
-	// scratch is reused for class encodings.
+	// scratch is reused for class encodings, pods for a record's pods
+	// while it is recomputed.
 	scratch []byte
+	pods    []podOfClass
 	// last is the list last swept, and gens its records' generations by
 	// position.
 	last order[classRecord]
@@ -170,26 +227,36 @@ func (r *classRecords) reset() {
 }
 
 // recompute replaces rec's contribution with ni's current one, at
-// generation gen, adding the new parts before releasing the old (a class
-// the node keeps keeps its entry).
+// generation gen. A pod that was on the node at its last record keeps its
+// class (podOfClass); with the labels unchanged, only the classes whose
+// count on the node moved change their counts. Otherwise the new parts are
+// added before the old are released (a class the node keeps keeps its
+// entry).
 func (r *classRecords) recompute(rec *classRecord, ni fwk.NodeInfo, gen int64, view *topology.View) {
-	oldParts, oldValues := rec.parts, rec.values
+	oldParts, oldValues, before := rec.parts, rec.values, rec.pods
 	rec.parts, rec.values, rec.gen = nil, nil, gen
-	for _, p := range ni.GetPods() {
+	now := r.pods[:0]
+	for i, p := range ni.GetPods() {
 		pod := p.GetPod()
-		r.scratch = classID(r.scratch[:0], pod)
-		found := false
-		for i := range rec.parts {
-			if rec.parts[i].class.id == string(r.scratch) {
-				rec.parts[i].n++
-				found = true
-				break
+		var c *podClass
+		if j := keptAt(before, i, pod); j >= 0 {
+			c = before[j].class
+		}
+		if c == nil {
+			r.scratch = classID(r.scratch[:0], pod)
+			c = rec.countID(r.scratch)
+			if c == nil {
+				c = r.classes.ref(r.scratch, pod)
+				rec.parts = append(rec.parts, classPart{class: c, n: 1})
 			}
+		} else if !rec.countClass(c) {
+			// c is alive: the old parts still refer to it.
+			c.refs++
+			rec.parts = append(rec.parts, classPart{class: c, n: 1})
 		}
-		if !found {
-			rec.parts = append(rec.parts, classPart{class: r.classes.ref(r.scratch, pod), n: 1})
-		}
+		now = append(now, podOfClass{pod: pod, class: c})
 	}
+	rec.pods, r.pods = keep(before, now), now
 	if len(rec.parts) > 0 {
 		nt := topology.Of(view, ni)
 		rec.values = make([]label, len(r.classes.keys))
@@ -198,20 +265,80 @@ func (r *classRecords) recompute(rec *classRecord, ni fwk.NodeInfo, gen int64, v
 			rec.values[i] = label{domain: topology.Pair{Key: key, Value: v}, ok: ok}
 		}
 	}
+	if len(oldParts) > 0 && slices.Equal(oldValues, rec.values) {
+		r.applyChanges(oldParts, rec.parts, rec.values)
+		for _, p := range oldParts {
+			r.classes.unref(p.class)
+		}
+		return
+	}
 	r.applyParts(rec.parts, rec.values, 1)
 	r.releaseParts(oldParts, oldValues)
+}
+
+// countID counts one more pod of the part whose class has encoding id, and
+// returns that class (nil: no part has it).
+func (rec *classRecord) countID(id []byte) *podClass {
+	for i := range rec.parts {
+		if rec.parts[i].class.id == string(id) {
+			rec.parts[i].n++
+			return rec.parts[i].class
+		}
+	}
+	return nil
+}
+
+// countClass counts one more pod of c's part, and reports whether there is
+// one.
+func (rec *classRecord) countClass(c *podClass) bool {
+	for i := range rec.parts {
+		if rec.parts[i].class == c {
+			rec.parts[i].n++
+			return true
+		}
+	}
+	return false
+}
+
+// applyChanges takes a node from parts old to parts now, both counted with
+// values: each class by the change in its count (a class holds at most one
+// part of a record).
+func (r *classRecords) applyChanges(old, now []classPart, values []label) {
+	for _, p := range now {
+		n := p.n
+		for _, o := range old {
+			if o.class == p.class {
+				n -= o.n
+				break
+			}
+		}
+		r.addClass(p.class, n, values)
+	}
+	for _, o := range old {
+		if !slices.ContainsFunc(now, func(p classPart) bool { return p.class == o.class }) {
+			r.addClass(o.class, -o.n, values)
+		}
+	}
+}
+
+// addClass adds n pods of class c on a node with values.
+func (r *classRecords) addClass(c *podClass, n int64, values []label) {
+	if n == 0 {
+		return
+	}
+	c.addPods(n)
+	for i, l := range values {
+		if l.ok {
+			c.add(i, l.domain, n)
+		}
+	}
 }
 
 // applyParts adds (sign 1) or takes out (sign -1) parts counted on a node
 // with values.
 func (r *classRecords) applyParts(parts []classPart, values []label, sign int64) {
 	for _, p := range parts {
-		p.class.addPods(sign * p.n)
-		for i, l := range values {
-			if l.ok {
-				p.class.add(i, l.domain, sign*p.n)
-			}
-		}
+		r.addClass(p.class, sign*p.n, values)
 	}
 }
 

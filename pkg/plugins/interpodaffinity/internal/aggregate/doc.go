@@ -39,13 +39,16 @@
 // makes all nodes, whose order holds between cycles; the nodes'
 // generations are read from them once a cycle, package nodegen, and each
 // sweep compares them by position with its own array); the records of the
-// nodes that changed since (usually the one the last pod was bound to);
-// one Matches per distinct term that may select the incoming pod, and per
-// incoming term and class it may select; and the domains of what matched,
-// which the sums borrow (counts.Domains): the largest term's or class's
-// counts of a PreFilter sum, and up to four large ones of a PreScore sum,
-// cost the domains changed since their last fold (about the square root of
-// theirs), not all of them; what else matched is added domain by domain.
+// nodes that changed since (usually the one the last pod was bound to): a
+// pass over the node's pods comparing pointers, a pod already recorded
+// keeping its class and its terms' entries, and the encoding of the pods
+// new to it; one Matches per distinct term that may select the incoming
+// pod, and per incoming term and class it may select; and the domains of
+// what matched, which the sums borrow (counts.Domains): the largest term's
+// or class's counts of a PreFilter sum, and up to four large ones of a
+// PreScore sum, cost the domains changed since their last fold (about the
+// square root of theirs), not all of them; what else matched is added
+// domain by domain.
 // What may select what comes from label indexes (index.go): a term is
 // filed under the values of one requirement its selector has a label meet
 // by value (=, ==, in), a class under each of its labels, so that with a
@@ -76,9 +79,11 @@
 //
 // Memory: per listed node and sweep, its generation; per listed node holding terms,
 // a record with one part per distinct term on it (a pointer, the node's
-// domain of the term's key and a count); per distinct term, the parsed
-// term and one count per domain it is counted in. Per node with pods, a
-// record with one part per class on it and its labels of the counted keys;
+// domain of the term's key and a count) and per pod counted a pointer to
+// it and one per term (its entry); per distinct term, the parsed term and
+// one count per domain it is counted in. Per node with pods, a record with
+// one part per class on it, its labels of the counted keys and per pod two
+// pointers (the pod and its class);
 // per class, its namespace and labels and one count per domain of each
 // counted key. The keys counted are at most maxCountedKeys beyond one
 // query's own (the least recently asked for makes room: a key asked for

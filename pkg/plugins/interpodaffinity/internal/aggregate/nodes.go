@@ -4,6 +4,7 @@ package aggregate
 // and the generation sweep that keeps the table current.
 
 import (
+	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
@@ -32,7 +33,23 @@ type nodeRecord struct {
 	// anti-affinity term (the hostname fast path checks those on the
 	// candidate node itself and counts the nodes holding them).
 	hostScoped bool
+	// pods are the node's pods the record counted at gen, in the node's
+	// order, each with its terms' entries in entries.
+	pods    []podTerms
+	entries []*termEntry
 }
+
+// podTerms is a pod a record counted, and the entries of its terms the
+// records count. A pod object is not changed once the scheduler's cache
+// holds it (podOfClass), so a pod still on the node when its generation
+// moves keeps its entries without its terms being encoded again.
+type podTerms struct {
+	pod *v1.Pod
+	// from and to delimit the pod's entries in its record's.
+	from, to int32
+}
+
+func (p podTerms) podOf() *v1.Pod { return p.pod }
 
 // records are the nodes' records by name, and what they add up to.
 type records struct {
@@ -52,6 +69,9 @@ type records struct {
 	// holds nothing, whose record is nil, the one it held nothing at).
 	last order[nodeRecord]
 	gens []int64
+	// pods and entries hold a record's while it is recomputed.
+	pods    []podTerms
+	entries []*termEntry
 }
 
 // sweep brings the records in line with nodes, whose generations are
@@ -172,58 +192,129 @@ func (r *records) reset() {
 }
 
 // recompute replaces rec's contribution with ni's current one, at
-// generation gen. The new parts are added before the old are released, so
-// that a term the node keeps keeps its entry.
+// generation gen. A pod that was on the node at its last record keeps its
+// entries (podTerms); a term whose domain on the node did not move changes
+// its counts by the change in its count on the node. Otherwise the new
+// parts are added before the old are released, so that a term the node
+// keeps keeps its entry.
 func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo, gen int64, view *topology.View) {
-	old, oldHost := rec.parts, rec.hostScoped
+	old, oldHost, before, beforeEntries := rec.parts, rec.hostScoped, rec.pods, rec.entries
 	rec.parts, rec.hostScoped, rec.gen = nil, false, gen
 	nt := topology.Of(view, ni)
-	add := func(k termKind, w int32, t fwk.AffinityTerm) { rec.add(&r.terms, k, w, t, &nt) }
+	pods := ni.GetPodsWithRequiredAntiAffinity()
 	if r.scoring {
-		for _, p := range ni.GetPodsWithAffinity() {
-			for _, t := range p.GetRequiredAffinityTerms() {
-				add(requiredAffinity, 0, t)
-			}
-			for _, t := range p.GetPreferredAffinityTerms() {
-				add(preferredAffinity, t.Weight, t.AffinityTerm)
-			}
-			for _, t := range p.GetPreferredAntiAffinityTerms() {
-				add(preferredAnti, t.Weight, t.AffinityTerm)
-			}
-		}
-	} else {
-		for _, p := range ni.GetPodsWithRequiredAntiAffinity() {
-			for _, t := range p.GetRequiredAntiAffinityTerms() {
-				add(requiredAnti, 0, t)
-			}
-		}
+		pods = ni.GetPodsWithAffinity()
 	}
+	now, entries := r.pods[:0], r.entries[:0]
+	for i, p := range pods {
+		pod := p.GetPod()
+		from := len(entries)
+		if j := keptAt(before, i, pod); j >= 0 {
+			for _, e := range beforeEntries[before[j].from:before[j].to] {
+				rec.addEntry(e, &nt)
+				entries = append(entries, e)
+			}
+		} else {
+			entries = r.addTerms(rec, p, &nt, entries)
+		}
+		now = append(now, podTerms{pod: pod, from: int32(from), to: int32(len(entries))})
+	}
+	rec.pods, r.pods = keep(before, now), now
+	rec.entries, r.entries = keep(beforeEntries, entries), entries
 	for i := range rec.parts {
 		if rec.parts[i].term.hostScoped {
 			rec.hostScoped = true
-		}
-		if rec.parts[i].labelled {
-			rec.parts[i].term.domains.Add(rec.parts[i].domain, rec.parts[i].n)
 		}
 	}
 	if rec.hostScoped {
 		r.hostNodes++
 	}
+	for i := range rec.parts {
+		p := &rec.parts[i]
+		n := p.n
+		if j := samePart(old, p); j >= 0 {
+			n -= old[j].n
+			old[j].n = 0
+		}
+		if p.labelled {
+			p.term.domains.Add(p.domain, n)
+		}
+	}
 	r.releaseParts(old, oldHost)
 }
 
+// addTerms counts p's terms the records count in rec's parts, on a node
+// whose labels nt reads, and returns entries with their entries appended in
+// p's order.
+func (r *records) addTerms(rec *nodeRecord, p fwk.PodInfo, nt *topology.Node, entries []*termEntry) []*termEntry {
+	add := func(k termKind, w int32, t fwk.AffinityTerm) {
+		entries = append(entries, rec.add(&r.terms, k, w, t, nt))
+	}
+	if r.scoring {
+		for _, t := range p.GetRequiredAffinityTerms() {
+			add(requiredAffinity, 0, t)
+		}
+		for _, t := range p.GetPreferredAffinityTerms() {
+			add(preferredAffinity, t.Weight, t.AffinityTerm)
+		}
+		for _, t := range p.GetPreferredAntiAffinityTerms() {
+			add(preferredAnti, t.Weight, t.AffinityTerm)
+		}
+	} else {
+		for _, t := range p.GetRequiredAntiAffinityTerms() {
+			add(requiredAnti, 0, t)
+		}
+	}
+	return entries
+}
+
+// samePart is the index in parts of the part of p's term in p's domain,
+// or -1.
+func samePart(parts []part, p *part) int {
+	for j := range parts {
+		if q := &parts[j]; q.term == p.term {
+			if q.labelled == p.labelled && q.domain == p.domain {
+				return j
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
 // add counts one occurrence of t (kind k, weight w) in rec's parts, on a
-// node whose labels nt reads.
-func (rec *nodeRecord) add(tt *termTable, k termKind, w int32, t fwk.AffinityTerm, nt *topology.Node) {
+// node whose labels nt reads, and returns t's entry.
+func (rec *nodeRecord) add(tt *termTable, k termKind, w int32, t fwk.AffinityTerm, nt *topology.Node) *termEntry {
 	id := termID(k, w, t)
 	for i := range rec.parts {
 		if rec.parts[i].term.id == id {
 			rec.parts[i].n++
-			return
+			return rec.parts[i].term
 		}
 	}
 	e := tt.ref(id, k, w, t)
-	key, v, ok := nt.Pair(t.TopologyKey)
+	rec.newPart(e, nt)
+	return e
+}
+
+// addEntry counts one occurrence of e's term in rec's parts, on a node
+// whose labels nt reads. e is alive: a part of rec's last record refers to
+// it.
+func (rec *nodeRecord) addEntry(e *termEntry, nt *topology.Node) {
+	for i := range rec.parts {
+		if rec.parts[i].term == e {
+			rec.parts[i].n++
+			return
+		}
+	}
+	e.refs++
+	rec.newPart(e, nt)
+}
+
+// newPart adds a part of one occurrence of e's term, which holds one
+// reference to e, on a node whose labels nt reads.
+func (rec *nodeRecord) newPart(e *termEntry, nt *topology.Node) {
+	key, v, ok := nt.Pair(e.term.TopologyKey)
 	rec.parts = append(rec.parts, part{term: e, domain: topology.Pair{Key: key, Value: v}, labelled: ok, n: 1})
 }
 

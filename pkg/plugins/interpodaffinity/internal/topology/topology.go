@@ -15,9 +15,10 @@
 // moved (the snapshot changes a node's labels only by SetNode, which takes
 // a new generation; 0 proves nothing); a pod-group cycle gets no view.
 //
-// Memory: per listed node, a row map entry, a copy of the list's pointer
-// and generation, and a 24-byte value per copied key (at most
-// maxTopologyKeys keys), the values' strings interned.
+// Memory: per listed node, its pointer (a copy of the list's, which the
+// view's rows share), two to four 4-byte slots to find its row (rows.go), its
+// generation, and a 24-byte value per copied key (at most maxTopologyKeys
+// keys), the values' strings interned.
 package topology
 
 import (
@@ -80,11 +81,11 @@ type label struct {
 // value of each key the table copies. It is never changed once handed
 // out; the table makes a new one when labels or the list change.
 type View struct {
-	// row is each listed NodeInfo's row in the columns. The key is the
-	// NodeInfo's pointer, which says nothing about what the NodeInfo holds
-	// in another cycle (the snapshot reuses NodeInfos); the view is only
-	// handed to a cycle after every row was checked against its list.
-	row map[*framework.NodeInfo]int32
+	// row finds each listed NodeInfo's row in the columns (rows.go). A
+	// NodeInfo's pointer says nothing about what it holds in another cycle
+	// (the snapshot reuses NodeInfos); the view is only handed to a cycle
+	// after every row was checked against its list.
+	row rows
 	// keys and cols: the copied keys, and for each a value per row.
 	keys []string
 	cols [][]label
@@ -169,7 +170,7 @@ func (t *Node) located() bool {
 	if !t.looked {
 		t.looked = true
 		if p, ok := t.ni.(*framework.NodeInfo); ok {
-			t.row, t.inView = t.view.row[p]
+			t.row, t.inView = t.view.row.row(p)
 		}
 	}
 	return t.inView
@@ -198,8 +199,9 @@ type Table struct {
 	// primed: sync was called before; the view is built from the
 	// second call on.
 	primed bool
-	// nodes and gens are the list last synced and its generations.
-	nodes []fwk.NodeInfo
+	// nodes and gens are the list last synced and its generations; the
+	// view's rows share nodes, which is never changed.
+	nodes []*framework.NodeInfo
 	gens  []int64
 	view  *View
 	// lent: view has been handed out and must not change.
@@ -236,7 +238,7 @@ func (t *Table) Sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use
 	gens := nodegen.Of(cs, nodes)
 	same := t.view != nil && len(t.nodes) == len(nodes)
 	for i := 0; same && i < len(nodes); i++ {
-		if nodes[i] != t.nodes[i] {
+		if p, ok := nodes[i].(*framework.NodeInfo); !ok || p != t.nodes[i] {
 			same = false
 		} else if g := gens[i]; g != t.gens[i] || g == 0 {
 			// A generation changes with labels and with pods (the
@@ -280,16 +282,18 @@ func (t *Table) rebuild(nodes []fwk.NodeInfo, gens []int64) bool {
 		keys = t.view.keys
 	}
 	t.nodes, t.gens, t.view = nil, nil, nil
-	v := &View{row: make(map[*framework.NodeInfo]int32, len(nodes)), keys: slices.Clone(keys)}
+	v := &View{keys: slices.Clone(keys)}
+	ptrs := make([]*framework.NodeInfo, len(nodes))
 	for i, ni := range nodes {
 		p, ok := ni.(*framework.NodeInfo)
 		if !ok {
 			t.lastUse, t.ownCol, t.lent = nil, nil, false
 			return false
 		}
-		v.row[p] = int32(i)
+		ptrs[i] = p
 	}
-	t.nodes = slices.Clone(nodes)
+	v.row = newRows(ptrs)
+	t.nodes = ptrs
 	t.gens = slices.Clone(gens)
 	v.cols = make([][]label, len(v.keys))
 	t.intern = make(map[string]string)

@@ -150,9 +150,10 @@ type classRecords struct {
 	classes classTable
 	sweeps  uint64
 	// scratch is reused for class encodings, pods for a record's pods
-	// while it is recomputed.
+	// and values for its labels while it is recomputed.
 	scratch []byte
 	pods    []podOfClass
+	values  []label
 	// last is the list last swept, and gens its records' generations by
 	// position.
 	last order[classRecord]
@@ -259,10 +260,16 @@ func (r *classRecords) recompute(rec *classRecord, ni fwk.NodeInfo, gen int64, v
 	rec.pods, r.pods = keep(before, now), now
 	if len(rec.parts) > 0 {
 		nt := topology.Of(view, ni)
-		rec.values = make([]label, len(r.classes.keys))
-		for i, k := range r.classes.keys {
+		values := r.values[:0]
+		for _, k := range r.classes.keys {
 			key, v, ok := nt.Pair(k)
-			rec.values[i] = label{domain: topology.Pair{Key: key, Value: v}, ok: ok}
+			values = append(values, label{domain: topology.Pair{Key: key, Value: v}, ok: ok})
+		}
+		r.values = values
+		// A node's labels rarely move: it keeps its old values then,
+		// and a copy is made only when they did.
+		if rec.values = oldValues; !slices.Equal(oldValues, values) {
+			rec.values = slices.Clone(values)
 		}
 	}
 	if len(oldParts) > 0 && slices.Equal(oldValues, rec.values) {

@@ -233,6 +233,9 @@ func (r *records) recompute(rec *nodeRecord, ni fwk.NodeInfo, gen int64, view *t
 		p := &rec.parts[i]
 		n := p.n
 		if j := samePart(old, p); j >= 0 {
+			// Only the change is added; the old part's count is zeroed,
+			// so that releaseParts takes nothing out for it and only
+			// drops its reference (the new part took one).
 			n -= old[j].n
 			old[j].n = 0
 		}

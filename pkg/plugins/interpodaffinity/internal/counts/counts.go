@@ -73,13 +73,10 @@ func (c *TopologyCounts) Lookup() Lookup[int64] { return LookupOf(&c.domains) }
 
 // AddTo adds delta to domain p, deleting it when it drops to zero.
 func (c *TopologyCounts) AddTo(p topology.Pair, delta int64) {
-	old, had := c.domains.Get(p)
-	n := old + delta
-	c.domains.Update(p, n, had)
-	switch {
-	case !had && n != 0:
+	switch had, has := addCount(&c.domains, p, delta); {
+	case !had && has:
 		c.keys.Add(p.Key, 1)
-	case had && n == 0:
+	case had && !has:
 		c.keys.Add(p.Key, -1)
 	}
 }

@@ -85,6 +85,69 @@ func (m *layered[K, V]) Update(k K, v V, had bool) {
 	m.setOverBase(k, v)
 }
 
+// reserve readies m, which must not be shared, for up to n keys more
+// set in its delta. A sum that adds a second class's or term's domains
+// one by one (AddDomains) sets hundreds or thousands of keys in a delta
+// that a fork left with a few, and a map grown step by step rehashes its
+// keys at each step: at 500 keys that was half of the adding.
+func (m *layered[K, V]) reserve(n int) {
+	if n <= len(m.delta) {
+		// The delta grows to twice its size at most: one step of
+		// growth, which costs what the copy here would.
+		return
+	}
+	delta := make(map[K]V, len(m.delta)+n)
+	maps.Copy(delta, m.delta)
+	m.delta = delta
+}
+
+// addCount adds d to k's count in m, which must not be shared, and reports
+// whether k was present before and is after. It looks k up once in each
+// layer at most and stores once: Get and then Update, which the sums
+// added up domain by domain (AddTo) used to do, look k up in both layers
+// twice and hash it five times.
+func addCount[K comparable](m *layered[K, int64], k K, d int64) (had, has bool) {
+	if len(m.base) == 0 {
+		// Over an empty base, delta holds no deletion marks.
+		old := m.delta[k]
+		n := old + d
+		if n != 0 {
+			m.delta[k] = n
+		} else if old != 0 {
+			delete(m.delta, k)
+		}
+		had, has = old != 0, n != 0
+		m.count(had, has)
+		return had, has
+	}
+	old, inDelta := m.delta[k]
+	inBase := false
+	if inDelta {
+		had = old != 0
+	} else {
+		old, inBase = m.base[k]
+		had = inBase
+	}
+	n := old + d
+	has = n != 0
+	switch {
+	case has:
+		m.delta[k] = n
+	case inDelta:
+		// As setOverBase: a zero stays in delta as a deletion mark only
+		// for a key of base.
+		if _, inBase = m.base[k]; inBase {
+			m.delta[k] = 0
+		} else {
+			delete(m.delta, k)
+		}
+	case inBase:
+		m.delta[k] = 0
+	}
+	m.count(had, has)
+	return had, has
+}
+
 // setOverBase is set over a base that may hold k.
 func (m *layered[K, V]) setOverBase(k K, v V) {
 	var zero V

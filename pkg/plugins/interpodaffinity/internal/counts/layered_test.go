@@ -239,3 +239,81 @@ func TestFreezeFoldsOnceOnFirstFork(t *testing.T) {
 
 // sameMap reports whether a and b are the same map (not equal ones).
 func sameMap(a, b map[int]int) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) }
+
+// TestAddCountIsACountMap drives addCount (with reserve now and then, as
+// AddDomains calls it) and a plain count map through the same random
+// additions, negative ones and ones back to zero included, over forks
+// that keep a base (more keys than a delta holds before it is folded),
+// and checks after every step the counts, their size, what addCount
+// reported, and that every fork handed out still reads as it did.
+func TestAddCountIsACountMap(t *testing.T) {
+	const keys = 300
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := newLayered[int, int64]()
+	want := map[int]int64{}
+	type lent struct {
+		m    layered[int, int64]
+		want map[int]int64
+	}
+	var handedOut []lent
+	read := func(m *layered[int, int64]) map[int]int64 {
+		out := map[int]int64{}
+		for k := range keys {
+			if v, ok := m.Get(k); ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	overBase := 0
+	for step := range 20000 {
+		switch r := rng.IntN(100); {
+		case r < 3:
+			switch rng.IntN(3) {
+			case 0:
+				m.Seal()
+			case 1:
+				m.Freeze()
+			}
+			handedOut = append(handedOut, lent{m: m, want: maps.Clone(want)})
+			m = m.Fork()
+		case r < 5:
+			m.reserve(rng.IntN(2 * keys))
+		default:
+			k := rng.IntN(keys)
+			d := int64(1 + rng.IntN(3))
+			if rng.IntN(100) < 45 {
+				// Often exactly back to zero, which deletes k.
+				if d = -d; want[k] > 0 && rng.IntN(2) == 0 {
+					d = -want[k]
+				}
+			}
+			if len(m.base) > 0 {
+				overBase++
+			}
+			had, has := addCount(&m, k, d)
+			_, wantHad := want[k]
+			if want[k] += d; want[k] == 0 {
+				delete(want, k)
+			}
+			_, wantHas := want[k]
+			if had != wantHad || has != wantHas {
+				t.Fatalf("step %d: addCount(%d, %d) reported had %v has %v, want %v %v", step, k, d, had, has, wantHad, wantHas)
+			}
+		}
+		if got := read(&m); !maps.Equal(got, want) || m.Len() != len(want) {
+			t.Fatalf("step %d: counts %v (len %d), want %v", step, got, m.Len(), want)
+		}
+		if got := maps.Collect(m.All()); !maps.Equal(got, want) {
+			t.Fatalf("step %d: All yields %v, want %v", step, got, want)
+		}
+	}
+	if len(handedOut) < 100 || overBase < 10000 {
+		t.Fatalf("%d forks, %d additions over a base: the test exercised too little", len(handedOut), overBase)
+	}
+	for i, h := range handedOut {
+		if got := read(&h.m); !maps.Equal(got, h.want) || h.m.Len() != len(h.want) {
+			t.Fatalf("fork %d changed after it was handed out: holds %v, held %v", i, got, h.want)
+		}
+	}
+}

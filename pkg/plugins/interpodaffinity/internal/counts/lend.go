@@ -39,8 +39,7 @@ func (d *Domains) Add(p topology.Pair, n int64) {
 		// class's, a term's of few pods) are small and never lent.
 		d.l.delta = map[topology.Pair]int64{}
 	}
-	old, had := d.l.Get(p)
-	d.l.Update(p, old+n, had)
+	addCount(&d.l, p, n)
 	d.total += n
 }
 
@@ -82,6 +81,7 @@ func (c *TopologyCounts) AddDomains(key string, src *Domains) {
 		return
 	}
 	if c.domains.Len() >= n {
+		c.domains.reserve(n)
 		for p, v := range src.All() {
 			c.AddTo(p, v)
 		}
@@ -90,6 +90,7 @@ func (c *TopologyCounts) AddDomains(key string, src *Domains) {
 	had := c.domains
 	c.domains, c.keys = src.lend(), c.keys[:0]
 	c.keys.Add(key, int64(n))
+	c.domains.reserve(had.Len())
 	for p, v := range had.All() {
 		c.AddTo(p, v)
 	}

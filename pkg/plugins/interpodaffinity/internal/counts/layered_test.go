@@ -15,13 +15,33 @@ import (
 )
 
 // contents reads every key of the test's key space through get.
-func contents(m *layered[int, int], keys int) map[int]int {
-	out := map[int]int{}
+func contents[V comparable](m *layered[int, V], keys int) map[int]V {
+	out := map[int]V{}
 	for k := range keys {
 		if v, ok := m.Get(k); ok {
 			out[k] = v
 		}
 	}
+	return out
+}
+
+// handedOutMap is a map handed out, with what it held then.
+type handedOutMap[V comparable] struct {
+	m    layered[int, V]
+	want map[int]V
+}
+
+// handOut hands m out, sealed, frozen or neither at random, with what it
+// holds (want), and makes m a fork of it to go on with.
+func handOut[V comparable](rng *rand.Rand, m *layered[int, V], want map[int]V, out []handedOutMap[V]) []handedOutMap[V] {
+	switch rng.IntN(3) {
+	case 0:
+		m.Seal()
+	case 1:
+		m.Freeze()
+	}
+	out = append(out, handedOutMap[V]{m: *m, want: maps.Clone(want)})
+	*m = m.Fork()
 	return out
 }
 
@@ -34,25 +54,14 @@ func TestLayeredIsAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := newLayered[int, int]()
 	want := map[int]int{}
-	type lent struct {
-		m    layered[int, int]
-		want map[int]int
-	}
-	var handedOut []lent
+	var handedOut []handedOutMap[int]
 	for step := range 20000 {
 		switch r := rng.IntN(100); {
 		case r < 3:
-			// Hand the current map out, sealed, frozen or neither, and
-			// go on with a fork (of the map or of a copy handed out
-			// earlier, which still reads as it did).
-			switch rng.IntN(3) {
-			case 0:
-				m.Seal()
-			case 1:
-				m.Freeze()
-			}
-			handedOut = append(handedOut, lent{m: m, want: maps.Clone(want)})
-			m = m.Fork()
+			// Hand the current map out and go on with a fork (of the map
+			// or of a copy handed out earlier, which still reads as it
+			// did).
+			handedOut = handOut(rng, &m, want, handedOut)
 			if len(handedOut) > 1 && rng.IntN(4) == 0 {
 				h := handedOut[rng.IntN(len(handedOut))]
 				if f := h.m.Fork(); !maps.Equal(contents(&f, keys), h.want) || f.Len() != len(h.want) {
@@ -251,32 +260,12 @@ func TestAddCountIsACountMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	m := newLayered[int, int64]()
 	want := map[int]int64{}
-	type lent struct {
-		m    layered[int, int64]
-		want map[int]int64
-	}
-	var handedOut []lent
-	read := func(m *layered[int, int64]) map[int]int64 {
-		out := map[int]int64{}
-		for k := range keys {
-			if v, ok := m.Get(k); ok {
-				out[k] = v
-			}
-		}
-		return out
-	}
+	var handedOut []handedOutMap[int64]
 	overBase := 0
 	for step := range 20000 {
 		switch r := rng.IntN(100); {
 		case r < 3:
-			switch rng.IntN(3) {
-			case 0:
-				m.Seal()
-			case 1:
-				m.Freeze()
-			}
-			handedOut = append(handedOut, lent{m: m, want: maps.Clone(want)})
-			m = m.Fork()
+			handedOut = handOut(rng, &m, want, handedOut)
 		case r < 5:
 			m.reserve(rng.IntN(2 * keys))
 		default:
@@ -301,7 +290,7 @@ func TestAddCountIsACountMap(t *testing.T) {
 				t.Fatalf("step %d: addCount(%d, %d) reported had %v has %v, want %v %v", step, k, d, had, has, wantHad, wantHas)
 			}
 		}
-		if got := read(&m); !maps.Equal(got, want) || m.Len() != len(want) {
+		if got := contents(&m, keys); !maps.Equal(got, want) || m.Len() != len(want) {
 			t.Fatalf("step %d: counts %v (len %d), want %v", step, got, m.Len(), want)
 		}
 		if got := maps.Collect(m.All()); !maps.Equal(got, want) {
@@ -312,7 +301,7 @@ func TestAddCountIsACountMap(t *testing.T) {
 		t.Fatalf("%d forks, %d additions over a base: the test exercised too little", len(handedOut), overBase)
 	}
 	for i, h := range handedOut {
-		if got := read(&h.m); !maps.Equal(got, h.want) || h.m.Len() != len(h.want) {
+		if got := contents(&h.m, keys); !maps.Equal(got, h.want) || h.m.Len() != len(h.want) {
 			t.Fatalf("fork %d changed after it was handed out: holds %v, held %v", i, got, h.want)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/aggregate"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
+	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodeindex"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/podsummary"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
@@ -92,9 +93,12 @@ func newCaches(op string, fts feature.Features, opts options) *caches {
 			summaries: podsummary.PassThrough{},
 		}
 	}
+	// The sums and the topology table sweep the same lists in a cycle:
+	// one read of the nodes' generations serves both.
+	gens := &nodegen.Reader{}
 	return &caches{
-		sums:      &aggregate.Table{},
-		topology:  &topology.Table{},
+		sums:      aggregate.NewTable(gens),
+		topology:  topology.NewTable(gens),
 		summaries: &podsummary.Table{},
 	}
 }

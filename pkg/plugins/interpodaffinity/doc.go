@@ -44,10 +44,11 @@
 // process-wide counter and change on every change the snapshot sees; 0
 // (hand-built NodeInfos) proves nothing. The snapshot does not change within
 // a cycle, so the caches that sweep all nodes share one read of their
-// generations per cycle (internal/nodegen, kept in the CycleState). A node's record depends only on
-// the node (its pods and labels); the incoming pod is matched against the
-// distinct terms and classes in each cycle. AddPod and RemovePod copy the
-// counts they were handed before their first write.
+// generations per cycle (internal/nodegen, into a buffer the plugin keeps).
+// A node's record depends only on the node (its pods and labels); the
+// incoming pod is matched against the distinct terms and classes in each
+// cycle. AddPod and RemovePod copy the counts they were handed before their
+// first write.
 //
 // Switching them off: options.noCaches (every cache its pass-through; the
 // tests' scanning plugin, NewScanning, which TestCachedMatchesScanned

@@ -88,7 +88,13 @@ type Table struct {
 	pods classRecords
 	// minLend, if set, replaces minLentDomains (tests of lending).
 	minLend int
+	// reads: where the sweeps read the nodes' generations.
+	reads nodegen.Shared
 }
+
+// NewTable returns a Table whose sweeps read the nodes' generations
+// through gens, which the caches sweeping the same lists share.
+func NewTable(gens *nodegen.Reader) *Table { return &Table{reads: nodegen.Share(gens)} }
 
 // minLentDomains is the fewest domains a term's or class's counts must
 // have for PreScore's sum to read them where they are (lent) rather than
@@ -123,7 +129,9 @@ func (t *Table) ExistingAnti(cs fwk.CycleState, allNodes []fwk.NodeInfo, in Inco
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.anti.sweep(allNodes, nodegen.Of(cs, allNodes), nil) {
+	var swept bool
+	t.reads.With(cs, allNodes, func(gens []int64) { swept = t.anti.sweep(allNodes, gens, nil) })
+	if !swept {
 		return nil, false
 	}
 	sum := counts.NewExistingAntiSum()

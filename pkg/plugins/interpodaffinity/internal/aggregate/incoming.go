@@ -8,7 +8,6 @@ import (
 
 	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -36,7 +35,9 @@ func (t *Table) Incoming(cs fwk.CycleState, allNodes []fwk.NodeInfo, view *topol
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := &t.pods
-	if !r.sweep(allNodes, nodegen.Of(cs, allNodes), view) {
+	var swept bool
+	t.reads.With(cs, allNodes, func(gens []int64) { swept = r.sweep(allNodes, gens, view) })
+	if !swept {
 		return nil, false
 	}
 	// Each term's key, counted from now on if it was not.

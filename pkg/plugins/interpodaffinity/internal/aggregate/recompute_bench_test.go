@@ -10,7 +10,6 @@ import (
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	at "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 )
 
 // packedPod is replica i of Deployment d: its own label set, a required
@@ -59,7 +58,9 @@ func BenchmarkPackedNodeChanges(b *testing.B) {
 		if _, ok := table.ExistingAnti(cs, nodes, Incoming{Pod: incoming}); !ok {
 			b.Fatal("no existing counts")
 		}
-		if !table.score.sweep(nodes, nodegen.Of(cs, nodes), nil) {
+		var swept bool
+		table.reads.With(cs, nodes, func(gens []int64) { swept = table.score.sweep(nodes, gens, nil) })
+		if !swept {
 			b.Fatal("no scored terms")
 		}
 	}

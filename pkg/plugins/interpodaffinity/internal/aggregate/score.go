@@ -10,7 +10,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/counts"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -43,12 +42,12 @@ func (t *Table) Score(cs fwk.CycleState, nodes []fwk.NodeInfo, view *topology.Vi
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.score.scoring = true
-	gens := nodegen.Of(cs, nodes)
-	if !t.score.sweep(nodes, gens, view) {
-		return nil, false
-	}
 	preferred := len(q.Preferred) > 0 || len(q.PreferredAnti) > 0
-	if preferred && !t.pods.sweep(nodes, gens, view) {
+	var swept bool
+	t.reads.With(cs, nodes, func(gens []int64) {
+		swept = t.score.sweep(nodes, gens, view) && (!preferred || t.pods.sweep(nodes, gens, view))
+	})
+	if !swept {
 		return nil, false
 	}
 	sum := counts.NewScoreSum()

@@ -215,7 +215,13 @@ type Table struct {
 	// intern shares one copy of each value, so that the columns' strings
 	// lie together in memory instead of in every node's own objects.
 	intern map[string]string
+	// reads: where the nodes' generations are read.
+	reads nodegen.Shared
 }
+
+// NewTable returns a Table that reads the nodes' generations through
+// gens, which the caches sweeping the same lists share.
+func NewTable(gens *nodegen.Reader) *Table { return &Table{reads: nodegen.Share(gens)} }
 
 // Sync brings the view up to date with nodes for keys, calls use with the
 // generation of each of nodes (read once a cycle, nodegen, so that no
@@ -235,29 +241,33 @@ func (t *Table) Sync(cs fwk.CycleState, nodes []fwk.NodeInfo, keys []string, use
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.clock++
-	gens := nodegen.Of(cs, nodes)
-	same := t.view != nil && len(t.nodes) == len(nodes)
-	for i := 0; same && i < len(nodes); i++ {
-		if p, ok := nodes[i].(*framework.NodeInfo); !ok || p != t.nodes[i] {
-			same = false
-		} else if g := gens[i]; g != t.gens[i] || g == 0 {
-			// A generation changes with labels and with pods (the
-			// snapshot changes a node's labels only by SetNode, which
-			// takes a new one); 0 (hand-built NodeInfos) proves nothing.
-			t.gens[i] = g
-			t.refresh(i)
+	same, built := t.view != nil && len(t.nodes) == len(nodes), true
+	t.reads.With(cs, nodes, func(gens []int64) {
+		for i := 0; same && i < len(nodes); i++ {
+			if p, ok := nodes[i].(*framework.NodeInfo); !ok || p != t.nodes[i] {
+				same = false
+			} else if g := gens[i]; g != t.gens[i] || g == 0 {
+				// A generation changes with labels and with pods (the
+				// snapshot changes a node's labels only by SetNode,
+				// which takes a new one); 0 (hand-built NodeInfos)
+				// proves nothing.
+				t.gens[i] = g
+				t.refresh(i)
+			}
 		}
-	}
-	if !same && !t.primed {
-		// The table's first call: building the view costs more than
-		// this one cycle's reads from the nodes, and a plugin that is
-		// asked once (or a scheduler that just started) should pay no
-		// more than the scan.
-		t.primed = true
-		use(nil, nil)
-		return nil
-	}
-	if !same && !t.rebuild(nodes, gens) {
+		switch {
+		case same:
+		case !t.primed:
+			// The table's first call: building the view costs more
+			// than this one cycle's reads from the nodes, and a plugin
+			// that is asked once (or a scheduler that just started)
+			// should pay no more than the scan.
+			t.primed, built = true, false
+		default:
+			built = t.rebuild(nodes, gens)
+		}
+	})
+	if !built {
 		use(nil, nil)
 		return nil
 	}

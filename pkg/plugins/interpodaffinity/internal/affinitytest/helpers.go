@@ -3,6 +3,7 @@ package affinitytest
 import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
@@ -32,6 +33,15 @@ func Placed(ns, name, node string) *tu.PodWrapper {
 // Incoming builds the pod being scheduled.
 func Incoming(ns string) *tu.PodWrapper {
 	return tu.MakePod(ns, "incoming").UID("incoming")
+}
+
+// Generations are the nodes' generations as they are now, by position.
+func Generations(nodes []fwk.NodeInfo) []int64 {
+	out := make([]int64, len(nodes))
+	for i, ni := range nodes {
+		out[i] = ni.GetGeneration()
+	}
+	return out
 }
 
 // ZoneNode is a node in zone z holding pods of the given names.

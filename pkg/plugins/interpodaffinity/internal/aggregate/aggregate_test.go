@@ -20,7 +20,6 @@ import (
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	at "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
-	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/nodegen"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/topology"
 )
 
@@ -348,8 +347,8 @@ func TestExistingAntiMatchesScan(t *testing.T) {
 			// pods and domains, not with history).
 			all := w.all()
 			fresh := &Table{}
-			fresh.anti.sweep(all, nodegen.Read(all), nil)
-			table.anti.sweep(all, nodegen.Read(all), nil)
+			fresh.anti.sweep(all, at.Generations(all), nil)
+			table.anti.sweep(all, at.Generations(all), nil)
 			if kept, want := termDomains(&table.anti.terms), termDomains(&fresh.anti.terms); !maps.EqualFunc(kept, want, maps.Equal) {
 				t.Fatalf("seed %d fast path %v: the table keeps %d terms, a fresh one %d", s, fastPath, len(kept), len(want))
 			}
@@ -553,7 +552,7 @@ func TestIncomingMatchesScan(t *testing.T) {
 			}
 			// The classes kept are those of the pods on the nodes.
 			all := w.all()
-			table.pods.sweep(all, nodegen.Read(all), nil)
+			table.pods.sweep(all, at.Generations(all), nil)
 			classes := map[string]int64{}
 			for _, ni := range all {
 				for _, p := range ni.GetPods() {

@@ -14,9 +14,10 @@
 // The buffer is kept between cycles rather than made anew in each: at
 // 15,000 nodes a new slice a cycle (120 KB) cost about half as much CPU
 // again as the reads themselves, in allocation and the garbage
-// collection it paid for. Reusing it is safe because no cache keeps it past the call
-// it was handed to (each copies what it keeps) and the Reader hands it out
-// under its lock, so a cycle never sees it change under it.
+// collection it paid for. Reusing it is safe because no cache keeps it
+// past the call it was handed to (each copies what it keeps) and the
+// Reader hands it out under its lock, so a cycle never sees it change
+// under it.
 //
 // Memory: one int64 per node of the longest list read, and a reference to
 // the last list read, kept for the life of the plugin.
@@ -88,10 +89,6 @@ func (s *Shared) With(cs fwk.CycleState, nodes []fwk.NodeInfo, use func(gens []i
 	}
 	s.r.With(cs, nodes, use)
 }
-
-// Read returns the generation of each of nodes in a new slice (for
-// callers outside a cycle).
-func Read(nodes []fwk.NodeInfo) []int64 { return readInto(nil, nodes) }
 
 // readInto reads the generations of nodes into buf, grown as needed.
 func readInto(buf []int64, nodes []fwk.NodeInfo) []int64 {

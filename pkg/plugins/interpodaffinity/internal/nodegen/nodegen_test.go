@@ -12,14 +12,6 @@ import (
 	at "github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity/internal/affinitytest"
 )
 
-func generations(nodes []fwk.NodeInfo) []int64 {
-	out := make([]int64, len(nodes))
-	for i, ni := range nodes {
-		out[i] = ni.GetGeneration()
-	}
-	return out
-}
-
 // read returns a copy of what r hands out for cs and nodes.
 func read(r *Reader, cs fwk.CycleState, nodes []fwk.NodeInfo) []int64 {
 	var got []int64
@@ -37,7 +29,7 @@ func TestWithReadsOncePerCycle(t *testing.T) {
 	var r Reader
 
 	first := read(&r, cs, nodes)
-	if want := generations(nodes); !slices.Equal(first, want) {
+	if want := at.Generations(nodes); !slices.Equal(first, want) {
 		t.Fatalf("first read %v, nodes are at %v", first, want)
 	}
 	// A node that changes within a cycle (the snapshot does not; the
@@ -53,11 +45,11 @@ func TestWithReadsOncePerCycle(t *testing.T) {
 	}
 
 	// The next cycle reads the node at its new generation.
-	if next := read(&r, framework.NewCycleState(), nodes); !slices.Equal(next, generations(nodes)) || next[0] == first[0] {
-		t.Errorf("next cycle read %v, nodes are at %v (first cycle %v)", next, generations(nodes), first)
+	if next := read(&r, framework.NewCycleState(), nodes); !slices.Equal(next, at.Generations(nodes)) || next[0] == first[0] {
+		t.Errorf("next cycle read %v, nodes are at %v (first cycle %v)", next, at.Generations(nodes), first)
 	}
-	if none := read(&r, nil, nodes); !slices.Equal(none, generations(nodes)) {
-		t.Errorf("without a cycle state: %v, nodes are at %v", none, generations(nodes))
+	if none := read(&r, nil, nodes); !slices.Equal(none, at.Generations(nodes)) {
+		t.Errorf("without a cycle state: %v, nodes are at %v", none, at.Generations(nodes))
 	}
 
 	// Another list in the same cycle, even of the same nodes or a prefix
@@ -68,8 +60,8 @@ func TestWithReadsOncePerCycle(t *testing.T) {
 		"reordered": {b, a},
 		"empty":     nil,
 	} {
-		if got := read(&r, cs, other); !slices.Equal(got, generations(other)) {
-			t.Errorf("%s: read %v, nodes are at %v", name, got, generations(other))
+		if got := read(&r, cs, other); !slices.Equal(got, at.Generations(other)) {
+			t.Errorf("%s: read %v, nodes are at %v", name, got, at.Generations(other))
 		}
 	}
 }
@@ -89,7 +81,7 @@ func TestWithCyclesInterleaved(t *testing.T) {
 		if step == 3 {
 			long[1].(*framework.NodeInfo).AddPod(at.Placed("default", "p", "c").Obj())
 		}
-		if got, want := read(&r, c.cs, c.nodes), generations(c.nodes); !slices.Equal(got, want) {
+		if got, want := read(&r, c.cs, c.nodes), at.Generations(c.nodes); !slices.Equal(got, want) {
 			t.Errorf("step %d: read %v, nodes are at %v", step, got, want)
 		}
 	}
@@ -138,7 +130,7 @@ func TestWithConcurrent(t *testing.T) {
 			for range 200 {
 				cs := framework.NewCycleState()
 				for range 2 {
-					if got, want := read(&r, cs, lists[i]), generations(lists[i]); !slices.Equal(got, want) {
+					if got, want := read(&r, cs, lists[i]), at.Generations(lists[i]); !slices.Equal(got, want) {
 						errs <- fmt.Errorf("list %d: read %v, nodes are at %v", i, got, want)
 						return
 					}
@@ -150,14 +142,6 @@ func TestWithConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
-	}
-}
-
-func TestRead(t *testing.T) {
-	nodes := []fwk.NodeInfo{at.ZoneNode("a", "z1"), at.ZoneNode("b", "z2")}
-	nodes[1].(*framework.NodeInfo).AddPod(at.Placed("default", "p", "b").Obj())
-	if got, want := Read(nodes), generations(nodes); !slices.Equal(got, want) {
-		t.Errorf("read %v, nodes are at %v", got, want)
 	}
 }
 
@@ -180,7 +164,7 @@ func TestShared(t *testing.T) {
 	if got := with(&two); !slices.Equal(got, first) {
 		t.Errorf("a second handle on the Reader read the list again in the same cycle: %v, first %v", got, first)
 	}
-	if got := with(&alone); !slices.Equal(got, generations(nodes)) {
-		t.Errorf("a zero handle read %v, nodes are at %v", got, generations(nodes))
+	if got := with(&alone); !slices.Equal(got, at.Generations(nodes)) {
+		t.Errorf("a zero handle read %v, nodes are at %v", got, at.Generations(nodes))
 	}
 }

@@ -66,7 +66,7 @@ It reads the leader's /violations over HTTPS with your own credentials, which
 the enforcer checks with the apiserver: the ClusterRole
 placement-scheduler-enforcer-reader grants it. The enforcer's Lease names the
 leader; the command reaches its pod through the apiserver as kubectl
-port-forward does. That takes get on the Lease and on pods, and create on
+port-forward does. That takes get on the Lease, and get and create on
 pods/portforward, in the enforcer's namespace. The enforcer's certificate is
 verified with --enforcer-ca-file; without it the port-forward to the named
 pod, through the authenticated apiserver, is what vouches for the other end.
@@ -130,7 +130,7 @@ func (o *violationsOptions) fetch(ctx context.Context, rc *rest.Config) ([]byte,
 	where := fmt.Sprintf("the leader, pod %s/%s", o.leaseNamespace, pod)
 	local, stop, err := forward(ctx, rc, client, o.leaseNamespace, pod, o.port)
 	if err != nil {
-		return nil, fmt.Errorf("reaching %s, through the apiserver's port-forward (needs create on pods/portforward in %s): %w", where, o.leaseNamespace, err)
+		return nil, fmt.Errorf("reaching %s, through the apiserver's port-forward (needs get and create on pods/portforward in %s): %w", where, o.leaseNamespace, err)
 	}
 	defer stop()
 	data, err := o.get(ctx, rc, "https://"+local)

@@ -130,7 +130,7 @@ func (o *violationsOptions) fetch(ctx context.Context, rc *rest.Config) ([]byte,
 	where := fmt.Sprintf("the leader, pod %s/%s", o.leaseNamespace, pod)
 	local, stop, err := forward(ctx, rc, client, o.leaseNamespace, pod, o.port)
 	if err != nil {
-		return nil, fmt.Errorf("reaching %s, through the apiserver's port-forward (needs get and create on pods/portforward in %s): %w", where, o.leaseNamespace, err)
+		return nil, fmt.Errorf("reaching %s, through the apiserver's port-forward (needs get and create on pods/portforward in %s; an enforcer that is not a pod: --enforcer-url): %w", where, o.leaseNamespace, err)
 	}
 	defer stop()
 	data, err := o.get(ctx, rc, "https://"+local)

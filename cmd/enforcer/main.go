@@ -5,13 +5,14 @@ package main
 
 import (
 	"context"
-	"flag"
+	goflag "flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -28,23 +29,28 @@ var (
 )
 
 func main() {
-	klog.InitFlags(nil)
-	printVersion := flag.Bool("version", false, "print the version and the Kubernetes line this build mirrors, then exit")
-	configPath := flag.String("config", "", "the EnforcerConfiguration file (required)")
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file; empty means in-cluster credentials")
-	flag.Parse()
+	fs := pflag.NewFlagSet("placement-enforcer", pflag.ExitOnError)
+	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	printVersion := fs.Bool("version", false, "print the version and the Kubernetes line this build mirrors, then exit")
+	configPath := fs.String("config", "", "the EnforcerConfiguration file (required)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster credentials")
+	serving := enforcer.NewServingOptions()
+	serving.AddFlags(fs)
+	_ = fs.Parse(os.Args[1:])
 	if *printVersion {
 		fmt.Printf("placement-enforcer %s (Kubernetes %s line, commit %s, built %s, %s)\n",
 			version, k8sline.Minor, gitCommit, buildDate, runtime.Version())
 		return
 	}
-	if err := run(*configPath, *kubeconfig); err != nil {
+	if err := run(*configPath, *kubeconfig, serving); err != nil {
 		fmt.Fprintln(os.Stderr, "placement-enforcer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(configPath, kubeconfig string) error {
+func run(configPath, kubeconfig string, servingOptions *enforcer.ServingOptions) error {
 	if configPath == "" {
 		return fmt.Errorf("--config is required: the EnforcerConfiguration file")
 	}
@@ -60,8 +66,12 @@ func run(configPath, kubeconfig string) error {
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
+	serving, err := servingOptions.Apply(kubeconfig)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	build := buildinfo.Info{Version: version, GitCommit: gitCommit, BuildDate: buildDate}
-	return enforcer.Run(klog.NewContext(ctx, klog.Background()), cfg, restConfig, build)
+	return enforcer.Run(klog.NewContext(ctx, klog.Background()), cfg, restConfig, serving, build)
 }

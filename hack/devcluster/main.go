@@ -87,13 +87,17 @@ func run() error {
 		return err
 	}
 	defer sched.Stop()
+	// kubectl placement violations reaches an enforcer that is not a pod
+	// at the URL, and verifies its certificate, these name.
+	enforcerEnv := ""
 	if *enforcerBin != "" {
-		enf, err := startEnforcer(*enforcerBin, env, cfg)
+		enf, err := startEnforcer(*enforcerBin, env, cfg, *dir)
 		if err != nil {
 			return err
 		}
 		defer enf.Stop()
-		fmt.Printf("placement-enforcer runs beside it (log %s; http://%s/violations)\n", enf.LogPath(), enforcerAddr)
+		fmt.Printf("placement-enforcer runs beside it (log %s; %s/violations)\n", enf.LogPath(), enf.URL())
+		enforcerEnv = fmt.Sprintf(" \\\n        PLACEMENT_ENFORCER_URL=%s PLACEMENT_ENFORCER_CA_FILE=%s", enf.URL(), enf.CAFile())
 	}
 	if err := publishConfig(ctx, env, cfg); err != nil {
 		return err
@@ -110,12 +114,12 @@ nodes annotated %s=%s; kube-scheduler places pods that name no scheduler.
 placement-scheduler is starting, secure port %d (its output follows; Ctrl-C
 stops everything). In another terminal (make controlplane built bin/kubectl):
 
-    export KUBECONFIG=%s
+    export KUBECONFIG=%s%s
     bin/kubectl apply -f manifests/examples/fleet/
     bin/kubectl apply -f manifests/examples/node-selector/
     bin/kubectl get pods -A -o wide
 
-`, framework.KWOKNodeAnnotation, framework.KWOKNodeValue, sched.Port(), env.Kubeconfig)
+`, framework.KWOKNodeAnnotation, framework.KWOKNodeValue, sched.Port(), env.Kubeconfig, enforcerEnv)
 
 	t := time.NewTicker(time.Second)
 	defer t.Stop()

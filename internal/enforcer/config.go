@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,9 +70,8 @@ type Config struct {
 	LeaderElection LeaderElection `json:"leaderElection,omitempty"`
 	// ClientConnection paces the enforcer's requests to the apiserver.
 	ClientConnection ClientConnection `json:"clientConnection,omitempty"`
-	// MetricsBindAddress serves /metrics, /healthz and /violations.
-	// Default ":10261"; "0" turns it off.
-	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
+	// The endpoints are configured by flags (ServingOptions), as
+	// kube-scheduler's are.
 }
 
 // NamespaceOptIn opts in whole namespaces.
@@ -129,6 +129,9 @@ func LoadConfig(data []byte, source string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
+	if err := retired(raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
 	// Case-sensitive, and every unknown field named by its path.
 	strict, err := sigsjson.UnmarshalStrict(raw, c)
 	if err != nil {
@@ -142,6 +145,19 @@ func LoadConfig(data []byte, source string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return c, nil
+}
+
+// retired names a field a former version took, and what replaced it,
+// rather than calling it unknown.
+func retired(raw []byte) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil // not an object: the strict decoding says why
+	}
+	if _, ok := fields["metricsBindAddress"]; ok {
+		return errors.New(`metricsBindAddress: removed: the endpoints are served over HTTPS with delegated authentication and authorization; delete the field and use the flags --secure-port (default 10261, 0 turns them off) and --bind-address (docs/enforcement.md#endpoints)`)
+	}
+	return nil
 }
 
 func (c *Config) defaults() {
@@ -198,9 +214,6 @@ func (c *Config) defaults() {
 	}
 	if cc.EventBurst == 0 {
 		cc.EventBurst = 25
-	}
-	if c.MetricsBindAddress == "" {
-		c.MetricsBindAddress = ":10261"
 	}
 	if c.Namespaces != nil && len(c.Namespaces.Rules) == 0 {
 		c.Namespaces.Rules = []string{"all"}

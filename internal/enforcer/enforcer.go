@@ -99,10 +99,10 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 }
 
 // Reports returns the last pass's reports, sorted by pod. It never waits
-// for a pass under way.
+// for a pass under way. Never nil: no report is [] in JSON, not null.
 func (e *Enforcer) Reports() []Report {
 	last := e.reports.Load()
-	if last == nil {
+	if last == nil || len(*last) == 0 {
 		return []Report{}
 	}
 	return slices.Clone(*last)

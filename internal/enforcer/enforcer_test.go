@@ -701,6 +701,7 @@ func TestLoadConfig(t *testing.T) {
 		head + "clientConnection: {qps: -1}\n":                             "clientConnection.qps: must be positive",
 		head + "clientConnection: {qps: 100, burst: 10}\n":                 "clientConnection.burst (10) must be at least clientConnection.qps (100)",
 		head + "clientConnection: {eventBurst: -2}\n":                      "clientConnection.eventBurst: must be positive",
+		head + "metricsBindAddress: \":10261\"\n":                          "metricsBindAddress: removed: the endpoints are served over HTTPS with delegated authentication and authorization; delete the field and use the flags --secure-port",
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

@@ -2,16 +2,15 @@ package enforcer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"maps"
-	"net/http"
 	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utiluuid "k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -36,9 +34,10 @@ const minPassInterval = time.Second
 
 // Run runs the enforcer until ctx ends: informers on nodes, pods, namespaces
 // and PodDisruptionBudgets (a change to any queues a pass; their resync is
-// the periodic backstop), the metrics endpoint (build is its build_info),
-// and the passes themselves, only while this replica holds the Lease.
-func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildinfo.Info) error {
+// the periodic backstop), the endpoints on serving (nil: none; build is
+// /metrics' build_info), and the passes themselves, only while this
+// replica holds the Lease.
+func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Serving, build buildinfo.Info) error {
 	logger := klog.FromContext(ctx)
 	sched, err := loadSchedulerConfig(cfg.SchedulerConfig)
 	if err != nil {
@@ -105,14 +104,21 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	// expire anyway; the list adds to it).
 	defer factory.Shutdown()
 
-	if cfg.MetricsBindAddress != "0" {
-		srv := &http.Server{Addr: cfg.MetricsBindAddress, Handler: mux(e), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error(err, "Metrics endpoint stopped", "address", cfg.MetricsBindAddress)
-			}
-		}()
-		defer func() { _ = srv.Close() }()
+	// The health checks of /healthz, /livez and /readyz: one list, here.
+	checks := []healthz.HealthChecker{healthz.PingHealthz}
+	var watchdog *leaderelection.HealthzAdaptor
+	if !cfg.LeaderElection.Disabled {
+		// A leader that cannot renew its Lease fails health, as
+		// kube-scheduler's does.
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+		checks = append(checks, watchdog)
+	}
+	if serving != nil {
+		stop, err := serving.serve(ctx, e, checks)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 
 	loop := func(ctx context.Context) {
@@ -207,6 +213,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 		RetryPeriod:     le.RetryPeriod.Duration,
 		ReleaseOnCancel: true,
 		Name:            Component,
+		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: loop,
 			OnStoppedLeading: func() { logger.Info("Stopped leading") },
@@ -218,19 +225,6 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	// Never keep acting without the Lease: the process exits, and its
 	// restart campaigns again.
 	return errors.New("lost the leader lease")
-}
-
-// mux serves /metrics, /healthz and /violations (the last pass's reports,
-// as JSON).
-func mux(e *Enforcer) *http.ServeMux {
-	m := http.NewServeMux()
-	m.Handle("/metrics", metrics.HandlerFor(e.metrics.registry, metrics.HandlerOpts{}))
-	m.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	m.HandleFunc("/violations", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(e.Reports())
-	})
-	return m
 }
 
 // strip is the informers' transform: it drops from every object what no

@@ -21,7 +21,7 @@ import (
 // scrape returns what e's /metrics serves.
 func scrape(e *Enforcer) string {
 	rec := httptest.NewRecorder()
-	mux(e).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	endpoints(e, nil, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	return rec.Body.String()
 }
 
@@ -32,7 +32,7 @@ func TestEndpoints(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.e.metrics.registerBuild(buildinfo.Info{Version: "v1.2.3", GitCommit: "abc", BuildDate: "today"})
 	empty := httptest.NewRecorder()
-	mux(r.e).ServeHTTP(empty, httptest.NewRequest("GET", "/violations", nil))
+	endpoints(r.e, nil, nil).ServeHTTP(empty, httptest.NewRequest("GET", "/violations", nil))
 	if got := strings.TrimSpace(empty.Body.String()); got != "[]" {
 		t.Errorf("/violations before any pass: %q, want []", got)
 	}
@@ -51,7 +51,7 @@ func TestEndpoints(t *testing.T) {
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a"), ssdPod("q", "rs2", "a")}
 	r.clock.Step(time.Second)
 	r.pass()
-	m := mux(r.e)
+	m := endpoints(r.e, nil, nil)
 
 	rec := httptest.NewRecorder()
 	m.ServeHTTP(rec, httptest.NewRequest("GET", "/violations", nil))
@@ -149,7 +149,7 @@ func TestViolationsDoNotWaitForAPass(t *testing.T) {
 	done := make(chan string, 1)
 	go func() {
 		rec := httptest.NewRecorder()
-		mux(r.e).ServeHTTP(rec, httptest.NewRequest("GET", "/violations", nil))
+		endpoints(r.e, nil, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/violations", nil))
 		done <- rec.Body.String()
 	}()
 	select {

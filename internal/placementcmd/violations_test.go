@@ -3,9 +3,13 @@ package placementcmd
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
-	k8stesting "k8s.io/client-go/testing"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 )
 
@@ -62,41 +66,96 @@ func TestViolationsTable(t *testing.T) {
 	}
 }
 
-// fetch follows the Lease to the leader pod and reads its /violations
-// through the pod proxy.
-func TestViolationsFetchFollowsTheLease(t *testing.T) {
+// leader follows the Lease to the pod that holds it.
+func TestViolationsLeaderFollowsTheLease(t *testing.T) {
 	client := fake.NewClientset(&coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: installNamespace, Name: "placement-scheduler-enforcer"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("placement-scheduler-enforcer-7d9f-abcde_1b2c3d")},
 	})
-	var asked string
-	client.PrependProxyReactor("pods", func(a k8stesting.Action) (bool, restclient.ResponseWrapper, error) {
-		pa := a.(k8stesting.ProxyGetAction)
-		asked = pa.GetName() + ":" + pa.GetPort() + pa.GetPath()
-		return true, fakeResponse(report), nil
-	})
 	o := &violationsOptions{leaseNamespace: installNamespace, leaseName: "placement-scheduler-enforcer", port: 10261, output: "json"}
-	data, err := o.fetch(context.Background(), client)
-	if err != nil {
+	pod, err := o.leader(context.Background(), client)
+	if err != nil || pod != "placement-scheduler-enforcer-7d9f-abcde" {
+		t.Errorf("leader %q, %v", pod, err)
+	}
+	empty := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: installNamespace, Name: "placement-scheduler-enforcer"}})
+	if _, err := o.leader(context.Background(), empty); err == nil || !strings.Contains(err.Error(), "no leader") {
+		t.Errorf("no holder: %v", err)
+	}
+}
+
+// get speaks HTTPS to the enforcer with the kubeconfig's credentials,
+// verifies its certificate against --enforcer-ca-file, and turns a 401 or
+// a 403 into one sentence naming the identity and the grant.
+func TestViolationsGetWithTheUsersCredentials(t *testing.T) {
+	var tokens []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokens = append(tokens, r.Header.Get("Authorization"))
+		switch r.Header.Get("Authorization") {
+		case "Bearer reader":
+			_, _ = io.WriteString(w, report)
+		case "Bearer jane":
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"forbidden: User \"jane\" cannot get path \"/violations\"","reason":"Forbidden","code":403}`)
+		default:
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if asked != "placement-scheduler-enforcer-7d9f-abcde:10261/violations" {
-		t.Errorf("asked %q", asked)
+	// The kubeconfig's own CA is the apiserver's, not the enforcer's.
+	rc := func(token string) *restclient.Config {
+		return &restclient.Config{Host: "https://apiserver.invalid", BearerToken: token,
+			TLSClientConfig: restclient.TLSClientConfig{CAData: []byte("not the enforcer's"), ServerName: "apiserver.invalid"}}
+	}
+	o := &violationsOptions{enforcerURL: srv.URL, caFile: ca, output: "json"}
+	data, err := o.fetch(context.Background(), rc("reader"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	if err := o.print(&out, data); err != nil || !strings.Contains(out.String(), `"state": "no-fit"`) {
 		t.Errorf("json: %v\n%s", err, out.String())
 	}
-
-	empty := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: installNamespace, Name: "placement-scheduler-enforcer"}})
-	if _, err := o.fetch(context.Background(), empty); err == nil || !strings.Contains(err.Error(), "no leader") {
-		t.Errorf("no holder: %v", err)
+	_, err = o.fetch(context.Background(), rc("jane"))
+	if want := `forbidden: user "jane" may not get /violations of the enforcer (grant the ClusterRole placement-scheduler-enforcer-reader)`; err == nil || err.Error() != want {
+		t.Errorf("403: %v, want %s", err, want)
+	}
+	if _, err = o.fetch(context.Background(), rc("stolen")); err == nil || !strings.HasPrefix(err.Error(), "unauthorized: ") {
+		t.Errorf("401: %v", err)
+	}
+	if want := []string{"Bearer reader", "Bearer jane", "Bearer stolen"}; !slices.Equal(tokens, want) {
+		t.Errorf("the enforcer saw %v, want %v", tokens, want)
+	}
+	// Another CA: the certificate is not trusted, and no token is sent.
+	otherCA, _, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ca, otherCA, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.fetch(context.Background(), rc("reader")); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("an enforcer the CA does not vouch for: %v", err)
+	}
+	if len(tokens) != 3 {
+		t.Errorf("a token went to an unverified enforcer: %v", tokens)
+	}
+	o.caFile = ""
+	if _, err := o.fetch(context.Background(), rc("reader")); err == nil || !strings.Contains(err.Error(), "needs --enforcer-ca-file") {
+		t.Errorf("--enforcer-url without a CA: %v", err)
 	}
 }
 
-type fakeResponse string
-
-func (f fakeResponse) DoRaw(context.Context) ([]byte, error) { return []byte(f), nil }
-func (f fakeResponse) Stream(context.Context) (io.ReadCloser, error) {
-	return io.NopCloser(strings.NewReader(string(f))), nil
+// Nothing to report prints [] with -o json, never null.
+func TestViolationsEmptyJSON(t *testing.T) {
+	o := &violationsOptions{output: "json"}
+	for _, in := range []string{"[]", "null"} {
+		var out bytes.Buffer
+		if err := o.print(&out, []byte(in)); err != nil || strings.TrimSpace(out.String()) != "[]" {
+			t.Errorf("%s: %v %q, want []", in, err, out.String())
+		}
+	}
 }

@@ -265,3 +265,82 @@ func TestHelmTestChecksThisRelease(t *testing.T) {
 		}
 	}
 }
+
+// The enforcer's ServiceMonitor scrapes its HTTPS port with a bearer token
+// from a Secret (never a token file), and that token's identity may GET
+// /metrics: by default the chart's own scraper ServiceAccount, bound to the
+// enforcer's reader ClusterRole, with a service-account-token Secret of it;
+// or a Secret the values name, and then nothing of the chart's own. The
+// TLS settings are the values'. The enforcer's probe speaks HTTPS.
+func TestEnforcerServiceMonitorScrapesWithAToken(t *testing.T) {
+	objs := byKind(render(t, "--set", "monitoring.serviceMonitor.enabled=true"))
+	sm := objs["ServiceMonitor"][release+"-enforcer"]
+	svc := objs["Service"][release+"-enforcer-metrics"]
+	if sm == nil || svc == nil {
+		t.Fatalf("no enforcer ServiceMonitor (%v) or Service (%v)", sm != nil, svc != nil)
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if len(endpoints) != 1 || len(ports) != 1 {
+		t.Fatalf("endpoints %v, ports %v: want one each", endpoints, ports)
+	}
+	ep := endpoints[0].(map[string]any)
+	if ep["port"] != ports[0].(map[string]any)["name"] || ep["scheme"] != "https" || ep["path"] != "/metrics" {
+		t.Errorf("endpoint port %v scheme %v path %v, want the Service's port %v, https, /metrics", ep["port"], ep["scheme"], ep["path"], ports[0].(map[string]any)["name"])
+	}
+	if _, ok := ep["bearerTokenFile"]; ok {
+		t.Error("the endpoint uses the deprecated bearerTokenFile")
+	}
+	scraper := release + "-enforcer-scraper"
+	if diff := cmp.Diff(map[string]any{"type": "Bearer", "credentials": map[string]any{"name": scraper, "key": "token"}}, ep["authorization"]); diff != "" {
+		t.Errorf("authorization (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"insecureSkipVerify": true}, ep["tlsConfig"]); diff != "" {
+		t.Errorf("tlsConfig (-want +got):\n%s", diff)
+	}
+	secret := objs["Secret"][scraper]
+	if secret == nil || objs["ServiceAccount"][scraper] == nil {
+		t.Fatalf("no scraper Secret (%v) or ServiceAccount", secret != nil)
+	}
+	if typ, _, _ := unstructured.NestedString(secret.Object, "type"); typ != "kubernetes.io/service-account-token" || secret.GetAnnotations()["kubernetes.io/service-account.name"] != scraper || secret.GetNamespace() != sm.GetNamespace() {
+		t.Errorf("scraper Secret: type %q, annotations %v, namespace %q", typ, secret.GetAnnotations(), secret.GetNamespace())
+	}
+	crb := objs["ClusterRoleBinding"][scraper]
+	if crb == nil {
+		t.Fatal("the scraper ServiceAccount is bound to nothing")
+	}
+	roleName, _, _ := unstructured.NestedString(crb.Object, "roleRef", "name")
+	role := objs["ClusterRole"][roleName]
+	if role == nil {
+		t.Fatalf("the scraper's ClusterRole %q is not rendered", roleName)
+	}
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	if diff := cmp.Diff([]any{map[string]any{"nonResourceURLs": []any{"/metrics", "/violations"}, "verbs": []any{"get"}}}, rules); diff != "" {
+		t.Errorf("the scraper's ClusterRole %s rules (-want +got):\n%s", roleName, diff)
+	}
+	subjects, _, _ := unstructured.NestedSlice(crb.Object, "subjects")
+	if diff := cmp.Diff([]any{map[string]any{"kind": "ServiceAccount", "name": scraper, "namespace": namespace}}, subjects); diff != "" {
+		t.Errorf("scraper binding subjects (-want +got):\n%s", diff)
+	}
+	probe := at(t, objs["Deployment"][release+"-enforcer"].Object, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["livenessProbe"]
+	if got, _, _ := unstructured.NestedString(probe.(map[string]any), "httpGet", "scheme"); got != "HTTPS" {
+		t.Errorf("the enforcer's livenessProbe scheme %q, want HTTPS", got)
+	}
+
+	// A Secret of the user's own, and a verified certificate.
+	objs = byKind(render(t, "--set", "monitoring.serviceMonitor.enabled=true",
+		"--set", "monitoring.serviceMonitor.enforcer.tokenSecret.name=prometheus-token,monitoring.serviceMonitor.enforcer.tokenSecret.key=t",
+		"--set", "monitoring.serviceMonitor.enforcer.tlsConfig.insecureSkipVerify=false,monitoring.serviceMonitor.enforcer.tlsConfig.serverName=enforcer.example",
+		"--set", "monitoring.serviceMonitor.enforcer.tlsConfig.ca.secret.name=enforcer-ca,monitoring.serviceMonitor.enforcer.tlsConfig.ca.secret.key=ca.crt"))
+	endpoints, _, _ = unstructured.NestedSlice(objs["ServiceMonitor"][release+"-enforcer"].Object, "spec", "endpoints")
+	ep = endpoints[0].(map[string]any)
+	if diff := cmp.Diff(map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "prometheus-token", "key": "t"}}, ep["authorization"]); diff != "" {
+		t.Errorf("authorization from the values (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"insecureSkipVerify": false, "serverName": "enforcer.example", "ca": map[string]any{"secret": map[string]any{"name": "enforcer-ca", "key": "ca.crt"}}}, ep["tlsConfig"]); diff != "" {
+		t.Errorf("tlsConfig from the values (-want +got):\n%s", diff)
+	}
+	if objs["Secret"][scraper] != nil || objs["ServiceAccount"][scraper] != nil || objs["ClusterRoleBinding"][scraper] != nil {
+		t.Error("with a Secret of the user's, the chart still renders its scraper identity")
+	}
+}

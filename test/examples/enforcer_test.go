@@ -119,14 +119,13 @@ func startEnforcer(schedConfig []byte) (stop func() error, err error) {
 kind: `+enforcer.ConfigKind+`
 schedulerConfig: `+path+`
 gracePeriod: {nodeAffinity: 1s, podAffinity: 1s, podAntiAffinity: 1s}
-metricsBindAddress: "0"
 `), "test config")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	done := make(chan error, 1)
-	go func() { done <- enforcer.Run(ctx, cfg, env.Config, buildinfo.Info{Version: "test"}) }()
+	go func() { done <- enforcer.Run(ctx, cfg, env.Config, nil, buildinfo.Info{Version: "test"}) }()
 	return func() error {
 		cancel()
 		err := <-done

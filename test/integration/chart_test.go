@@ -46,7 +46,7 @@ func TestChartInstallsASchedulerThatNeedsOnlyItsServiceAccount(t *testing.T) {
 	in := env.InstallChart(t, framework.ChartDir(t))
 	checkStored(t, in, map[string]int{
 		"ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 2,
-		"ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 3, "ClusterRole": 2, // the scheduler's and the enforcer's
+		"ClusterRoleBinding": 4, "Role": 2, "RoleBinding": 4, "ClusterRole": 3, // the scheduler's and the enforcer's
 	})
 	// The chart read the apiserver's version and picked this build's line:
 	// its image tag and its shipped profile.

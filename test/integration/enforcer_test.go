@@ -43,7 +43,6 @@ kind: `+enforcer.ConfigKind+`
 schedulerConfig: `+schedConfig+`
 gracePeriod: {nodeAffinity: 1s}
 resync: 10s
-metricsBindAddress: "0"
 leaderElection: {leaseNamespace: `+ns+`}
 `), "test config")
 	if err != nil {
@@ -51,7 +50,7 @@ leaderElection: {leaseNamespace: `+ns+`}
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	done := make(chan error, 1)
-	go func() { done <- enforcer.Run(ctx, cfg, restConfig, buildinfo.Info{Version: "test"}) }()
+	go func() { done <- enforcer.Run(ctx, cfg, restConfig, nil, buildinfo.Info{Version: "test"}) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {

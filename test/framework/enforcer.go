@@ -1,7 +1,9 @@
 package framework
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,10 +15,13 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
@@ -189,36 +194,124 @@ func (p *Enforcer) get(path string) ([]byte, error) {
 	return body, nil
 }
 
+// What manifests/base/enforcer.yaml installs the enforcer as.
+const (
+	// EnforcerName is its ServiceAccount's (and Lease's) name, in Namespace.
+	EnforcerName = "placement-scheduler-enforcer"
+	// EnforcerUser is that ServiceAccount's user name.
+	EnforcerUser = "system:serviceaccount:" + Namespace + ":" + EnforcerName
+)
+
+// enforcerObjects are the enforcer's identity as manifests/base ships it:
+// its ServiceAccount, ClusterRole, lease Role and their bindings
+// (enforcer.yaml), and the ValidatingAdmissionPolicy and binding that
+// check its writes to pods (enforcer-policy.yaml).
+type enforcerObjects struct {
+	account       *v1.ServiceAccount
+	role          *rbacv1.ClusterRole
+	roleBinding   *rbacv1.ClusterRoleBinding
+	leaseRole     *rbacv1.Role
+	leaseBinding  *rbacv1.RoleBinding
+	policy        *admissionregistrationv1.ValidatingAdmissionPolicy
+	policyBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+}
+
+func readEnforcerObjects() (*enforcerObjects, error) {
+	out := &enforcerObjects{}
+	for _, file := range []string{"base/enforcer.yaml", "base/enforcer-policy.yaml"} {
+		data, err := fs.ReadFile(manifests.Files(), file)
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+			if err != nil {
+				return nil, fmt.Errorf("manifests/%s: %w", file, err)
+			}
+			switch o := obj.(type) {
+			case *v1.ServiceAccount:
+				out.account = o
+			case *rbacv1.ClusterRole:
+				out.role = o
+			case *rbacv1.ClusterRoleBinding:
+				out.roleBinding = o
+			case *rbacv1.Role:
+				out.leaseRole = o
+			case *rbacv1.RoleBinding:
+				out.leaseBinding = o
+			case *admissionregistrationv1.ValidatingAdmissionPolicy:
+				out.policy = o
+			case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+				out.policyBinding = o
+			}
+		}
+	}
+	if out.account == nil || out.role == nil || out.roleBinding == nil || out.leaseRole == nil || out.leaseBinding == nil || out.policy == nil || out.policyBinding == nil {
+		return nil, errors.New("manifests/base: the enforcer's ServiceAccount, ClusterRole, Role, ValidatingAdmissionPolicy or one of their bindings is missing")
+	}
+	return out, nil
+}
+
+// InstallEnforcerIdentity creates the enforcer's identity exactly as
+// manifests/base ships it (its ServiceAccount EnforcerUser in Namespace,
+// ClusterRole, lease Role, their bindings, and the ValidatingAdmissionPolicy
+// and binding that check its writes to pods), and returns a client config
+// that authenticates as that ServiceAccount (a TokenRequest token valid for
+// ttl). For a TestMain's setup: what it creates stays until the control
+// plane stops.
+func (e *Env) InstallEnforcerIdentity(ctx context.Context, ttl time.Duration) (*rest.Config, error) {
+	objs, err := readEnforcerObjects()
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range []runtime.Object{objs.account, objs.role, objs.roleBinding, objs.leaseRole, objs.leaseBinding, objs.policy, objs.policyBinding} {
+		u, err := toUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		ri, err := e.resource(u)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", ObjectKey(u), err)
+		}
+	}
+	token, err := e.serviceAccountToken(ctx, objs.account.Namespace, objs.account.Name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{Host: e.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: e.Config.CAData}, BearerToken: token}, nil
+}
+
 // EnforcerIdentity creates a ServiceAccount in ns holding exactly what the
 // kustomize base grants the enforcer (its ClusterRole, and its lease Role
-// moved to ns, where its Lease must then live) and returns the path of a
+// moved to ns, where its Lease must then live), under a copy of the
+// ValidatingAdmissionPolicy that checks its writes to pods (the copy's
+// matchCondition names this ServiceAccount), and returns the path of a
 // kubeconfig that authenticates as it, and its user name.
 func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string) {
 	t.Helper()
-	data, err := fs.ReadFile(manifests.Files(), "base/enforcer.yaml")
+	objs, err := readEnforcerObjects()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var role *rbacv1.ClusterRole
-	var leaseRole *rbacv1.Role
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
-		if err != nil {
-			t.Fatalf("manifests/base/enforcer.yaml: %v", err)
-		}
-		switch o := obj.(type) {
-		case *rbacv1.ClusterRole:
-			role = o
-		case *rbacv1.Role:
-			leaseRole = o
-		}
-	}
-	if role == nil || leaseRole == nil {
-		t.Fatal("manifests/base/enforcer.yaml: no ClusterRole or no Role")
-	}
+	role, leaseRole, policy := objs.role, objs.leaseRole, objs.policy
 	const sa = "enforcer"
+	user = "system:serviceaccount:" + ns + ":" + sa
 	role.Name = ns + "-enforcer"
 	leaseRole.Namespace = ns
+	policy.Name = role.Name
+	renamed := false
+	for i, c := range policy.Spec.MatchConditions {
+		if strings.Contains(c.Expression, "'"+EnforcerUser+"'") {
+			policy.Spec.MatchConditions[i].Expression = strings.ReplaceAll(c.Expression, "'"+EnforcerUser+"'", "'"+user+"'")
+			renamed = true
+		}
+	}
+	if !renamed {
+		t.Fatalf("manifests/base/enforcer-policy.yaml: no matchCondition names %s", EnforcerUser)
+	}
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
 	e.Create(t,
 		&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
@@ -228,6 +321,10 @@ func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string
 		leaseRole,
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: leaseRole.Name, Namespace: ns}, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaseRole.Name}},
+		policy,
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+				ValidationActions: objs.policyBinding.Spec.ValidationActions}},
 	)
-	return e.ServiceAccountKubeconfig(t, ns, sa), "system:serviceaccount:" + ns + ":" + sa
+	return e.ServiceAccountKubeconfig(t, ns, sa), user
 }

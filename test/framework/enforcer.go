@@ -11,15 +11,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
@@ -277,6 +280,9 @@ func (e *Env) InstallEnforcerIdentity(ctx context.Context, ttl time.Duration) (*
 			return nil, fmt.Errorf("creating %s: %w", ObjectKey(u), err)
 		}
 	}
+	if err := e.waitAuthorized(ctx, objs.account.Namespace, objs.account.Name, objs.leaseRole); err != nil {
+		return nil, err
+	}
 	token, err := e.serviceAccountToken(ctx, objs.account.Namespace, objs.account.Name, ttl)
 	if err != nil {
 		return nil, err
@@ -326,5 +332,42 @@ func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
 				ValidationActions: objs.policyBinding.Spec.ValidationActions}},
 	)
+	if err := e.waitAuthorized(context.Background(), ns, sa, leaseRole); err != nil {
+		t.Fatal(err)
+	}
 	return e.ServiceAccountKubeconfig(t, ns, sa), user
+}
+
+// waitAuthorized waits until the apiserver's authorizer lets the
+// ServiceAccount ns/name patch pods (its ClusterRole) and get its Lease
+// (leaseRole, bound in its namespace): bindings just created take a moment
+// to be in force, and a request refused meanwhile would count against the
+// identity.
+func (e *Env) waitAuthorized(ctx context.Context, ns, name string, leaseRole *rbacv1.Role) error {
+	var lease string
+	for _, r := range leaseRole.Rules {
+		if slices.Contains(r.Resources, "leases") && len(r.ResourceNames) > 0 {
+			lease = r.ResourceNames[0]
+		}
+	}
+	asks := []authorizationv1.ResourceAttributes{
+		{Verb: "patch", Resource: "pods"},
+		{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Namespace: leaseRole.Namespace, Name: lease},
+	}
+	user := "system:serviceaccount:" + ns + ":" + name
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, e.Timeout, true, func(ctx context.Context) (bool, error) {
+		for _, ask := range asks {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &ask}}
+			got, err := e.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			if err != nil || !got.Status.Allowed {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s's RBAC to be in force: %w", user, err)
+	}
+	return nil
 }

@@ -639,3 +639,44 @@ func TestEnforcerToggleAndConfig(t *testing.T) {
 		}
 	}
 }
+
+// The enforcer's admission policy names the release's own ServiceAccount
+// (another release, another name), its binding names the policy, and
+// enforcer.admissionPolicy.enabled=false renders neither, and nothing else
+// less.
+func TestEnforcerAdmissionPolicy(t *testing.T) {
+	const other = "edge"
+	objs := byKind(renderRelease(t, other))
+	name := other + "-placement-scheduler-enforcer"
+	if objs["ServiceAccount"][name] == nil {
+		t.Fatalf("no ServiceAccount %s rendered", name)
+	}
+	policy := objs["ValidatingAdmissionPolicy"][name]
+	binding := objs["ValidatingAdmissionPolicyBinding"][name]
+	if policy == nil || binding == nil {
+		t.Fatalf("release %s: no ValidatingAdmissionPolicy or binding %s rendered", other, name)
+	}
+	want := fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", namespace, name)
+	conditions, _, _ := unstructured.NestedSlice(policy.Object, "spec", "matchConditions")
+	found := false
+	for _, c := range conditions {
+		found = found || c.(map[string]any)["expression"] == want
+	}
+	if !found {
+		t.Errorf("the policy's matchConditions %v do not hold %q", conditions, want)
+	}
+	if got := at(t, binding.Object, "spec", "policyName"); got != name {
+		t.Errorf("the binding names policy %v, want %s", got, name)
+	}
+
+	on := render(t)
+	off := render(t, "--set", "enforcer.admissionPolicy.enabled=false")
+	if len(off) != len(on)-2 {
+		t.Errorf("enforcer.admissionPolicy.enabled=false renders %d objects, want the %d of the defaults less two", len(off), len(on))
+	}
+	for _, o := range off {
+		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			t.Errorf("enforcer.admissionPolicy.enabled=false still renders %s", key(o))
+		}
+	}
+}

@@ -172,6 +172,9 @@ func (h *enforcement) newRun(t *testing.T, n int) *run {
 	}
 	r.id = r.nss[0][len(r.nss[0])-5:]
 	r.kube, r.user = env.EnforcerIdentity(t, r.nss[0])
+	// Registered before any enforcer starts, so it runs once they are
+	// stopped: every request they made is in the audit log by then.
+	t.Cleanup(func() { checkRights(t, r.user) })
 	return r
 }
 

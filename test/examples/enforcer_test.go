@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -27,7 +28,9 @@ import (
 // with maxUnavailable 1 loses its node pool label; the enforcer moves all
 // three to the new pool, one at a time, and at no watch event are more than
 // one of them unavailable; every pod that left was evicted through the
-// Eviction API.
+// Eviction API. The enforcer runs as installed (the shipped RBAC and
+// admission policy): it writes its record on the pods it holds, and is
+// refused nothing.
 func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 	ns := env.NewNamespace(t, nil)
 	pool := poolNodes(t, ns, "old", "new-1", "new-2", "new-3")
@@ -42,14 +45,17 @@ func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 	})
 
 	// Watch every pod change from here on, starting from a listed state:
-	// count the unavailable ones at each event.
-	maxUnavailable := 0
+	// count the unavailable ones at each event, and see the enforcer's
+	// record (written under the shipped admission policy) on the pods it
+	// holds.
+	maxUnavailable, recorded := 0, false
 	w := watchPods(t, ns, "", func(pods map[types.UID]*v1.Pod) {
 		healthy := 0
 		for _, q := range pods {
 			if ready(q) {
 				healthy++
 			}
+			recorded = recorded || q.Annotations[enforcer.RecordAnnotation] != ""
 		}
 		maxUnavailable = max(maxUnavailable, 3-healthy)
 	})
@@ -79,6 +85,9 @@ func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 	if maxUnavailable > 1 {
 		t.Errorf("%d pods unavailable at once under maxUnavailable 1", maxUnavailable)
 	}
+	if !recorded {
+		t.Errorf("no pod carried the enforcer's record (%s) while it waited", enforcer.RecordAnnotation)
+	}
 	if len(w.gone) != 3 {
 		t.Errorf("%d pods left, want the three original ones", len(w.gone))
 	}
@@ -87,6 +96,7 @@ func TestEnforcerMovesADeploymentUnderItsPDBOnePodAtATime(t *testing.T) {
 			t.Errorf("pod %s left without the Eviction API's DisruptionTarget condition", uid)
 		}
 	}
+	checkRights(t, framework.EnforcerUser)
 }
 
 // readyPods counts the pods of ns on node: Ready and not terminating, and all.
@@ -105,8 +115,9 @@ func readyPods(ctx context.Context, ns, node string) (ready, all int, err error)
 }
 
 // startEnforcer runs the enforcer in-process beside the examples'
-// scheduler, with the same config and a 1 s grace period, until stop.
-func startEnforcer(schedConfig []byte) (stop func() error, err error) {
+// scheduler, with the same config and a 1 s grace period, as identity
+// (the shipped ServiceAccount), until stop.
+func startEnforcer(schedConfig []byte, identity *rest.Config) (stop func() error, err error) {
 	dir, err := os.MkdirTemp("", "enforcer-")
 	if err != nil {
 		return nil, err
@@ -125,7 +136,7 @@ gracePeriod: {nodeAffinity: 1s, podAffinity: 1s, podAntiAffinity: 1s}
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	done := make(chan error, 1)
-	go func() { done <- enforcer.Run(ctx, cfg, env.Config, nil, buildinfo.Info{Version: "test"}) }()
+	go func() { done <- enforcer.Run(ctx, cfg, identity, nil, buildinfo.Info{Version: "test"}) }()
 	return func() error {
 		cancel()
 		err := <-done
@@ -170,6 +181,7 @@ func TestEnforcerNeverBypassesAPDB(t *testing.T) {
 	if p.DeletionTimestamp != nil || p.Spec.NodeName != ns+"-old" {
 		t.Errorf("the pod was disrupted: node %s, deleting %v", p.Spec.NodeName, p.DeletionTimestamp)
 	}
+	checkRights(t, framework.EnforcerUser)
 }
 
 // poolNodes creates KWOK nodes <ns>-<name> for the test; the first is in

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/examples"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
@@ -27,7 +28,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	opts := framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}, AuditPolicy: framework.AuditRequests("pods/eviction")}
+	// The audit log: every eviction request, and what every enforcer (each
+	// under a ServiceAccount of its own) asked and was answered.
+	audit := framework.Audit{Requests: []string{"pods/eviction"}, ServiceAccounts: true}
+	opts := framework.Options{Cluster: &framework.ClusterOptions{DefaultScheduler: true, KWOK: true}, AuditPolicy: audit.Policy()}
 	os.Exit(framework.Main(m, opts, setup))
 }
 
@@ -45,8 +49,14 @@ func setup(e *framework.Env) (stop func(), err error) {
 		return nil, err
 	}
 	// The enforcer too, as make run and make demo run it: the enforce-*
-	// examples move pods while they run.
-	stopEnforcer, err := startEnforcer(config)
+	// examples move pods while they run. It runs as an install runs it:
+	// the shipped ServiceAccount, RBAC and admission policy, nothing more.
+	identity, err := env.InstallEnforcerIdentity(context.Background(), 6*time.Hour)
+	if err != nil {
+		sched.Stop()
+		return nil, err
+	}
+	stopEnforcer, err := startEnforcer(config, identity)
 	if err != nil {
 		sched.Stop()
 		return nil, err
@@ -85,6 +95,9 @@ func TestExamples(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
+		// The enforce-* examples' evictions asked nothing the shipped
+		// RBAC and admission policy refuse.
+		checkRights(t, framework.EnforcerUser)
 		if !t.Failed() {
 			return
 		}

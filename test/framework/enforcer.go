@@ -1,7 +1,9 @@
 package framework
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,14 +11,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
@@ -240,66 +246,160 @@ func (p *Enforcer) GetAs(cfg *rest.Config, path string) (int, []byte, error) {
 	return resp.StatusCode, body, err
 }
 
+// What manifests/base/enforcer.yaml installs the enforcer as.
+const (
+	// EnforcerName is its ServiceAccount's (and Lease's) name, in Namespace.
+	EnforcerName = "placement-scheduler-enforcer"
+	// EnforcerUser is that ServiceAccount's user name.
+	EnforcerUser = "system:serviceaccount:" + Namespace + ":" + EnforcerName
+)
+
+// enforcerObjects are the enforcer's identity as manifests/base ships it:
+// its ServiceAccount, its ClusterRoles and Roles and their bindings (to
+// those roles or to the cluster's own: delegated authentication and
+// authorization), from enforcer.yaml, and the ValidatingAdmissionPolicy and
+// binding that check its writes to pods (enforcer-policy.yaml).
+type enforcerObjects struct {
+	account       *v1.ServiceAccount
+	clusterRoles  map[string]*rbacv1.ClusterRole
+	roles         map[string]*rbacv1.Role
+	bindings      []runtime.Object // ClusterRoleBindings and RoleBindings, in file order
+	policy        *admissionregistrationv1.ValidatingAdmissionPolicy
+	policyBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+}
+
+func readEnforcerObjects() (*enforcerObjects, error) {
+	out := &enforcerObjects{clusterRoles: map[string]*rbacv1.ClusterRole{}, roles: map[string]*rbacv1.Role{}}
+	for _, file := range []string{"base/enforcer.yaml", "base/enforcer-policy.yaml"} {
+		data, err := fs.ReadFile(manifests.Files(), file)
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+			if err != nil {
+				return nil, fmt.Errorf("manifests/%s: %w", file, err)
+			}
+			switch o := obj.(type) {
+			case *v1.ServiceAccount:
+				out.account = o
+			case *rbacv1.ClusterRole:
+				out.clusterRoles[o.Name] = o
+			case *rbacv1.Role:
+				out.roles[o.Name] = o
+			case *rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding:
+				out.bindings = append(out.bindings, o)
+			case *admissionregistrationv1.ValidatingAdmissionPolicy:
+				out.policy = o
+			case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+				out.policyBinding = o
+			}
+		}
+	}
+	if out.account == nil || len(out.clusterRoles) == 0 || len(out.roles) == 0 || len(out.bindings) == 0 || out.policy == nil || out.policyBinding == nil {
+		return nil, errors.New("manifests/base: the enforcer's ServiceAccount, a ClusterRole, a Role, a binding, the ValidatingAdmissionPolicy or its binding is missing")
+	}
+	return out, nil
+}
+
+// InstallEnforcerIdentity creates the enforcer's identity exactly as
+// manifests/base ships it (its ServiceAccount EnforcerUser in Namespace,
+// its roles and bindings, and the ValidatingAdmissionPolicy and binding
+// that check its writes to pods), and returns a client config that
+// authenticates as that ServiceAccount (a TokenRequest token valid for
+// ttl). For a TestMain's setup: what it creates stays until the control
+// plane stops.
+func (e *Env) InstallEnforcerIdentity(ctx context.Context, ttl time.Duration) (*rest.Config, error) {
+	objs, err := readEnforcerObjects()
+	if err != nil {
+		return nil, err
+	}
+	all := []runtime.Object{objs.account}
+	for _, r := range objs.clusterRoles {
+		all = append(all, r)
+	}
+	for _, r := range objs.roles {
+		all = append(all, r)
+	}
+	all = append(all, objs.bindings...)
+	all = append(all, objs.policy, objs.policyBinding)
+	for _, obj := range all {
+		u, err := toUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		ri, err := e.resource(u)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", ObjectKey(u), err)
+		}
+	}
+	token, err := e.serviceAccountToken(ctx, objs.account.Namespace, objs.account.Name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{Host: e.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: e.Config.CAData}, BearerToken: token}, nil
+}
+
 // EnforcerIdentity creates a ServiceAccount in ns holding exactly what the
 // kustomize base grants the enforcer (each of its bindings, to the roles
 // the base defines, renamed for ns, or to the cluster's own roles: its
 // ClusterRole, its lease Role moved to ns, where its Lease must then live,
-// and what delegated authentication and authorization take) and returns
-// the path of a kubeconfig that authenticates as it, and its user name.
+// and what delegated authentication and authorization take), under a copy
+// of the ValidatingAdmissionPolicy that checks its writes to pods (the
+// copy's matchCondition names this ServiceAccount), and returns the path of
+// a kubeconfig that authenticates as it, and its user name.
 func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string) {
 	t.Helper()
-	data, err := fs.ReadFile(manifests.Files(), "base/enforcer.yaml")
+	objs, err := readEnforcerObjects()
 	if err != nil {
 		t.Fatal(err)
 	}
 	const sa = "enforcer"
+	user = "system:serviceaccount:" + ns + ":" + sa
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
-	clusterRoles := map[string]*rbacv1.ClusterRole{}
-	roles := map[string]*rbacv1.Role{}
-	var bindings []runtime.Object
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
-		if err != nil {
-			t.Fatalf("manifests/base/enforcer.yaml: %v", err)
-		}
-		switch o := obj.(type) {
-		case *rbacv1.ClusterRole:
-			clusterRoles[o.Name] = o
-		case *rbacv1.Role:
-			roles[o.Name] = o
-		case *rbacv1.ClusterRoleBinding:
-			bindings = append(bindings, o)
-		case *rbacv1.RoleBinding:
-			bindings = append(bindings, o)
-		}
-	}
-	objs := []runtime.Object{&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}}}
-	for _, b := range bindings {
+	objects := []runtime.Object{&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}}}
+	for _, b := range objs.bindings {
 		switch b := b.(type) {
 		case *rbacv1.ClusterRoleBinding:
-			if role := clusterRoles[b.RoleRef.Name]; role != nil {
+			if role := objs.clusterRoles[b.RoleRef.Name]; role != nil {
 				role.Name = ns + "-" + role.Name
 				b.RoleRef.Name = role.Name
-				objs = append(objs, role)
+				objects = append(objects, role)
 			}
 			b.Name, b.Subjects = ns+"-"+b.Name, subjects
-			objs = append(objs, b)
+			objects = append(objects, b)
 		case *rbacv1.RoleBinding:
-			if role := roles[b.RoleRef.Name]; role != nil && b.RoleRef.Kind == "Role" {
+			if role := objs.roles[b.RoleRef.Name]; role != nil && b.RoleRef.Kind == "Role" {
 				role.Namespace, b.Namespace = ns, ns
-				objs = append(objs, role)
+				objects = append(objects, role)
 			} else {
 				// A role of the cluster's own (kube-system's
 				// extension-apiserver-authentication-reader).
 				b.Name = ns + "-" + b.Name
 			}
 			b.Subjects = subjects
-			objs = append(objs, b)
+			objects = append(objects, b)
 		}
 	}
-	if len(objs) < 3 {
-		t.Fatal("manifests/base/enforcer.yaml: no bindings")
+	policy := objs.policy
+	policy.Name = ns + "-" + policy.Name
+	renamed := false
+	for i, c := range policy.Spec.MatchConditions {
+		if strings.Contains(c.Expression, "'"+EnforcerUser+"'") {
+			policy.Spec.MatchConditions[i].Expression = strings.ReplaceAll(c.Expression, "'"+EnforcerUser+"'", "'"+user+"'")
+			renamed = true
+		}
 	}
-	e.Create(t, objs...)
-	return e.ServiceAccountKubeconfig(t, ns, sa), "system:serviceaccount:" + ns + ":" + sa
+	if !renamed {
+		t.Fatalf("manifests/base/enforcer-policy.yaml: no matchCondition names %s", EnforcerUser)
+	}
+	objects = append(objects, policy,
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+				ValidationActions: objs.policyBinding.Spec.ValidationActions}})
+	e.Create(t, objects...)
+	return e.ServiceAccountKubeconfig(t, ns, sa), user
 }

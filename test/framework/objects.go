@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -122,16 +123,10 @@ func (e *Env) Create(t testing.TB, objs ...runtime.Object) {
 	t.Helper()
 	ctx := context.Background()
 	for _, obj := range objs {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		u, err := toUnstructured(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := &unstructured.Unstructured{Object: m}
-		gvks, _, err := scheme.Scheme.ObjectKinds(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.SetGroupVersionKind(gvks[0])
 		ri := e.Resource(t, u)
 		if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating %s: %v", ObjectKey(u), err)
@@ -148,19 +143,42 @@ func (e *Env) Create(t testing.TB, objs ...runtime.Object) {
 	}
 }
 
+// toUnstructured is a typed object as the dynamic client takes it.
+func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil, err
+	}
+	u.SetGroupVersionKind(gvks[0])
+	return u, nil
+}
+
 // Resource is the dynamic client for obj's kind (and namespace, if it has
 // one), found through discovery.
 func (e *Env) Resource(t testing.TB, obj *unstructured.Unstructured) dynamic.ResourceInterface {
 	t.Helper()
+	ri, err := e.resource(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ri
+}
+
+func (e *Env) resource(obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
 	gvk := obj.GroupVersionKind()
 	m, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		t.Fatalf("mapping %s: %v", gvk, err)
+		return nil, fmt.Errorf("mapping %s: %w", gvk, err)
 	}
 	if ns := obj.GetNamespace(); ns != "" {
-		return e.dynamic.Resource(m.Resource).Namespace(ns)
+		return e.dynamic.Resource(m.Resource).Namespace(ns), nil
 	}
-	return e.dynamic.Resource(m.Resource)
+	return e.dynamic.Resource(m.Resource), nil
 }
 
 // ObjectKey names obj as "Kind namespace/name" for messages.
@@ -278,13 +296,21 @@ func (e *Env) WaitForLeaseHolder(t testing.TB, not string) string {
 // from the TokenRequest API, as a pod's projected token would be.
 func (e *Env) ServiceAccountToken(t testing.TB, ns, name string) string {
 	t.Helper()
-	tr, err := e.Client.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+	token, err := e.serviceAccountToken(context.Background(), ns, name, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+func (e *Env) serviceAccountToken(ctx context.Context, ns, name string, ttl time.Duration) (string, error) {
+	tr, err := e.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl / time.Second))}},
 		metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("TokenRequest for %s/%s: %v", ns, name, err)
+		return "", fmt.Errorf("TokenRequest for %s/%s: %w", ns, name, err)
 	}
-	return tr.Status.Token
+	return tr.Status.Token, nil
 }
 
 // ServiceAccountKubeconfig writes a kubeconfig for the control plane that

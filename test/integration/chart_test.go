@@ -47,6 +47,7 @@ func TestChartInstallsASchedulerThatNeedsOnlyItsServiceAccount(t *testing.T) {
 	checkStored(t, in, map[string]int{
 		"ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 2,
 		"ClusterRoleBinding": 4, "Role": 2, "RoleBinding": 4, "ClusterRole": 3, // the scheduler's and the enforcer's
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, // the enforcer's
 	})
 	// The chart read the apiserver's version and picked this build's line:
 	// its image tag and its shipped profile.

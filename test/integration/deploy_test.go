@@ -43,6 +43,7 @@ func TestManifestsInstallOnARealAPIServer(t *testing.T) {
 	checkStored(t, in, map[string]int{
 		"Namespace": 1, "ServiceAccount": 2, "ConfigMap": 1, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 2,
 		"ClusterRoleBinding": 4, "Role": 2, "RoleBinding": 4, "ClusterRole": 3, // the scheduler's and the enforcer's
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, // the enforcer's
 	})
 
 	// One source of truth: the ConfigMap is the shipped file, byte for byte,

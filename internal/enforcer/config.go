@@ -62,6 +62,9 @@ type Config struct {
 	// Limits cap the evictions in flight (evicted, replacement not Ready
 	// yet). Defaults: 1 per node, 5 per namespace, 10 in total.
 	Limits Limits `json:"limits,omitempty"`
+	// Loops stops the evictions of an owner's pods for a rule that its
+	// replacements break again (loops.go). Defaults: 3 evictions, 1h.
+	Loops LoopDetection `json:"loops,omitempty"`
 	// Backoff is how long a refused eviction (429 from a PDB, any other
 	// error) waits before the pod is judged again, doubling up to Max.
 	// Defaults 10s and 5m.
@@ -91,6 +94,19 @@ type GracePeriods struct {
 
 // Limits cap evictions in flight.
 type Limits = evictions.Limits
+
+// LoopDetection says when an owner is looping for a rule: Evictions (N)
+// evictions of its pods for the rule within Window, each after the first
+// of a pod created after an earlier one (a replacement evicted again), or
+// one replacement placed in violation of the rule again within Window.
+type LoopDetection struct {
+	Evictions int             `json:"evictions,omitempty"`
+	Window    metav1.Duration `json:"window,omitempty"`
+}
+
+// maxLoopEvictions bounds loops.evictions: the history keeps that many
+// evictions per owner and rule.
+const maxLoopEvictions = 100
 
 // Backoff is the retry backoff after a refused eviction.
 type Backoff struct {
@@ -190,6 +206,10 @@ func (c *Config) defaults() {
 	if c.Limits.Total == 0 {
 		c.Limits.Total = 10
 	}
+	if c.Loops.Evictions == 0 {
+		c.Loops.Evictions = 3
+	}
+	dur(&c.Loops.Window, time.Hour)
 	dur(&c.Backoff.Initial, 10*time.Second)
 	dur(&c.Backoff.Max, 5*time.Minute)
 	le := &c.LeaderElection
@@ -241,7 +261,7 @@ func (c *Config) validate() error {
 	for name, d := range map[string]*metav1.Duration{
 		"gracePeriod.nodeAffinity": c.GracePeriod.NodeAffinity, "gracePeriod.podAffinity": c.GracePeriod.PodAffinity,
 		"gracePeriod.podAntiAffinity": c.GracePeriod.PodAntiAffinity, "resync": &c.Resync,
-		"backoff.initial": &c.Backoff.Initial, "backoff.max": &c.Backoff.Max,
+		"backoff.initial": &c.Backoff.Initial, "backoff.max": &c.Backoff.Max, "loops.window": &c.Loops.Window,
 	} {
 		if d.Duration < 0 {
 			errs = append(errs, fmt.Errorf("%s: must not be negative, got %s", name, d.Duration))
@@ -252,6 +272,9 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.PerNode < 0 || c.Limits.PerNamespace < 0 || c.Limits.Total < 0 {
 		errs = append(errs, errors.New("limits: perNode, perNamespace and total must be positive"))
+	}
+	if n := c.Loops.Evictions; n < 2 || n > maxLoopEvictions {
+		errs = append(errs, fmt.Errorf("loops.evictions: want 2 to %d (the first eviction and at least one of a replacement), got %d", maxLoopEvictions, n))
 	}
 	if c.Backoff.Max.Duration < c.Backoff.Initial.Duration {
 		errs = append(errs, fmt.Errorf("backoff.max (%s) must be at least backoff.initial (%s)", c.Backoff.Max.Duration, c.Backoff.Initial.Duration))

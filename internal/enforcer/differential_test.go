@@ -317,9 +317,12 @@ func differentialJudge(ctx context.Context, sc *equivalence.Scenario, factory in
 	return NewJudge(ctx, scenarioConfig(sc), factory, sc.Nodes, pods)
 }
 
-// scenarioConfig is one profile, ours, with the scenario's plugin args.
+// scenarioConfig is one profile, ours, with the scenario's plugin args. Its
+// Filter runs our two plugins, so the judge holds its pods to every rule.
 func scenarioConfig(sc *equivalence.Scenario) *config.KubeSchedulerConfiguration {
-	prof := config.KubeSchedulerProfile{SchedulerName: tu.SchedulerName}
+	prof := config.KubeSchedulerProfile{SchedulerName: tu.SchedulerName, Plugins: &config.Plugins{
+		Filter: config.PluginSet{Enabled: []config.Plugin{{Name: nodeaffinity.Name}, {Name: interpodaffinity.Name}}},
+	}}
 	if sc.NodeAffinityArgs != nil {
 		prof.PluginConfig = append(prof.PluginConfig, config.PluginConfig{Name: nodeaffinity.Name, Args: tu.ArgsOf(sc.NodeAffinityArgs)})
 	}

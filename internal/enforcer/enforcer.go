@@ -68,6 +68,9 @@ type Enforcer struct {
 	// book holds this leader's evictions in flight, its predecessor's
 	// included (restore).
 	book *evictions.Book
+	// loops is the history of this leader's evictions, its predecessor's
+	// included, per owner and rule: what says an owner is looping.
+	loops *loops
 	// reports are the last pass's, published when it ends: /violations
 	// reads them without waiting for the pass under way.
 	reports atomic.Pointer[[]Report]
@@ -93,6 +96,7 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		judged:  map[types.UID]*judgement{},
 		gone:    sets.New[types.UID](),
 		book:    evictions.NewBook(cfg.Limits),
+		loops:   newLoops(cfg.Loops),
 		records: newRecords(client, cfg.LeaderElection, cfg.DryRun),
 		flights: newInflightStore(client, cfg.LeaderElection, cfg.DryRun),
 	}
@@ -153,12 +157,13 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 	if !e.restored && !e.cfg.DryRun {
 		// Before anything is decided: a new leader continues its
 		// predecessor's evictions in flight, grace periods and backoffs.
-		if err := e.flights.load(ctx, logger, s, e.book); err != nil {
+		if err := e.flights.load(ctx, logger, s, e.book, e.loops); err != nil {
 			return 0, err
 		}
 		e.restore(logger, s, p.now)
 	}
 	e.restored = true
+	e.loops.expire(p.now)
 	if p.book.Settle(s, p.now) {
 		s.fitGeneration++ // the room held for their replacements is free
 	}
@@ -246,8 +251,20 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 	sort.Slice(p.reports, func(i, j int) bool { return p.reports[i].Pod < p.reports[j].Pod })
 	e.reports.Store(&p.reports)
 	e.metrics.violations.Reset()
+	looping := map[Rule]sets.Set[types.UID]{}
+	for _, r := range Rules() {
+		looping[r] = sets.New[types.UID]()
+	}
 	for _, r := range p.reports {
 		e.metrics.violations.WithLabelValues(string(r.Rule), r.State).Inc()
+		if pod := s.pods[r.UID]; r.State == StateLooping && pod != nil {
+			if o := metav1.GetControllerOf(pod); o != nil {
+				looping[r.Rule].Insert(o.UID)
+			}
+		}
+	}
+	for r, owners := range looping {
+		e.metrics.looping.WithLabelValues(string(r)).Set(float64(owners.Len()))
 	}
 	return p.next, nil
 }
@@ -477,6 +494,18 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	// placed: a placement costs a Filter over every node, and a pod held
 	// back would only undo it.
 	owner := metav1.GetControllerOf(pod)
+	if why, until := p.loops.looping(owner.UID, v.Rule, pod, p.now); why != "" {
+		// Another rule it is due to go for may still move it.
+		w := p.notLooping(pod, owner.UID, verdicts, t, v.Rule)
+		if w == nil {
+			base.State, base.Detail = StateLooping, why
+			p.after(until.Sub(p.now))
+			p.report(pod, base, t)
+			return
+		}
+		v = *w
+		base = Report{Rule: v.Rule, Reason: v.Reason, Terms: v.Terms, Since: metav1.NewTime(t.since[v.Rule])}
+	}
 	if busy := p.book.OwnerBusy(p.s, pod, owner.UID); busy != "" {
 		base.State, base.Detail, base.Wait = StateWaitingOwner, fmt.Sprintf("%s %s %s", owner.Kind, owner.Name, busy), string(evictions.HoldOwner)
 		p.report(pod, base, t)
@@ -522,9 +551,12 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	// since (a pass is the limiter's only user).
 	p.limiter.AllowN(p.now, 1)
 	f := evictions.NewInFlight(p.s, pod, target, p.now)
+	// In the history before it is asked for, and saved with it (evict).
+	undo := p.loops.add(owner.UID, v.Rule, pod, f.Before.Newest, target, p.now)
 	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t, f)
 	leaving := base.State == StateEvicting || base.State == StateDryRun
 	if !leaving {
+		undo()
 		p.unplace(ctx, pod, target)
 	}
 	last := base
@@ -537,6 +569,22 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		p.book.Add(f)
 	}
 	p.report(pod, base, t)
+}
+
+// notLooping is a verdict of pod other than rule's whose grace is over and
+// for which its owner is not looping (nil: none).
+func (p *pass) notLooping(pod *v1.Pod, owner types.UID, verdicts []Verdict, t *tracked, rule Rule) *Verdict {
+	for i, w := range verdicts {
+		if w.Rule == rule || t.since[w.Rule].Add(p.cfg.grace(w.Rule)).After(p.now) {
+			continue
+		}
+		if why, until := p.loops.looping(owner, w.Rule, pod, p.now); why != "" {
+			p.after(until.Sub(p.now))
+			continue
+		}
+		return &verdicts[i]
+	}
+	return nil
 }
 
 // after asks for the next pass within d.

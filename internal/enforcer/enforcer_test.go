@@ -688,7 +688,8 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" ||
-		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) {
+		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) ||
+		c.Loops != (LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}}) {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 	for in, wantErr := range map[string]string{
@@ -702,6 +703,10 @@ func TestLoadConfig(t *testing.T) {
 		head + "clientConnection: {qps: 100, burst: 10}\n":                 "clientConnection.burst (10) must be at least clientConnection.qps (100)",
 		head + "clientConnection: {eventBurst: -2}\n":                      "clientConnection.eventBurst: must be positive",
 		head + "metricsBindAddress: \":10261\"\n":                          "metricsBindAddress: removed: the endpoints are served over HTTPS with delegated authentication and authorization; delete the field and use the flags --secure-port",
+		head + "loops: {evictions: 1}\n":                                   "loops.evictions: want 2 to 100",
+		head + "loops: {evictions: 101}\n":                                 "loops.evictions: want 2 to 100",
+		head + "loops: {window: -1m}\n":                                    "loops.window: must not be negative",
+		head + "loops: {evictons: 3}\n":                                    `unknown field "loops.evictons"`,
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

@@ -29,7 +29,7 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f 
 		p.after(p.backoff.Get(id))
 	}
 	if !p.cfg.DryRun {
-		data, err := entries(p.book, &f)
+		data, err := entries(p.book, p.loops, &f)
 		if err == nil {
 			err = p.flights.save(ctx, data)
 		}

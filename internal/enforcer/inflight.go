@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -47,7 +46,9 @@ type storedEviction struct {
 	Target    string                 `json:"target,omitempty"`
 	At        time.Time              `json:"at"`
 	Ready     int                    `json:"ready,omitempty"`
-	Before    []types.UID            `json:"before,omitempty"`
+	// Before marks the owner's pods at the eviction by creation time
+	// (evictions.Existing): its size is bounded, whatever the owner's.
+	Before evictions.Existing `json:"before,omitzero"`
 }
 
 func newInflightStore(client kubernetes.Interface, le LeaderElection, off bool) *inflightStore {
@@ -55,12 +56,21 @@ func newInflightStore(client kubernetes.Interface, le LeaderElection, off bool) 
 }
 
 // entries is the book as the ConfigMap's data, with extra (an eviction
-// about to be asked for) when not nil.
-func entries(book *evictions.Book, extra *evictions.InFlight) (map[string]string, error) {
+// about to be asked for) when not nil, and the loops' history. Its size
+// follows the evictions in flight and the history, both bounded, never the
+// owners' sizes.
+func entries(book *evictions.Book, history *loops, extra *evictions.InFlight) (map[string]string, error) {
 	out := map[string]string{}
+	h, err := history.encode()
+	if err != nil {
+		return nil, err
+	}
+	if h != "" {
+		out[historyKey] = h
+	}
 	add := func(f evictions.InFlight) error {
 		e := storedEviction{Namespace: f.Pod.Namespace, Name: f.Pod.Name, Node: f.Pod.Spec.NodeName,
-			Owner: metav1.GetControllerOf(f.Pod), Target: f.Target, At: f.At.UTC(), Ready: f.Ready, Before: sets.List(f.Before)}
+			Owner: metav1.GetControllerOf(f.Pod), Target: f.Target, At: f.At.UTC(), Ready: f.Ready, Before: f.Before}
 		data, err := json.Marshal(e)
 		if err != nil {
 			return err
@@ -127,7 +137,7 @@ func (st *inflightStore) save(ctx context.Context, data map[string]string) error
 // is gone is stood for by what is known of it: its node, owner and
 // namespace count toward the caps, and its replacement, once created,
 // holds the promised room (holdInflight).
-func (st *inflightStore) load(ctx context.Context, logger klog.Logger, s *clusterState, book *evictions.Book) error {
+func (st *inflightStore) load(ctx context.Context, logger klog.Logger, s *clusterState, book *evictions.Book, history *loops) error {
 	cm, err := st.client.CoreV1().ConfigMaps(st.namespace).Get(ctx, st.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -136,7 +146,15 @@ func (st *inflightStore) load(ctx context.Context, logger klog.Logger, s *cluste
 		return fmt.Errorf("reading the evictions in flight, ConfigMap %s/%s: %w", st.namespace, st.name, err)
 	}
 	st.cm, st.saved = cm, maps.Clone(cm.Data)
+	if value, ok := cm.Data[historyKey]; ok {
+		if err := history.decode(value); err != nil {
+			logger.Error(err, "Ignoring an unreadable history of evictions", "configMap", klog.KObj(cm), "key", historyKey)
+		}
+	}
 	for uid, value := range cm.Data {
+		if uid == historyKey {
+			continue
+		}
 		var e storedEviction
 		if err := json.Unmarshal([]byte(value), &e); err != nil {
 			logger.Error(err, "Ignoring an unreadable eviction in flight", "configMap", klog.KObj(cm), "uid", uid)
@@ -144,6 +162,9 @@ func (st *inflightStore) load(ctx context.Context, logger klog.Logger, s *cluste
 		}
 		pod := s.pods[types.UID(uid)]
 		if pod != nil && pod.DeletionTimestamp == nil && pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
+			if e.Owner != nil {
+				history.drop(e.Owner.UID, e.At) // not an eviction after all
+			}
 			continue
 		}
 		if pod == nil {
@@ -152,7 +173,7 @@ func (st *inflightStore) load(ctx context.Context, logger klog.Logger, s *cluste
 				pod.OwnerReferences = []metav1.OwnerReference{*e.Owner}
 			}
 		}
-		f := evictions.InFlight{Pod: pod, Target: e.Target, At: e.At, Ready: e.Ready, Before: sets.New(e.Before...)}
+		f := evictions.InFlight{Pod: pod, Target: e.Target, At: e.At, Ready: e.Ready, Before: e.Before}
 		if e.Owner != nil {
 			f.Owner = e.Owner.UID
 		}
@@ -167,7 +188,7 @@ func (st *inflightStore) load(ctx context.Context, logger klog.Logger, s *cluste
 // and only its stand-in (load) is known.
 func (s *clusterState) pendingReplacement(f evictions.InFlight) *v1.Pod {
 	for uid := range s.owners[f.Owner] {
-		if p := s.pods[uid]; p != nil && !f.Before.Has(uid) && p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+		if p := s.pods[uid]; p != nil && !f.Before.Has(p) && p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
 			return p
 		}
 	}

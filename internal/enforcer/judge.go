@@ -60,6 +60,10 @@ type Judge struct {
 type judgeProfile struct {
 	nodeAffinity fwk.FilterPlugin
 	podAffinity  fwk.FilterPlugin
+	// enforced are the rules the profile's own Filter applies: a rule
+	// whose filter the profile does not run is not judged, since its
+	// scheduler would place the replacement in violation again.
+	enforced RuleSet
 }
 
 // newJudge builds the plugins of every profile in cfg over s's snapshot.
@@ -114,7 +118,7 @@ func newJudgeProfile(ctx context.Context, prof *config.KubeSchedulerProfile, fac
 	if err != nil {
 		return nil, err
 	}
-	jp := &judgeProfile{}
+	jp := &judgeProfile{enforced: profileRules(prof)}
 	var ok bool
 	if jp.nodeAffinity, ok = instances.Get(nodeaffinity.Name).(fwk.FilterPlugin); !ok {
 		return nil, fmt.Errorf("%s: no filter instance", nodeaffinity.Name)
@@ -148,6 +152,7 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, leaving [
 	if !ok {
 		return nil, fmt.Errorf("pod %s/%s, schedulerName %q: %w", pod.Namespace, pod.Name, schedulerName(pod), ErrUnknownProfile)
 	}
+	rules &= jp.enforced
 	nodeName := pod.Spec.NodeName
 	ni, err := j.snapshot.Get(nodeName)
 	if err != nil {

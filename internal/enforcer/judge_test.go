@@ -273,3 +273,70 @@ func TestParseRules(t *testing.T) {
 		t.Errorf("bogus: want nothing enforced and an error")
 	}
 }
+
+// partialProfiles has a profile without our pod-affinity filter (a batch
+// profile's usual tweak) and one without our node-affinity filter, beside
+// the full one.
+const partialProfiles = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: placement-scheduler
+    plugins:` + ourPlugins + `
+  - schedulerName: no-pod-affinity
+    plugins:
+      multiPoint:
+        enabled:
+          - {name: PrioritySort}
+          - {name: PlacementNodeName}
+          - {name: PlacementNodeAffinity}
+          - {name: NodeResourcesFit}
+          - {name: DefaultBinder}
+        disabled: [{name: "*"}]
+  - schedulerName: no-node-affinity
+    plugins:` + ourPlugins + `
+      filter:
+        disabled: [{name: PlacementNodeAffinity}]
+`
+
+// A pod is judged only by the rules its own profile's Filter applies: its
+// scheduler would place a replacement in violation of any other rule again.
+func TestJudgeOnlyTheRulesItsProfileRuns(t *testing.T) {
+	cfg, err := profile.LoadConfig([]byte(partialProfiles), "partial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]RuleSet{
+		"placement-scheduler": AllRules,
+		"no-pod-affinity":     ruleBit(NodeAffinity),
+		"no-node-affinity":    ruleBit(PodAffinity) | ruleBit(PodAntiAffinity),
+	} {
+		for i := range cfg.Profiles {
+			if cfg.Profiles[i].SchedulerName == name {
+				if got := profileRules(&cfg.Profiles[i]); got != want {
+					t.Errorf("profile %s enforces %v, want %v", name, got, want)
+				}
+			}
+		}
+	}
+	zone := func(name, z string) *v1.Node { return tu.MakeNode(name).Label("zone", z).Obj() }
+	nodes := []*v1.Node{zone("a1", "a"), zone("a2", "a")}
+	// Breaks both its anti-affinity (x beside it in zone a) and its
+	// nodeSelector.
+	breaking := func(profile string) *v1.Pod {
+		return tu.MakePod("ns", "p-"+profile).UID("uid-"+profile).SchedulerName(profile).NodeName("a1").Label("app", "p").
+			NodeSelector(map[string]string{"disk": "ssd"}).
+			RequiredPodAntiAffinity(tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "x"}))).Obj()
+	}
+	x := tu.MakePod("ns", "x").UID("uid-x").Placement().NodeName("a2").Label("app", "x").Obj()
+	full, noPods, noNodes := breaking("placement-scheduler"), breaking("no-pod-affinity"), breaking("no-node-affinity")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, err := NewJudge(ctx, cfg, informers.NewSharedInformerFactory(fake.NewClientset(), 0), nodes, []*v1.Pod{full, noPods, noNodes, x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectRules(t, j, full, nil, []Rule{NodeAffinity, PodAntiAffinity})
+	expectRules(t, j, noPods, nil, []Rule{NodeAffinity})
+	expectRules(t, j, noNodes, nil, []Rule{PodAntiAffinity})
+}

@@ -27,6 +27,7 @@ type enforcerMetrics struct {
 	latency    *metrics.HistogramVec
 	leader     *metrics.Gauge
 	placements *metrics.Counter
+	looping    *metrics.GaugeVec
 }
 
 func newMetrics() *enforcerMetrics {
@@ -58,8 +59,13 @@ func newMetrics() *enforcerMetrics {
 			Help:           "Replacements placed with the scheduler's framework (a Filter over every node), whatever came of them: the bulk of a pass's cost.",
 			StabilityLevel: metrics.ALPHA,
 		}),
+		looping: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Subsystem: metricsPrefix, Name: "looping_owners",
+			Help:           "Owners whose pods are not evicted for a rule because their evictions for it loop (state looping), by rule, at the last pass.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"rule"}),
 	}
-	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader, m.placements)
+	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader, m.placements, m.looping)
 	// Every eviction series exists from the start, at 0, so that the first
 	// error is an increase Prometheus sees (increase and rate ignore a
 	// series' first sample) and the alert on it fires.

@@ -122,7 +122,7 @@ func (e *Enforcer) keepRecords(ctx context.Context, s *clusterState, now time.Ti
 	}
 	// Settled evictions leave the store; a failed write is retried next
 	// pass (an entry kept too long holds room too long, never too little).
-	data, err := entries(e.book, nil)
+	data, err := entries(e.book, e.loops, nil)
 	if err == nil {
 		err = e.flights.save(ctx, data)
 	}

@@ -21,6 +21,7 @@ const (
 	StateEvicting     = "evicting"      // eviction accepted
 	StateDryRun       = "dry-run"       // the server accepted a dryRun eviction
 	StateError        = "error"         // the eviction failed otherwise; Detail has the error
+	StateLooping      = "looping"       // its owner's evictions for the rule loop; Detail says why
 	StateUnjudged     = "unjudged"      // opted in, but cannot be judged; Detail says why
 )
 
@@ -99,17 +100,23 @@ func (p *pass) report(pod *v1.Pod, r Report, t *tracked) {
 		typ, reason, msg = v1.EventTypeNormal, reasonDryRun, fmt.Sprintf("would be evicted for %s (dry run; the Eviction API agreed); its replacement fits on %s", rule, orNone(r.Target))
 	case StateError:
 		reason, msg = reasonEvictionFailed, fmt.Sprintf("violates %s; eviction failed: %s", rule, r.Detail)
+	case StateLooping:
+		reason, msg = reasonLooping, fmt.Sprintf("violates %s but is not evicted: %s", rule, r.Detail)
 	case StateUnjudged:
 		reason, msg = "PlacementUnjudged", "opted in to enforcement but cannot be judged: "+r.Detail
 	default: // paced, waiting-owner, backoff: transient, logged only
 		return
 	}
 	p.recorder.Event(pod, typ, reason, msg)
-	if o := metav1.GetControllerOf(pod); o != nil && (r.State == StateEvicting || r.State == StateNoFit) {
+	if o := metav1.GetControllerOf(pod); o != nil && (r.State == StateEvicting || r.State == StateNoFit || r.State == StateLooping) {
 		ref := &v1.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID, Namespace: pod.Namespace}
 		p.recorder.Event(ref, typ, reason, fmt.Sprintf("pod %s %s", pod.Name, msg))
 	}
 }
+
+// reasonLooping is the event of a pod held back because its owner loops
+// for the rule (loops.go).
+const reasonLooping = "PlacementLooping"
 
 // The events of eviction requests: the answer to each request the
 // enforcer made. Their number is bounded by the eviction rate, so they get

@@ -43,6 +43,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 	if err != nil {
 		return err
 	}
+	logUnenforced(logger, sched)
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.UserAgent = Component
 	restConfig.QPS, restConfig.Burst = cfg.ClientConnection.QPS, cfg.ClientConnection.Burst

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
@@ -57,4 +58,43 @@ func checkJudgeable(cfg *config.KubeSchedulerConfiguration) error {
 		return nil
 	}
 	return errors.New(strings.Join(problems, "; "))
+}
+
+// profileRules are the rules prof's own Filter applies, so the enforcer
+// holds its pods to them: node affinity (nodeSelector, required node
+// affinity, addedAffinity) when it runs PlacementNodeAffinity, pod affinity
+// and anti-affinity when it runs PlacementInterPodAffinity. A rule its
+// scheduler never applies is never enforced: the replacement of a pod
+// evicted for it would be placed in violation again, and evicted again,
+// forever.
+func profileRules(prof *config.KubeSchedulerProfile) RuleSet {
+	filters := profile.FilterPlugins(prof)
+	var out RuleSet
+	if filters.Has(nodeaffinity.Name) {
+		out |= ruleBit(NodeAffinity)
+	}
+	if filters.Has(interpodaffinity.Name) {
+		out |= ruleBit(PodAffinity) | ruleBit(PodAntiAffinity)
+	}
+	return out
+}
+
+// logUnenforced says, once per profile, which rules the enforcer will not
+// enforce for its pods and why (profileRules), whatever the pods opt in to.
+func logUnenforced(logger klog.Logger, cfg *config.KubeSchedulerConfiguration) {
+	for i := range cfg.Profiles {
+		prof := &cfg.Profiles[i]
+		enforced := profileRules(prof)
+		for _, r := range Rules() {
+			if enforced.Has(r) {
+				continue
+			}
+			plugin := nodeaffinity.Name
+			if r != NodeAffinity {
+				plugin = interpodaffinity.Name
+			}
+			logger.Info("Not enforcing a rule for a profile: its Filter does not run the plugin that applies it, so its scheduler would place a replacement in violation again",
+				"profile", prof.SchedulerName, "rule", r, "plugin", plugin)
+		}
+	}
 }

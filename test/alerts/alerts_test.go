@@ -151,6 +151,12 @@ func enforcerEvictions(replica, result string) string {
 	return `placement_enforcer_evictions_total{` + replica + `, rule="node-affinity", result="` + result + `"}`
 }
 
+// enforcerLooping is the leading enforcer replica's looping_owners series
+// for node-affinity.
+func enforcerLooping() string {
+	return `placement_enforcer_looping_owners{` + enforcerA + `, rule="node-affinity"}`
+}
+
 // healthySeries are the series of two scheduler replicas, a leading, with
 // nothing pending and no panic, and of two enforcer replicas, a leading,
 // with one pod in its grace period and no eviction refused, by name with
@@ -181,6 +187,7 @@ func healthySeries() map[string]string {
 		enforcerEvictions(enforcerA, "error"):          "0",
 		enforcerEvictions(enforcerA, "pdb-blocked"):    "0",
 		enforcerEvictions(enforcerB, "error"):          "0",
+		enforcerLooping():                              "0",
 	}
 }
 
@@ -236,7 +243,8 @@ func TestAlerts(t *testing.T) {
 		names = append(names, r.Alert)
 	}
 	want := []string{"PlacementSchedulerDown", "PlacementSchedulerNoLeader", "PlacementSchedulerPodsPending", "PlacementSchedulerPluginPanics",
-		"PlacementEnforcerDown", "PlacementEnforcerNoLeader", "PlacementEnforcerNoFit", "PlacementEnforcerPDBBlocked", "PlacementEnforcerEvictionErrors"}
+		"PlacementEnforcerDown", "PlacementEnforcerNoLeader", "PlacementEnforcerNoFit", "PlacementEnforcerPDBBlocked", "PlacementEnforcerEvictionErrors",
+		"PlacementEnforcerLooping"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("the chart's alerts are %v, want %v (a new alert needs its cases here)", names, want)
 	}
@@ -407,6 +415,20 @@ func TestAlerts(t *testing.T) {
 			enforcerEvictions(enforcerB, "error"): "0x19 1x20",
 		}),
 		want: map[string][]firing{"PlacementEnforcerEvictionErrors": {{Labels: `{rule="node-affinity"}`, First: 20 * time.Minute}}},
+	}, {
+		// An owner looping from 10m on: more than none for loopingFor
+		// (5m), fires at 15m, by rule.
+		name: "an owner looping: EnforcerLooping fires",
+		load: healthyWith(minutes, map[string]string{
+			enforcerLooping(): "0x9 1x30",
+		}),
+		want: map[string][]firing{"PlacementEnforcerLooping": {{Labels: `{rule="node-affinity"}`, First: 15 * time.Minute}}},
+	}, {
+		// Looping for 3 minutes only (the pods' violation cleared): quiet.
+		name: "an owner looping briefly: quiet",
+		load: healthyWith(minutes, map[string]string{
+			enforcerLooping(): "0x9 1x3 0x27",
+		}),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := evaluate(t, rs, tc.load, end)

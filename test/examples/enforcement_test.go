@@ -44,7 +44,11 @@ import (
 const (
 	enforcedProfile     = "enforced"
 	enforcedPoolProfile = "enforced-pool"
-	profilePoolLabel    = "enforcer-tests/profile-pool"
+	// noPodAffinityProfile is enforcedProfile without
+	// PlacementInterPodAffinity: its pods' pod (anti-)affinity is not
+	// applied when they are scheduled, so it is not enforced either.
+	noPodAffinityProfile = "enforced-no-pod-affinity"
+	profilePoolLabel     = "enforcer-tests/profile-pool"
 	// testLabel, on every pod the tests create, holds the test's first
 	// namespace: one cluster-wide watch sees a test's pods in order.
 	testLabel = "enforcer-tests/test"
@@ -97,6 +101,8 @@ func TestEnforcement(t *testing.T) {
 		{"JobEvictedWhenItsPolicyIgnoresDisruption", testJobEvictedWhenItsPolicyIgnoresDisruption},
 		{"AffinityTargetPDBBlocked", testAffinityTargetPDBBlocked},
 		{"Storm", testStorm},
+		{"ProfileWithoutPodAffinity", testProfileWithoutPodAffinity},
+		{"LoopsStop", testLoopsStop},
 	} {
 		// All at once, whatever -parallel says: they wait on the
 		// cluster, not on CPU, and the no-fit test's 60 s window is the
@@ -108,7 +114,8 @@ func TestEnforcement(t *testing.T) {
 
 // enforcementSchedulerConfig is the examples' two-profile config with the
 // profiles renamed, the pool label the tests' own, and no leader election
-// (the examples' scheduler holds the Lease).
+// (the examples' scheduler holds the Lease), plus a third profile, the first
+// one without PlacementInterPodAffinity.
 func enforcementSchedulerConfig() ([]byte, error) {
 	data, err := manifests.Example("profile-pool/scheduler-config.yaml")
 	if err != nil {
@@ -130,6 +137,21 @@ func enforcementSchedulerConfig() ([]byte, error) {
 		"addedAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
 			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
 				map[string]any{"key": profilePoolLabel, "operator": "In", "values": []any{"yes"}}}}}}}}}}
+	var noPods map[string]any
+	if err := yaml.Unmarshal(mustMarshal(profiles[0]), &noPods); err != nil {
+		return nil, err
+	}
+	noPods["schedulerName"] = noPodAffinityProfile
+	noPods["pluginConfig"] = nil
+	mp := noPods["plugins"].(map[string]any)["multiPoint"].(map[string]any)
+	var enabled []any
+	for _, p := range mp["enabled"].([]any) {
+		if p.(map[string]any)["name"] != "PlacementInterPodAffinity" {
+			enabled = append(enabled, p)
+		}
+	}
+	mp["enabled"] = enabled
+	doc["profiles"] = append(profiles, noPods)
 	return yaml.Marshal(doc)
 }
 
@@ -146,6 +168,9 @@ type enforcerConfig struct {
 	backoffInitial  time.Duration
 	evictWithoutFit bool
 	evictJobPods    bool
+	// loopEvictions and loopWindow set loops (zero: the defaults).
+	loopEvictions int
+	loopWindow    time.Duration
 }
 
 func defaultEnforcerConfig() enforcerConfig {
@@ -217,6 +242,16 @@ func (r *run) start(t *testing.T, cfg enforcerConfig) *framework.Enforcer {
 	}
 	if cfg.evictJobPods {
 		doc["evictJobPods"] = true
+	}
+	if cfg.loopEvictions != 0 || cfg.loopWindow != 0 {
+		loops := map[string]any{}
+		if cfg.loopEvictions != 0 {
+			loops["evictions"] = cfg.loopEvictions
+		}
+		if cfg.loopWindow != 0 {
+			loops["window"] = cfg.loopWindow.String()
+		}
+		doc["loops"] = loops
 	}
 	body, err := yaml.Marshal(doc)
 	if err != nil {
@@ -1688,4 +1723,122 @@ func testAffinityTargetPDBBlocked(t *testing.T, h *enforcement) {
 		return nil
 	})
 	r.notEvicted(t, &x, &y)
+}
+
+func mustMarshal(v any) []byte {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// A profile that does not run our pod-affinity filter: its opted-in pod
+// whose anti-affinity breaks is never evicted (its scheduler would place
+// the replacement in violation again), while the same pod under the full
+// profile beside it is, to a node that fits.
+func testProfileWithoutPodAffinity(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	zone := r.key("zone")
+	r.nodes(t, 10, map[string]map[string]string{"a": {zone: "z1"}, "b": {zone: "z1"}})
+	// Both land in zone z1, the only one there is; then x comes, pinned
+	// beside them, and breaks their anti-affinity.
+	anti := testutil.AffinityTerm(zone, testutil.Selector(map[string]string{"app": "x"}))
+	r.replicaSet(t, r.pod(ns, "batch", noPodAffinityProfile).RequiredPodAntiAffinity(anti).Obj(), 1)
+	r.replicaSet(t, r.pod(ns, "full", enforcedProfile).RequiredPodAntiAffinity(anti).Obj(), 1)
+	batch := waitRunning(t, ns, "batch", 1)[0]
+	fullPod := waitRunning(t, ns, "full", 1)[0]
+	r.replicaSet(t, r.pod(ns, "x", enforcedProfile).NodeName(r.node("a")).Obj(), 1)
+	waitRunning(t, ns, "x", 1, r.node("a"))
+	w := r.watchPods(t, nil)
+	enf := r.start(t, defaultEnforcerConfig())
+	// Room in another zone: the full profile's pod moves there.
+	r.nodes(t, 10, map[string]map[string]string{"c": {zone: "z2"}})
+	w.waitEvicted(t, fullPod.UID, "the full profile's pod")
+	waitRunning(t, ns, "full", 1, r.node("c"))
+	// The other is judged by what its profile applies: nothing breaks.
+	// Longer than its grace (2 s) and a resync (20 s) later, it is still
+	// neither evicted nor reported.
+	holdFor(t, 30*time.Second, batch.Name+" neither evicted nor reported", func(context.Context) error {
+		if w.evicted()[batch.UID] {
+			return fmt.Errorf("%s, whose profile does not run PlacementInterPodAffinity, was evicted for its anti-affinity", batch.Name)
+		}
+		reports, err := enf.Violations()
+		if err != nil {
+			return err
+		}
+		for _, rep := range reports {
+			if rep.Pod == ns+"/"+batch.Name {
+				return fmt.Errorf("%s reported: %+v", batch.Name, rep)
+			}
+		}
+		return nil
+	})
+	r.notEvicted(t, &batch)
+	r.acceptedEvictions(t, 1)
+}
+
+// Loops provoked on purpose stop. A ReplicaSet whose template pins
+// spec.nodeName to a node its own nodeSelector rejects: evicted once, its
+// replacement pinned back is reported looping, with its event, and never
+// evicted. A ReplicaSet whose replacements land where they are promised
+// and whose node then loses the label each time (a label that flaps slower
+// than the grace period): evicted loops.evictions (2) times, then looping.
+// The gauge counts both owners.
+func testLoopsStop(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	pinOK, flapOK := r.key("pin-ok"), r.key("flap-ok")
+	r.nodes(t, 10, map[string]map[string]string{
+		"pin": {}, "pin-ok": {pinOK: "yes"},
+		"f0": {flapOK: "yes"}, "f1": {}, "f2": {}, "f3": {},
+	})
+	r.replicaSet(t, r.pod(ns, "pinned", enforcedProfile).NodeName(r.node("pin")).NodeSelector(map[string]string{pinOK: "yes"}).Obj(), 1)
+	r.replicaSet(t, r.pod(ns, "flap", enforcedProfile).NodeSelector(map[string]string{flapOK: "yes"}).Obj(), 1)
+	pinned := waitRunning(t, ns, "pinned", 1, r.node("pin"))[0]
+	flap := waitRunning(t, ns, "flap", 1, r.node("f0"))[0]
+	w := r.watchPods(t, nil)
+	cfg := defaultEnforcerConfig()
+	cfg.loopEvictions, cfg.loopWindow = 2, time.Hour
+	enf := r.start(t, cfg)
+
+	// The pinned one: evicted once (its replacement promised pin-ok),
+	// back on pin, looping.
+	w.waitEvicted(t, pinned.UID, "the pinned pod")
+	repl := waitRunning(t, ns, "pinned", 1, r.node("pin"))[0]
+	got := waitReport(t, enf, ns+"/"+repl.Name, "looping", inState("looping"))
+	if !strings.Contains(got.Detail, repl.Name+" on "+r.node("pin")) {
+		t.Errorf("looping detail %q, want it to name %s on %s", got.Detail, repl.Name, r.node("pin"))
+	}
+	env.WaitForEvent(t, ns, repl.Name, "PlacementLooping", "not evicted")
+
+	// The flapping one: f0 loses the label, f1 gets it: evicted; f1
+	// loses it, f2 gets it: evicted again (a replacement evicted where it
+	// was promised); f2 loses it, f3 gets it: looping.
+	for i, pod := 0, flap; i < 3; i++ {
+		env.SetNodeLabel(t, r.node(fmt.Sprintf("f%d", i+1)), flapOK, "yes")
+		env.SetNodeLabel(t, r.node(fmt.Sprintf("f%d", i)), flapOK, "")
+		if i == 2 {
+			waitReport(t, enf, ns+"/"+pod.Name, "looping", inState("looping"))
+			env.WaitForEvent(t, ns, pod.Name, "PlacementLooping", "evicted 2 times")
+			break
+		}
+		w.waitEvicted(t, pod.UID, fmt.Sprintf("flap's pod on f%d", i))
+		pod = waitRunning(t, ns, "flap", 1, r.node(fmt.Sprintf("f%d", i+1)))[0]
+	}
+	env.Poll(t, "placement_enforcer_looping_owners{rule=node-affinity} 2", func(context.Context) (bool, error) {
+		return metric(t, enf, "placement_enforcer_looping_owners", map[string]string{"rule": "node-affinity"}) == 2, nil
+	})
+	// No more: longer than the grace period and a resync, exactly three
+	// evictions in all.
+	holdFor(t, 25*time.Second, "no eviction after looping", func(context.Context) error {
+		if n := len(w.evicted()); n != 3 {
+			return fmt.Errorf("%d evictions, want 3", n)
+		}
+		return nil
+	})
+	if n := len(r.acceptedEvictions(t, 3)); n != 3 {
+		t.Errorf("%d pods evicted in the audit log, want 3", n)
+	}
 }

@@ -142,10 +142,10 @@ type InFlight struct {
 	// are Ready again, so a replacement its controller has not created
 	// yet still counts as in flight.
 	Ready int
-	// Before holds the owner's pods at the eviction (pod included). Until
-	// a pod of the owner not among them is bound, the replacement takes no
+	// Before marks the owner's pods at the eviction (pod included). Until
+	// a pod of the owner created since is bound, the replacement takes no
 	// room the scheduler counts, so its room is held (Reservations).
-	Before sets.Set[types.UID]
+	Before Existing
 	// At is when the eviction was asked for.
 	At time.Time
 	// Simulated: a dry run's eviction (the server accepted a dryRun=All
@@ -164,9 +164,52 @@ func NewInFlight(c Cluster, pod *v1.Pod, target string, now time.Time) InFlight 
 	if owner := metav1.GetControllerOf(pod); owner != nil {
 		f.Owner = owner.UID
 		f.Ready = readyOf(c, owner.UID)
-		f.Before = c.Controlled(owner.UID).Clone()
+		f.Before = ExistingOf(c, owner.UID)
 	}
 	return f
+}
+
+// Existing marks the pods an owner had at one moment by their creation
+// time, so that a pod created since (a replacement) is told from them
+// without listing them: its size does not grow with the owner's. Newest is
+// the newest creation time among them; the apiserver's creation times have
+// a second's granularity, so the pods created in that second are named
+// (AtNewest). When more than MaxAtNewest share it, none is named and
+// Newest is the next second: a pod created in the same second after the
+// moment is then taken for an old one, which only holds a replacement's
+// room and its caps longer (until a later pod or Timeout), never less.
+type Existing struct {
+	Newest   time.Time   `json:"newest,omitzero"`
+	AtNewest []types.UID `json:"atNewest,omitempty"`
+}
+
+// MaxAtNewest bounds Existing.AtNewest.
+const MaxAtNewest = 32
+
+// ExistingOf marks owner's pods as the cluster holds them now.
+func ExistingOf(c Cluster, owner types.UID) Existing {
+	var x Existing
+	for uid := range c.Controlled(owner) {
+		created := c.Pod(uid).CreationTimestamp.Time
+		switch {
+		case created.After(x.Newest):
+			x.Newest, x.AtNewest = created, append(x.AtNewest[:0], uid)
+		case created.Equal(x.Newest):
+			x.AtNewest = append(x.AtNewest, uid)
+		}
+	}
+	if len(x.AtNewest) > MaxAtNewest {
+		x.Newest, x.AtNewest = x.Newest.Add(time.Second), nil
+	}
+	slices.Sort(x.AtNewest)
+	return x
+}
+
+// Has: pod was among the owner's pods when x was marked (or was created
+// no later than the newest of them).
+func (x Existing) Has(pod *v1.Pod) bool {
+	created := pod.CreationTimestamp.Time
+	return created.Before(x.Newest) || created.Equal(x.Newest) && slices.Contains(x.AtNewest, pod.UID)
 }
 
 // Timeout forgets an eviction whose owner never recovers its Ready count
@@ -287,7 +330,7 @@ func (b *Book) NextTimeout(now time.Time) time.Duration {
 // never a second promise.)
 func (b *Book) replaced(c Cluster, f InFlight) bool {
 	for uid := range c.Controlled(f.Owner) {
-		if !f.Before.Has(uid) && c.Counted(c.Pod(uid)) {
+		if p := c.Pod(uid); !f.Before.Has(p) && c.Counted(p) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package evictions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -235,5 +236,40 @@ func TestReservations(t *testing.T) {
 	}
 	if want := []string{"c", "a", "b"}; !slices.Equal(got, want) {
 		t.Errorf("reservations %v, want %v (by time, then UID; d's replacement is counted)", got, want)
+	}
+}
+
+// ExistingOf marks an owner's pods by creation time: a pod created since
+// is told from them, also in the newest second (whose pods are named), and
+// a burst of more than MaxAtNewest pods in that second is taken whole.
+func TestExistingOf(t *testing.T) {
+	at := time.Unix(1_000, 0)
+	mk := func(name string, created time.Time) *v1.Pod {
+		p := readyPod(name, "rs", "n")
+		p.CreationTimestamp = metav1.NewTime(created)
+		return p
+	}
+	c := &cluster{pods: map[types.UID]*v1.Pod{}}
+	c.add(mk("old", at.Add(-time.Minute)))
+	c.add(mk("newest", at))
+	x := ExistingOf(c, "rs")
+	for _, tc := range []struct {
+		pod  *v1.Pod
+		want bool
+	}{
+		{c.pods["old"], true}, {c.pods["newest"], true},
+		{mk("same-second", at), false},
+		{mk("later", at.Add(time.Second)), false},
+	} {
+		if got := x.Has(tc.pod); got != tc.want {
+			t.Errorf("Has(%s) = %v, want %v", tc.pod.Name, got, tc.want)
+		}
+	}
+	for i := range MaxAtNewest + 1 {
+		c.add(mk(fmt.Sprint("burst-", i), at))
+	}
+	over := ExistingOf(c, "rs")
+	if len(over.AtNewest) != 0 || !over.Has(mk("same-second", at)) || over.Has(mk("later", at.Add(time.Second))) {
+		t.Errorf("%+v: want no pod named, the burst's second taken whole, the next second's pods new", over)
 	}
 }

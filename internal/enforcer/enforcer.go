@@ -77,6 +77,9 @@ type Enforcer struct {
 	records  *records
 	flights  *inflightStore
 	restored bool
+	// term is this leader's term on the Lease (lead; nil: leader election
+	// off): it stamps the records and says which it continues.
+	term *term
 }
 
 // New returns an Enforcer. sched is placement-scheduler's configuration;

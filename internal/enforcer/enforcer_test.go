@@ -116,6 +116,7 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 		return true, nil, nil
 	})
 	r.e = New(cfg, testConfig(t), client, r.events, r.clock)
+	r.e.term = &term{leader: "leader-0"} // the Lease's first term
 	return r
 }
 

@@ -200,15 +200,18 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	if err != nil {
 		return err
 	}
+	// The lock remembers the predecessor's term, which says which records
+	// the new leader continues (leadership.go).
+	terms := newTermLock(lock, le)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            terms,
 		LeaseDuration:   le.LeaseDuration.Duration,
 		RenewDeadline:   le.RenewDeadline.Duration,
 		RetryPeriod:     le.RetryPeriod.Duration,
 		ReleaseOnCancel: true,
 		Name:            Component,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: loop,
+			OnStartedLeading: func(ctx context.Context) { e.lead(ctx, terms.current()); loop(ctx) },
 			OnStoppedLeading: func() { logger.Info("Stopped leading") },
 		},
 	})

@@ -689,8 +689,12 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" ||
-		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) {
+		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) ||
+		c.Limits.OtherEvictionsFor == nil || c.Limits.OtherEvictionsFor.Duration != 5*time.Minute {
 		t.Errorf("defaults not applied: %+v", c)
+	}
+	if c, err := LoadConfig([]byte(head+"limits: {otherEvictionsFor: 0s}\n"), "f"); err != nil || c.Limits.OtherEvictionsFor.Duration != 0 {
+		t.Errorf("limits.otherEvictionsFor: 0s (others' evictions never count): %v, %+v", err, c)
 	}
 	for in, wantErr := range map[string]string{
 		head + "gracePeriod: {nodeAfinity: 1s}\n":                          `unknown field "gracePeriod.nodeAfinity"`,
@@ -702,6 +706,7 @@ func TestLoadConfig(t *testing.T) {
 		head + "clientConnection: {qps: -1}\n":                             "clientConnection.qps: must be positive",
 		head + "clientConnection: {qps: 100, burst: 10}\n":                 "clientConnection.burst (10) must be at least clientConnection.qps (100)",
 		head + "clientConnection: {eventBurst: -2}\n":                      "clientConnection.eventBurst: must be positive",
+		head + "limits: {otherEvictionsFor: -1m}\n":                        "limits.otherEvictionsFor: must not be negative",
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

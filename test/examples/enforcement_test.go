@@ -1463,11 +1463,8 @@ func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
 	ns := r.nss[0]
-	oldNode, newNode := r.node("old"), r.node("new")
-	key := r.key("pool")
-	r.nodes(t, 5, map[string]map[string]string{"old": {key: "yes"}, "new": {}})
-	r.replicaSet(t, r.pod(ns, "app", enforcedProfile).NodeSelector(map[string]string{key: "yes"}).Obj(), 1)
-	pod := waitRunning(t, ns, "app", 1, oldNode)[0]
+	oldNode, newNode, key := r.node("old"), r.node("new"), r.key("pool")
+	pod := r.onePodOnOld(t, 5)
 	cfg := defaultEnforcerConfig()
 	cfg.grace = 20 * time.Second
 	cfg.leaseDuration = 5 * time.Second
@@ -1501,11 +1498,8 @@ func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
 func testGraceAfterDryRunGap(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
 	ns := r.nss[0]
-	oldNode, newNode := r.node("old"), r.node("new")
-	key := r.key("pool")
-	r.nodes(t, 5, map[string]map[string]string{"old": {key: "yes"}, "new": {}})
-	r.replicaSet(t, r.pod(ns, "app", enforcedProfile).NodeSelector(map[string]string{key: "yes"}).Obj(), 1)
-	pod := waitRunning(t, ns, "app", 1, oldNode)[0]
+	oldNode, newNode, key := r.node("old"), r.node("new"), r.key("pool")
+	pod := r.onePodOnOld(t, 5)
 	name := ns + "/" + pod.Name
 	env.SetNodeLabel(t, newNode, key, "yes")
 	cfg := defaultEnforcerConfig()
@@ -1577,11 +1571,8 @@ func recordedSince(t *testing.T, ns, name string) time.Time {
 func testOthersStuckEvictions(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
 	ns := r.nss[0]
-	oldNode, newNode, drained := r.node("old"), r.node("new"), r.node("drained")
-	key := r.key("pool")
-	r.nodes(t, 20, map[string]map[string]string{"old": {key: "yes"}, "new": {}, "drained": {}})
-	r.replicaSet(t, r.pod(ns, "app", enforcedProfile).NodeSelector(map[string]string{key: "yes"}).Obj(), 1)
-	pod := waitRunning(t, ns, "app", 1, oldNode)[0]
+	oldNode, newNode, drained, key := r.node("old"), r.node("new"), r.node("drained"), r.key("pool")
+	pod := r.onePodOnOld(t, 20, "drained")
 	env.SetNodeLabel(t, newNode, key, "yes")
 	const stuck = 10
 	for i := range stuck {
@@ -1666,6 +1657,23 @@ func testOthersStuckEvictions(t *testing.T, h *enforcement) {
 	if want := map[string]int{r.user: 1, "system:serviceaccount:" + ns + ":" + drainer: stuck}; !maps.Equal(byUser, want) {
 		t.Errorf("accepted evictions by user %v, want %v", byUser, want)
 	}
+}
+
+// onePodOnOld creates the nodes old, in the test's pool (label
+// r.key("pool")), new, not in it yet, and extra ones, not in it, each with
+// room for pods pods; then a ReplicaSet app of one pod that selects the
+// pool, and returns its pod once it runs on old.
+func (r *run) onePodOnOld(t *testing.T, pods int64, extra ...string) v1.Pod {
+	t.Helper()
+	key := r.key("pool")
+	nodes := map[string]map[string]string{"old": {key: "yes"}, "new": {}}
+	for _, name := range extra {
+		nodes[name] = map[string]string{}
+	}
+	r.nodes(t, pods, nodes)
+	ns := r.nss[0]
+	r.replicaSet(t, r.pod(ns, "app", enforcedProfile).NodeSelector(map[string]string{key: "yes"}).Obj(), 1)
+	return waitRunning(t, ns, "app", 1, r.node("old"))[0]
 }
 
 // leading is the index of the leader of enfs: the one reporting

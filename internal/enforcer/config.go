@@ -60,7 +60,8 @@ type Config struct {
 	EvictionsPerSecond float64 `json:"evictionsPerSecond,omitempty"`
 	Burst              int     `json:"burst,omitempty"`
 	// Limits cap the evictions in flight (evicted, replacement not Ready
-	// yet). Defaults: 1 per node, 5 per namespace, 10 in total.
+	// yet). Defaults: 1 per node, 5 per namespace, 10 in total; another
+	// actor's eviction counts for otherEvictionsFor, default 5m.
 	Limits Limits `json:"limits,omitempty"`
 	// Loops stops the evictions of an owner's pods for a rule that its
 	// replacements break again (loops.go). Defaults: 3 evictions, 1h.
@@ -210,6 +211,9 @@ func (c *Config) defaults() {
 		c.Loops.Evictions = 3
 	}
 	dur(&c.Loops.Window, time.Hour)
+	if c.Limits.OtherEvictionsFor == nil {
+		c.Limits.OtherEvictionsFor = &metav1.Duration{Duration: evictions.DefaultOtherEvictionsFor}
+	}
 	dur(&c.Backoff.Initial, 10*time.Second)
 	dur(&c.Backoff.Max, 5*time.Minute)
 	le := &c.LeaderElection
@@ -262,6 +266,7 @@ func (c *Config) validate() error {
 		"gracePeriod.nodeAffinity": c.GracePeriod.NodeAffinity, "gracePeriod.podAffinity": c.GracePeriod.PodAffinity,
 		"gracePeriod.podAntiAffinity": c.GracePeriod.PodAntiAffinity, "resync": &c.Resync,
 		"backoff.initial": &c.Backoff.Initial, "backoff.max": &c.Backoff.Max, "loops.window": &c.Loops.Window,
+		"limits.otherEvictionsFor": c.Limits.OtherEvictionsFor,
 	} {
 		if d.Duration < 0 {
 			errs = append(errs, fmt.Errorf("%s: must not be negative, got %s", name, d.Duration))

@@ -80,6 +80,9 @@ type Enforcer struct {
 	records  *records
 	flights  *inflightStore
 	restored bool
+	// term is this leader's term on the Lease (lead; nil: leader election
+	// off): it stamps the records and says which it continues.
+	term *term
 }
 
 // New returns an Enforcer. sched is placement-scheduler's configuration;
@@ -511,11 +514,13 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		p.report(pod, base, t)
 		return
 	}
-	if hold, why := p.book.CapReached(p.s, pod); hold != "" {
+	if hold, why, aging := p.book.CapReached(p.s, pod, p.now); hold != "" {
 		// The evictions that hold the cap settle on their pods' events,
-		// which start a pass; only their timeout needs a timer.
+		// which start a pass; only their timeout, and another actor's
+		// eviction leaving the count, need a timer.
 		base.State, base.Detail, base.Wait = StatePaced, why, string(hold)
 		p.after(p.book.NextTimeout(p.now))
+		p.after(aging)
 		p.report(pod, base, t)
 		return
 	}

@@ -116,6 +116,7 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 		return true, nil, nil
 	})
 	r.e = New(cfg, testConfig(t), client, r.events, r.clock)
+	r.e.term = &term{leader: "leader-0"} // the Lease's first term
 	return r
 }
 
@@ -689,8 +690,12 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" ||
 		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) ||
-		c.Loops != (LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}}) {
+		c.Loops != (LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}}) ||
+		c.Limits.OtherEvictionsFor == nil || c.Limits.OtherEvictionsFor.Duration != 5*time.Minute {
 		t.Errorf("defaults not applied: %+v", c)
+	}
+	if c, err := LoadConfig([]byte(head+"limits: {otherEvictionsFor: 0s}\n"), "f"); err != nil || c.Limits.OtherEvictionsFor.Duration != 0 {
+		t.Errorf("limits.otherEvictionsFor: 0s (others' evictions never count): %v, %+v", err, c)
 	}
 	for in, wantErr := range map[string]string{
 		head + "gracePeriod: {nodeAfinity: 1s}\n":                          `unknown field "gracePeriod.nodeAfinity"`,
@@ -707,6 +712,7 @@ func TestLoadConfig(t *testing.T) {
 		head + "loops: {evictions: 101}\n":                                 "loops.evictions: want 2 to 100",
 		head + "loops: {window: -1m}\n":                                    "loops.window: must not be negative",
 		head + "loops: {evictons: 3}\n":                                    `unknown field "loops.evictons"`,
+		head + "limits: {otherEvictionsFor: -1m}\n":                        "limits.otherEvictionsFor: must not be negative",
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

@@ -15,15 +15,32 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
 
 // newLeader replaces the rig's Enforcer by a new one on the same clientset
 // and cluster: the old leader is gone with everything it held in memory,
-// and the new one knows only what the API objects say.
+// and the new one knows only what the API objects say. It takes the Lease
+// over at once (a prompt failover: the old leader renewed until now).
 func (r *rig) newLeader() {
-	r.e = New(r.e.cfg, r.e.sched, r.e.client, r.events, r.clock)
+	r.handOver(r.e.cfg, r.clock.Now(), false)
+}
+
+// handOver replaces the rig's leader by a new one running cfg, whose term
+// begins now, after the old leader's last renewal at lastRenewal (its
+// release, when released), as the Lease would tell it (termLock).
+func (r *rig) handOver(cfg *Config, lastRenewal time.Time, released bool) {
+	old := r.e.term
+	prev := resourcelock.LeaderElectionRecord{HolderIdentity: old.leader, LeaderTransitions: old.transitions, RenewTime: metav1.NewTime(lastRenewal)}
+	if released {
+		prev.HolderIdentity = ""
+	}
+	next := resourcelock.LeaderElectionRecord{HolderIdentity: fmt.Sprintf("leader-%d", old.transitions+1),
+		LeaderTransitions: old.transitions + 1, AcquireTime: metav1.NewTime(r.clock.Now())}
+	r.e = New(cfg, r.e.sched, r.e.client, r.events, r.clock)
+	r.e.lead(context.Background(), takeover(&prev, next, cfg.LeaderElection))
 }
 
 // recordOn is the enforcement record on the rig's pod name (nil: none).

@@ -32,6 +32,13 @@ type podRecord struct {
 	// By is the Lease of the enforcer that wrote it (namespace/name): a
 	// leader continues and clears only its own Lease's records.
 	By string `json:"by"`
+	// Leader and Term are the term of the leader that wrote it (its
+	// identity and the Lease's leaderTransitions), and Mode whether it ran
+	// live: a new leader continues only a live record of the term it took
+	// over from without a gap (term.continues), and re-stamps it.
+	Leader string `json:"leader,omitempty"`
+	Term   int    `json:"term,omitempty"`
+	Mode   string `json:"mode,omitempty"`
 	// Since is when each violated rule's violation was first detected.
 	Since map[Rule]time.Time `json:"since,omitempty"`
 	// RetryAfter: the last eviction request was answered State (Detail)
@@ -43,12 +50,25 @@ type podRecord struct {
 	Detail     string          `json:"detail,omitempty"`
 }
 
+// Record modes: records are written by live leaders only (a dry run
+// writes nothing), and a record of any other mode is never continued.
+const (
+	modeLive   = "live"
+	modeDryRun = "dry-run"
+)
+
 // maxDetail bounds the refusal text kept in a record.
 const maxDetail = 512
 
 // recordOf is t's record at now; "" when there is nothing to record.
 func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time) string {
-	r := podRecord{By: e.records.by}
+	r := podRecord{By: e.records.by, Mode: modeLive}
+	if e.cfg.DryRun {
+		r.Mode = modeDryRun
+	}
+	if e.term != nil {
+		r.Leader, r.Term = e.term.leader, e.term.transitions
+	}
 	if len(t.since) > 0 {
 		r.Since = make(map[Rule]time.Time, len(t.since))
 		for rule, at := range t.since {
@@ -75,7 +95,11 @@ func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time) string {
 }
 
 // restore rebuilds, from the records on the pods, the grace clocks and
-// backoffs the previous leader kept for the pods still running.
+// backoffs the previous leader kept for the pods still running, when this
+// leader's term continues the one that wrote them. Any other record (a
+// gap without a leader, a dry run's term in between, leader election
+// off) is no clock to continue: its pod's grace period starts afresh, and
+// the record is replaced or cleared as this leader's own.
 func (e *Enforcer) restore(logger klog.Logger, s *clusterState, now time.Time) {
 	for uid, pod := range s.pods {
 		value, ok := pod.Annotations[RecordAnnotation]
@@ -92,6 +116,10 @@ func (e *Enforcer) restore(logger klog.Logger, s *clusterState, now time.Time) {
 		}
 		e.records.seen(pod, value)
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		if !e.term.continues(r) {
+			logger.V(2).Info("Not continuing an enforcement record of another term", "pod", klog.KObj(pod), "record", value)
 			continue
 		}
 		t := &tracked{since: map[Rule]time.Time{}}

@@ -207,8 +207,11 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 	if err != nil {
 		return err
 	}
+	// The lock remembers the predecessor's term, which says which records
+	// the new leader continues (leadership.go).
+	terms := newTermLock(lock, le)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            terms,
 		LeaseDuration:   le.LeaseDuration.Duration,
 		RenewDeadline:   le.RenewDeadline.Duration,
 		RetryPeriod:     le.RetryPeriod.Duration,
@@ -216,7 +219,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 		Name:            Component,
 		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: loop,
+			OnStartedLeading: func(ctx context.Context) { e.lead(ctx, terms.current()); loop(ctx) },
 			OnStoppedLeading: func() { logger.Info("Stopped leading") },
 		},
 	})

@@ -21,6 +21,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -97,6 +100,8 @@ func TestEnforcement(t *testing.T) {
 		{"DryRunSplitUnderCaps", testDryRunSplitUnderCaps},
 		{"LeaderKilledMidBatch", testLeaderKilledMidBatch},
 		{"LeaderKilledMidGrace", testLeaderKilledMidGrace},
+		{"GraceAfterDryRunGap", testGraceAfterDryRunGap},
+		{"OthersStuckEvictions", testOthersStuckEvictions},
 		{"JobProtected", testJobProtected},
 		{"JobEvictedWhenItsPolicyIgnoresDisruption", testJobEvictedWhenItsPolicyIgnoresDisruption},
 		{"AffinityTargetPDBBlocked", testAffinityTargetPDBBlocked},
@@ -171,6 +176,8 @@ type enforcerConfig struct {
 	// loopEvictions and loopWindow set loops (zero: the defaults).
 	loopEvictions int
 	loopWindow    time.Duration
+	// otherEvictionsFor is limits.otherEvictionsFor; 0: the default.
+	otherEvictionsFor time.Duration
 }
 
 func defaultEnforcerConfig() enforcerConfig {
@@ -252,6 +259,8 @@ func (r *run) start(t *testing.T, cfg enforcerConfig) *framework.Enforcer {
 			loops["window"] = cfg.loopWindow.String()
 		}
 		doc["loops"] = loops
+	if cfg.otherEvictionsFor > 0 {
+		doc["limits"].(map[string]any)["otherEvictionsFor"] = cfg.otherEvictionsFor.String()
 	}
 	body, err := yaml.Marshal(doc)
 	if err != nil {
@@ -1491,11 +1500,8 @@ func testLeaderKilledMidBatch(t *testing.T, h *enforcement) {
 func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
 	r := h.newRun(t, 1)
 	ns := r.nss[0]
-	oldNode, newNode := r.node("old"), r.node("new")
-	key := r.key("pool")
-	r.nodes(t, 5, map[string]map[string]string{"old": {key: "yes"}, "new": {}})
-	r.replicaSet(t, r.pod(ns, "app", enforcedProfile).NodeSelector(map[string]string{key: "yes"}).Obj(), 1)
-	pod := waitRunning(t, ns, "app", 1, oldNode)[0]
+	oldNode, newNode, key := r.node("old"), r.node("new"), r.key("pool")
+	pod := r.onePodOnOld(t, 5)
 	cfg := defaultEnforcerConfig()
 	cfg.grace = 20 * time.Second
 	cfg.leaseDuration = 5 * time.Second
@@ -1504,9 +1510,76 @@ func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
 
 	env.SetNodeLabel(t, newNode, key, "yes")
 	env.SetNodeLabel(t, oldNode, key, "")
+	since := recordedSince(t, ns, pod.Name)
+	leader := leading(t, enfs)
+	enfs[leader].Kill()
+	at := w.waitEvicted(t, pod.UID, "the pod")
+	if at.Before(since.Add(cfg.grace)) || at.After(since.Add(cfg.grace+5*time.Second)) {
+		t.Errorf("evicted %s after the first detection, want within [%s, %s]: the grace period was not continued",
+			at.Sub(since), cfg.grace, cfg.grace+5*time.Second)
+	}
+	waitRunning(t, ns, "app", 1, newNode)
+	r.acceptedEvictions(t, 1)
+	if enfs[1-leader].Exited() {
+		t.Errorf("the surviving enforcer exited: %v", enfs[1-leader].Err())
+	}
+}
+
+// A live enforcer detects a violation and records it on the pod; it is
+// stopped and a dry run takes the Lease; under it the violation clears and
+// the record stays (a dry run writes nothing), older than the grace period
+// by the time the dry run stops and the violation comes back; then the
+// live enforcer is started again. The record is of a term before the dry
+// run's: the pod gets a full grace period from the live restart, not an
+// eviction at once for a clock that ran while nothing enforced.
+func testGraceAfterDryRunGap(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	oldNode, newNode, key := r.node("old"), r.node("new"), r.key("pool")
+	pod := r.onePodOnOld(t, 5)
+	name := ns + "/" + pod.Name
+	env.SetNodeLabel(t, newNode, key, "yes")
+	cfg := defaultEnforcerConfig()
+	cfg.grace = 15 * time.Second
+	live := r.start(t, cfg)
+	w := r.watchPods(t, nil)
+
+	env.SetNodeLabel(t, oldNode, key, "")
+	since := recordedSince(t, ns, pod.Name)
+	live.Stop()
+	dryCfg := cfg
+	dryCfg.dryRun = true
+	dry := r.start(t, dryCfg)
+	waitReport(t, dry, name, "seen by the dry run", func(rep *framework.EnforcerReport) bool { return rep != nil })
+	env.SetNodeLabel(t, oldNode, key, "yes")
+	waitReport(t, dry, name, "cleared under the dry run", func(rep *framework.EnforcerReport) bool { return rep == nil })
+	env.Poll(t, "the stale record older than the grace period", func(context.Context) (bool, error) {
+		if got := recordedSince(t, ns, pod.Name); !got.Equal(since) {
+			return false, fmt.Errorf("the dry run rewrote the record: since %s, was %s", got, since)
+		}
+		return time.Since(since) > cfg.grace+time.Second, nil
+	})
+	dry.Stop()
+
+	env.SetNodeLabel(t, oldNode, key, "")
+	restarted := time.Now()
+	r.start(t, cfg)
+	at := w.waitEvicted(t, pod.UID, "the pod")
+	if at.Before(restarted.Add(cfg.grace)) {
+		t.Errorf("evicted %s after the live restart, %s after the stale record's first detection: want a full grace period (%s) from the restart",
+			at.Sub(restarted), at.Sub(since), cfg.grace)
+	}
+	waitRunning(t, ns, "app", 1, newNode)
+	r.acceptedEvictions(t, 1)
+}
+
+// recordedSince polls until the enforcement record on pod ns/name holds a
+// node-affinity first detection, and returns it.
+func recordedSince(t *testing.T, ns, name string) time.Time {
+	t.Helper()
 	var since time.Time
 	env.Poll(t, "the first detection recorded on the pod", func(ctx context.Context) (bool, error) {
-		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -1523,18 +1596,121 @@ func testLeaderKilledMidGrace(t *testing.T, h *enforcement) {
 		since = rec.Since[enforcer.NodeAffinity]
 		return !since.IsZero(), nil
 	})
-	leader := leading(t, enfs)
-	enfs[leader].Kill()
+	return since
+}
+
+// Ten pods of the namespace evicted through the Eviction API by another
+// user (a drain) and held Terminating by a finalizer count toward
+// limits.perNamespace (10 here) only for limits.otherEvictionsFor (30 s
+// here) from their DisruptionTarget condition: the violating pod is paced
+// by them at first, then evicted once they have aged out, while they are
+// still terminating.
+func testOthersStuckEvictions(t *testing.T, h *enforcement) {
+	r := h.newRun(t, 1)
+	ns := r.nss[0]
+	oldNode, newNode, drained, key := r.node("old"), r.node("new"), r.node("drained"), r.key("pool")
+	pod := r.onePodOnOld(t, 20, "drained")
+	env.SetNodeLabel(t, newNode, key, "yes")
+	const stuck = 10
+	for i := range stuck {
+		p := r.pod(ns, fmt.Sprintf("stuck-%d", i), enforcedProfile).NodeName(drained).Obj()
+		p.Finalizers = []string{"enforcer-tests/hold"}
+		env.Create(t, p)
+	}
+	waitRunning(t, ns, "stuck-0", 1, drained)
+
+	// The other tool: a user of its own that may evict pods in ns.
+	const drainer = "drainer"
+	env.Create(t,
+		&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: drainer, Namespace: ns}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: drainer, Namespace: ns}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: drainer, Namespace: ns},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: drainer, Namespace: ns}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: drainer}},
+	)
+	as := rest.AnonymousClientConfig(env.Config)
+	as.BearerToken = env.ServiceAccountToken(t, ns, drainer)
+	other, err := kubernetes.NewForConfig(as)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := defaultEnforcerConfig()
+	cfg.perNS = stuck
+	cfg.otherEvictionsFor = 30 * time.Second
+	enf := r.start(t, cfg)
+	w := r.watchPods(t, nil)
+
+	for i := range stuck {
+		name := fmt.Sprintf("stuck-%d", i)
+		env.Poll(t, "the other user's eviction of "+name, func(ctx context.Context) (bool, error) {
+			err := other.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+			if apierrors.IsForbidden(err) {
+				return false, nil // its Role not in force yet
+			}
+			return err == nil, err
+		})
+	}
+	var first time.Time // the earliest eviction, as the enforcer reads it
+	env.Poll(t, "the ten pods terminating, evicted", func(ctx context.Context) (bool, error) {
+		first = time.Time{}
+		for i := range stuck {
+			p, err := env.Client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("stuck-%d", i), metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c := framework.PodCondition(p, v1.DisruptionTarget)
+			if p.DeletionTimestamp == nil || c == nil || c.Status != v1.ConditionTrue {
+				return false, nil
+			}
+			if first.IsZero() || c.LastTransitionTime.Time.Before(first) {
+				first = c.LastTransitionTime.Time
+			}
+		}
+		return true, nil
+	})
+
+	env.SetNodeLabel(t, oldNode, key, "")
+	rep := waitReport(t, enf, ns+"/"+pod.Name, "paced", inState("paced"))
+	if rep.Wait != "limits.perNamespace" {
+		t.Errorf("paced by %q (%s), want limits.perNamespace: the ten recent evictions count", rep.Wait, rep.Detail)
+	}
 	at := w.waitEvicted(t, pod.UID, "the pod")
-	if at.Before(since.Add(cfg.grace)) || at.After(since.Add(cfg.grace+5*time.Second)) {
-		t.Errorf("evicted %s after the first detection, want within [%s, %s]: the grace period was not continued",
-			at.Sub(since), cfg.grace, cfg.grace+5*time.Second)
+	if at.Before(first.Add(cfg.otherEvictionsFor)) {
+		t.Errorf("evicted %s after the other user's first eviction, want at least %s", at.Sub(first), cfg.otherEvictionsFor)
 	}
 	waitRunning(t, ns, "app", 1, newNode)
-	r.acceptedEvictions(t, 1)
-	if enfs[1-leader].Exited() {
-		t.Errorf("the surviving enforcer exited: %v", enfs[1-leader].Err())
+	for i := range stuck {
+		p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), fmt.Sprintf("stuck-%d", i), metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp == nil {
+			t.Errorf("stuck-%d: %v; want it still terminating", i, err)
+		}
 	}
+	byUser := map[string]int{}
+	for _, e := range evictionsAccepted(t, ns) {
+		byUser[e.User]++
+	}
+	if want := map[string]int{r.user: 1, "system:serviceaccount:" + ns + ":" + drainer: stuck}; !maps.Equal(byUser, want) {
+		t.Errorf("accepted evictions by user %v, want %v", byUser, want)
+	}
+}
+
+// onePodOnOld creates the nodes old, in the test's pool (label
+// r.key("pool")), new, not in it yet, and extra ones, not in it, each with
+// room for pods pods; then a ReplicaSet app of one pod that selects the
+// pool, and returns its pod once it runs on old.
+func (r *run) onePodOnOld(t *testing.T, pods int64, extra ...string) v1.Pod {
+	t.Helper()
+	key := r.key("pool")
+	nodes := map[string]map[string]string{"old": {key: "yes"}, "new": {}}
+	for _, name := range extra {
+		nodes[name] = map[string]string{}
+	}
+	r.nodes(t, pods, nodes)
+	ns := r.nss[0]
+	r.replicaSet(t, r.pod(ns, "app", enforcedProfile).NodeSelector(map[string]string{key: "yes"}).Obj(), 1)
+	return waitRunning(t, ns, "app", 1, r.node("old"))[0]
 }
 
 // leading is the index of the leader of enfs: the one reporting

@@ -90,7 +90,18 @@ type Limits struct {
 	PerNode      int `json:"perNode,omitempty"`
 	PerNamespace int `json:"perNamespace,omitempty"`
 	Total        int `json:"total,omitempty"`
+	// OtherEvictionsFor is how long a pod someone else evicted (kubectl
+	// drain, an autoscaler) counts toward the caps while it terminates,
+	// from its DisruptionTarget condition. Nil: DefaultOtherEvictionsFor;
+	// 0: never.
+	OtherEvictionsFor *metav1.Duration `json:"otherEvictionsFor,omitempty"`
 }
+
+// DefaultOtherEvictionsFor covers a pod's graceful termination (30 s by
+// default, minutes for some workloads): a pod still terminating after it
+// is stuck (a finalizer, an unreachable node) and no longer a disruption
+// in progress, and must not hold the caps for as long as it stays.
+const DefaultOtherEvictionsFor = 5 * time.Minute
 
 // Cluster is what the book reads of the cluster: the enforcer's state, kept
 // from its informers.
@@ -220,13 +231,18 @@ const Timeout = 10 * time.Minute
 // Book is the enforcer's evictions in flight, kept across passes by the
 // leader that made them.
 type Book struct {
-	limits   Limits
-	inflight map[types.UID]InFlight
+	limits    Limits
+	othersFor time.Duration
+	inflight  map[types.UID]InFlight
 }
 
 // NewBook returns an empty book under limits.
 func NewBook(limits Limits) *Book {
-	return &Book{limits: limits, inflight: map[types.UID]InFlight{}}
+	b := &Book{limits: limits, othersFor: DefaultOtherEvictionsFor, inflight: map[types.UID]InFlight{}}
+	if limits.OtherEvictionsFor != nil {
+		b.othersFor = limits.OtherEvictionsFor.Duration
+	}
+	return b
 }
 
 // Add records the accepted eviction f (NewInFlight; or, for a new leader,
@@ -391,11 +407,15 @@ func (b *Book) OwnerBusy(c Cluster, pod *v1.Pod, owner types.UID) string {
 	return ""
 }
 
-// CapReached names the cap that holds pod back and says why ("": none).
-// Evictions in flight are ours (a dry run's simulated ones included) plus
-// any pod terminating after an eviction (so a new leader counts its
-// predecessor's).
-func (b *Book) CapReached(c Cluster, pod *v1.Pod) (Hold, string) {
+// CapReached names the cap that holds pod back at now and says why ("":
+// none). Evictions in flight are ours, as the book knows them (a dry
+// run's simulated ones, and a predecessor's restored from the store,
+// included), plus the pods terminating after someone else's eviction for
+// Limits.OtherEvictionsFor from it: a pod stuck terminating (a finalizer,
+// an unreachable node) is no disruption in progress and must not pin the
+// caps. aging is how soon the first such eviction counted stops counting
+// (0: none counted): no event marks it, so a pod held back needs a timer.
+func (b *Book) CapReached(c Cluster, pod *v1.Pod, now time.Time) (hold Hold, why string, aging time.Duration) {
 	node, ns, total := 0, 0, 0
 	count := func(n, namespace string) {
 		total++
@@ -411,19 +431,31 @@ func (b *Book) CapReached(c Cluster, pod *v1.Pod) (Hold, string) {
 	}
 	for uid := range c.Terminating() {
 		other := c.Pod(uid)
-		if _, ours := b.inflight[uid]; !ours && other.DeletionTimestamp != nil && evicted(other) {
-			count(other.Spec.NodeName, other.Namespace)
+		if _, ours := b.inflight[uid]; ours || other.DeletionTimestamp == nil {
+			continue
+		}
+		at, ok := evictedAt(other)
+		if !ok {
+			continue
+		}
+		left := at.Add(b.othersFor).Sub(now)
+		if left <= 0 {
+			continue
+		}
+		count(other.Spec.NodeName, other.Namespace)
+		if aging == 0 || left < aging {
+			aging = left
 		}
 	}
 	switch {
 	case total >= b.limits.Total:
-		return HoldTotal, fmt.Sprintf("%s (%d evictions in flight)", HoldTotal, total)
+		return HoldTotal, fmt.Sprintf("%s (%d evictions in flight)", HoldTotal, total), aging
 	case node >= b.limits.PerNode:
-		return HoldPerNode, fmt.Sprintf("%s (%d evictions in flight on %s)", HoldPerNode, node, pod.Spec.NodeName)
+		return HoldPerNode, fmt.Sprintf("%s (%d evictions in flight on %s)", HoldPerNode, node, pod.Spec.NodeName), aging
 	case ns >= b.limits.PerNamespace:
-		return HoldPerNamespace, fmt.Sprintf("%s (%d evictions in flight in %s)", HoldPerNamespace, ns, pod.Namespace)
+		return HoldPerNamespace, fmt.Sprintf("%s (%d evictions in flight in %s)", HoldPerNamespace, ns, pod.Namespace), aging
 	}
-	return "", ""
+	return "", "", 0
 }
 
 // readyOf counts the owner's pods that are Ready and not terminating.
@@ -453,13 +485,21 @@ func finished(pod *v1.Pod) bool {
 	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
 }
 
-// evicted: the pod carries the DisruptionTarget condition the Eviction API
-// sets.
-func evicted(pod *v1.Pod) bool {
+// evictedAt is when the pod was evicted: its DisruptionTarget condition,
+// which the Eviction API sets, turned True (the deletion's time when the
+// condition carries none).
+func evictedAt(pod *v1.Pod) (time.Time, bool) {
 	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue {
-			return strings.Contains(c.Reason, "Eviction")
+		if c.Type != v1.DisruptionTarget || c.Status != v1.ConditionTrue || !strings.Contains(c.Reason, "Eviction") {
+			continue
 		}
+		if !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time, true
+		}
+		if pod.DeletionTimestamp != nil {
+			return pod.DeletionTimestamp.Time, true
+		}
+		return time.Time{}, false
 	}
-	return false
+	return time.Time{}, false
 }

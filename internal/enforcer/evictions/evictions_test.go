@@ -122,7 +122,7 @@ func oneInFlight(t *testing.T, repl Replacement, now time.Time, simulated bool) 
 	b.Add(f)
 	other := readyPod("q", "rs2", "a")
 	c.add(other)
-	if got, _ := b.CapReached(c, other); got != HoldPerNode || b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") == "" {
+	if got, _, _ := b.CapReached(c, other, now); got != HoldPerNode || b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs") == "" {
 		t.Fatalf("in flight: cap %q, owner busy %q; want limits.perNode and busy", got, b.OwnerBusy(c, readyPod("p3", "rs", "a"), "rs"))
 	}
 	return c, b
@@ -271,5 +271,61 @@ func TestExistingOf(t *testing.T) {
 	over := ExistingOf(c, "rs")
 	if len(over.AtNewest) != 0 || !over.Has(mk("same-second", at)) || over.Has(mk("later", at.Add(time.Second))) {
 		t.Errorf("%+v: want no pod named, the burst's second taken whole, the next second's pods new", over)
+// Another actor's eviction (a pod terminating with the Eviction API's
+// DisruptionTarget condition, not in the book) counts toward the caps for
+// OtherEvictionsFor from its condition, and never after: ten pods stuck
+// terminating since long ago hold nothing, ten recent ones hold the
+// namespace's cap until the first of them ages out. The book's own
+// evictions count whatever their age.
+func TestOthersEvictionsCountForABoundedAge(t *testing.T) {
+	now := time.Unix(100_000, 0)
+	stuck := func(c *cluster, prefix string, at time.Time) {
+		for i := range 10 {
+			p := readyPod(prefix+string(rune('0'+i)), "drained", "x")
+			p.Finalizers = []string{"example.com/hold"}
+			p.DeletionTimestamp = &metav1.Time{Time: at.Add(30 * time.Second)}
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+				Reason: "EvictionByEvictionAPI", LastTransitionTime: metav1.NewTime(at.Add(time.Duration(i) * time.Second))})
+			c.add(p)
+		}
+	}
+	limits := Limits{PerNode: 100, PerNamespace: 5, Total: 100, OtherEvictionsFor: &metav1.Duration{Duration: 5 * time.Minute}}
+	candidate := readyPod("q", "rs", "a")
+
+	c := &cluster{pods: map[types.UID]*v1.Pod{}}
+	c.add(candidate)
+	stuck(c, "old-", now.Add(-time.Hour))
+	b := NewBook(limits)
+	if hold, why, aging := b.CapReached(c, candidate, now); hold != "" || aging != 0 {
+		t.Errorf("ten pods stuck terminating for an hour: held by %q (%s), aging %s; want not held", hold, why, aging)
+	}
+
+	recent := now.Add(-time.Minute)
+	stuck(c, "new-", recent)
+	hold, why, aging := b.CapReached(c, candidate, now)
+	if hold != HoldPerNamespace || aging != 4*time.Minute {
+		t.Fatalf("ten recent evictions: held by %q (%s), aging %s; want %s, the first aging out in 4m", hold, why, aging, HoldPerNamespace)
+	}
+	// 5 of the recent ones (the last) still count at 4m4s: the cap holds.
+	if hold, why, _ := b.CapReached(c, candidate, recent.Add(5*time.Minute+4*time.Second)); hold != HoldPerNamespace {
+		t.Errorf("five recent evictions inside the bound: held by %q (%s), want %s", hold, why, HoldPerNamespace)
+	}
+	if hold, why, _ := b.CapReached(c, candidate, recent.Add(5*time.Minute+5*time.Second)); hold != "" {
+		t.Errorf("four recent evictions inside the bound: held by %q (%s), want not held", hold, why)
+	}
+	if hold, why, _ := b.CapReached(c, candidate, now.Add(time.Hour)); hold != "" {
+		t.Errorf("every eviction aged out: held by %q (%s)", hold, why)
+	}
+
+	// 0: another actor's eviction never counts; the book's own always do.
+	own := NewBook(Limits{PerNode: 100, PerNamespace: 1, Total: 100, OtherEvictionsFor: &metav1.Duration{}})
+	if hold, why, _ := own.CapReached(c, candidate, now); hold != "" {
+		t.Errorf("otherEvictionsFor 0: held by %q (%s)", hold, why)
+	}
+	mine := readyPod("mine", "rs3", "y")
+	c.add(mine)
+	own.Add(NewInFlight(c, mine, "", now.Add(-9*time.Minute)))
+	if hold, why, _ := own.CapReached(c, candidate, now); hold != HoldPerNamespace {
+		t.Errorf("the book's eviction of 9 minutes ago: held by %q (%s), want %s", hold, why, HoldPerNamespace)
 	}
 }

@@ -259,6 +259,7 @@ func (r *run) start(t *testing.T, cfg enforcerConfig) *framework.Enforcer {
 			loops["window"] = cfg.loopWindow.String()
 		}
 		doc["loops"] = loops
+	}
 	if cfg.otherEvictionsFor > 0 {
 		doc["limits"].(map[string]any)["otherEvictionsFor"] = cfg.otherEvictionsFor.String()
 	}

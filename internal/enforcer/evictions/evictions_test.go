@@ -271,6 +271,9 @@ func TestExistingOf(t *testing.T) {
 	over := ExistingOf(c, "rs")
 	if len(over.AtNewest) != 0 || !over.Has(mk("same-second", at)) || over.Has(mk("later", at.Add(time.Second))) {
 		t.Errorf("%+v: want no pod named, the burst's second taken whole, the next second's pods new", over)
+	}
+}
+
 // Another actor's eviction (a pod terminating with the Eviction API's
 // DisruptionTarget condition, not in the book) counts toward the caps for
 // OtherEvictionsFor from its condition, and never after: ten pods stuck

@@ -688,7 +688,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" ||
-		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) {
+		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) || c.CacheSyncTimeout.Duration != 10*time.Minute {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 	for in, wantErr := range map[string]string{
@@ -701,6 +701,7 @@ func TestLoadConfig(t *testing.T) {
 		head + "clientConnection: {qps: -1}\n":                             "clientConnection.qps: must be positive",
 		head + "clientConnection: {qps: 100, burst: 10}\n":                 "clientConnection.burst (10) must be at least clientConnection.qps (100)",
 		head + "clientConnection: {eventBurst: -2}\n":                      "clientConnection.eventBurst: must be positive",
+		head + "cacheSyncTimeout: -1s\n":                                   "cacheSyncTimeout: must not be negative",
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

@@ -27,6 +27,7 @@ type enforcerMetrics struct {
 	latency    *metrics.HistogramVec
 	leader     *metrics.Gauge
 	placements *metrics.Counter
+	lastPass   *metrics.Gauge
 }
 
 func newMetrics() *enforcerMetrics {
@@ -58,8 +59,13 @@ func newMetrics() *enforcerMetrics {
 			Help:           "Replacements placed with the scheduler's framework (a Filter over every node), whatever came of them: the bulk of a pass's cost.",
 			StabilityLevel: metrics.ALPHA,
 		}),
+		lastPass: metrics.NewGauge(&metrics.GaugeOpts{
+			Subsystem: metricsPrefix, Name: "last_successful_pass_timestamp_seconds",
+			Help:           "When this replica last finished a pass without error, in seconds since the epoch; 0 if it never has.",
+			StabilityLevel: metrics.ALPHA,
+		}),
 	}
-	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader, m.placements)
+	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader, m.placements, m.lastPass)
 	// Every eviction series exists from the start, at 0, so that the first
 	// error is an increase Prometheus sees (increase and rate ignore a
 	// series' first sample) and the alert on it fires.

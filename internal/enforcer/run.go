@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utiluuid "k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,7 +40,9 @@ const minPassInterval = time.Second
 // Run runs the enforcer until ctx ends: informers on nodes, pods, namespaces
 // and PodDisruptionBudgets (a change to any queues a pass; their resync is
 // the periodic backstop), the metrics endpoint (build is its build_info),
-// and the passes themselves, only while this replica holds the Lease.
+// and the passes themselves, only while this replica holds the Lease. A
+// leader whose health check fails (health.go) releases the Lease and Run
+// returns why.
 func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildinfo.Info) error {
 	logger := klog.FromContext(ctx)
 	sched, err := loadSchedulerConfig(cfg.SchedulerConfig)
@@ -115,13 +120,30 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 		defer func() { _ = srv.Close() }()
 	}
 
-	loop := func(ctx context.Context) {
+	// pending names the informers (or the handlers) that have not synced
+	// yet: a leader whose list never ends (an informer the RBAC forbids)
+	// says which.
+	pending := func() []string {
+		now := make(chan struct{})
+		close(now) // the state as it is, without waiting
+		var out []string
+		for typ, ok := range factory.WaitForCacheSync(now) {
+			if !ok {
+				out = append(out, typ.String())
+			}
+		}
+		if len(out) == 0 && !cache.WaitForCacheSync(now, handlers...) {
+			out = append(out, "the event handlers")
+		}
+		slices.Sort(out)
+		return out
+	}
+	loop := func(ctx context.Context) error {
 		started := time.Now()
 		factory.Start(ctx.Done())
 		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {
-				logger.Error(nil, "Informer did not sync", "type", typ)
-				return
+				return fmt.Errorf("informer %v did not sync", typ)
 			}
 		}
 		// A synced cache is not a handler that has seen all of it: the
@@ -130,24 +152,22 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 		// whose node it has not heard of yet, forgets the grace clock it
 		// has just restored, and starts it again a pass later.
 		if !cache.WaitForCacheSync(ctx.Done(), handlers...) {
-			logger.Error(nil, "Event handlers did not sync")
-			return
+			return errors.New("event handlers did not sync")
 		}
+		e.health.synced()
 		// A takeover's cost beyond the Lease's expiry: the list, then
 		// the first (full) pass.
 		listed := time.Since(started)
 		logger.Info("Listed the cluster", "duration", listed)
 		judge, err := newJudge(ctx, sched, factory, state)
 		if err != nil {
-			logger.Error(err, "Building the judge")
-			return
+			return fmt.Errorf("building the judge: %w", err)
 		}
 		// The placers' frameworks read the same informers, for this
 		// leader's term.
 		src, err := profile.NewSources(ctx, client, factory)
 		if err != nil {
-			logger.Error(err, "Building the placers' sources")
-			return
+			return fmt.Errorf("building the placers' sources: %w", err)
 		}
 		placing := newPlacing(ctx, src)
 		e.records.start(ctx)
@@ -157,7 +177,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 		for {
 			k, shutdown := queue.Get()
 			if shutdown {
-				return
+				return nil
 			}
 			// Events coalesce into one key; a pass right after another
 			// waits out minPassInterval instead, so a busy cluster's
@@ -177,16 +197,37 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 				logger.Error(err, "Enforcement pass failed; retrying")
 				ch.resync()
 				next = time.Second
+			} else {
+				e.health.pass()
+				e.metrics.lastPass.SetToCurrentTime()
 			}
 			queue.Done(k)
-			if next > 0 {
-				queue.AddAfter(key, next)
+			// A pass at least once a resync, events or not: the
+			// health check's bound on the time without one holds
+			// for an idle leader too.
+			if next <= 0 || next > cfg.Resync.Duration {
+				next = cfg.Resync.Duration
 			}
+			queue.AddAfter(key, next)
 		}
 	}
-	loop = e.metrics.leading(loop)
+	// A term ends early when the leader's health check fails: the loop is
+	// stopped, then runCtx is cancelled, which releases the Lease
+	// (ReleaseOnCancel) so that the standby takes over at once, and Run
+	// returns the cause: the process exits rather than hold the Lease
+	// without enforcing.
+	runCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	lead := e.metrics.leading(func(ctx context.Context) {
+		if err := e.health.term(ctx, pending, loop); err != nil {
+			fail(err)
+		}
+	})
 	if cfg.LeaderElection.Disabled {
-		loop(ctx)
+		lead(runCtx)
+		if err := context.Cause(runCtx); errors.Is(err, errUnhealthy) {
+			return err
+		}
 		return ctx.Err()
 	}
 	id, err := os.Hostname()
@@ -200,7 +241,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	if err != nil {
 		return err
 	}
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	leaderelection.RunOrDie(runCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   le.LeaseDuration.Duration,
 		RenewDeadline:   le.RenewDeadline.Duration,
@@ -208,10 +249,13 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 		ReleaseOnCancel: true,
 		Name:            Component,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: loop,
+			OnStartedLeading: lead,
 			OnStoppedLeading: func() { logger.Info("Stopped leading") },
 		},
 	})
+	if err := context.Cause(runCtx); errors.Is(err, errUnhealthy) {
+		return fmt.Errorf("released the leader lease: %w", err)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -220,12 +264,14 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, build buildi
 	return errors.New("lost the leader lease")
 }
 
-// mux serves /metrics, /healthz and /violations (the last pass's reports,
-// as JSON).
+// mux serves /metrics, /healthz, /livez and /readyz (the leader's loop's
+// health, health.go) and /violations (the last pass's reports, as JSON).
 func mux(e *Enforcer) *http.ServeMux {
 	m := http.NewServeMux()
 	m.Handle("/metrics", metrics.HandlerFor(e.metrics.registry, metrics.HandlerOpts{}))
-	m.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	healthz.InstallHandler(m, e.health)
+	healthz.InstallLivezHandler(m, e.health)
+	healthz.InstallReadyzHandler(m, e.health)
 	m.HandleFunc("/violations", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(e.Reports())

@@ -166,6 +166,12 @@ func (p *Enforcer) Violations() ([]EnforcerReport, error) {
 	return out, nil
 }
 
+// Healthz reads GET /healthz: nil when it answers 200.
+func (p *Enforcer) Healthz() error {
+	_, err := p.get("/healthz")
+	return err
+}
+
 // Metrics reads GET /metrics.
 func (p *Enforcer) Metrics() (string, error) {
 	body, err := p.get("/metrics")
@@ -195,6 +201,14 @@ func (p *Enforcer) get(path string) ([]byte, error) {
 // kubeconfig that authenticates as it, and its user name.
 func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string) {
 	t.Helper()
+	return e.EnforcerIdentityWith(t, ns, "enforcer", nil)
+}
+
+// EnforcerIdentityWith is EnforcerIdentity for the ServiceAccount sa, its
+// ClusterRole's rules first passed through edit (nil: unchanged): several
+// identities in one namespace, some holding less than the shipped role.
+func (e *Env) EnforcerIdentityWith(t testing.TB, ns, sa string, edit func([]rbacv1.PolicyRule) []rbacv1.PolicyRule) (kubeconfig, user string) {
+	t.Helper()
 	data, err := fs.ReadFile(manifests.Files(), "base/enforcer.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -216,8 +230,11 @@ func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string
 	if role == nil || leaseRole == nil {
 		t.Fatal("manifests/base/enforcer.yaml: no ClusterRole or no Role")
 	}
-	const sa = "enforcer"
-	role.Name = ns + "-enforcer"
+	if edit != nil {
+		role.Rules = edit(role.Rules)
+	}
+	role.Name = ns + "-" + sa
+	leaseRole.Name += ":" + sa
 	leaseRole.Namespace = ns
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
 	e.Create(t,

@@ -140,6 +140,7 @@ func (h *loopHealth) term(ctx context.Context, pending func() []string, loop fun
 		h.mu.Unlock()
 		return nil
 	}
+	klog.FromContext(ctx).Error(err, "Health check failed: stopping the decision loop, releasing the Lease")
 	stop()
 	select {
 	case <-done:

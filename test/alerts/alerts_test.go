@@ -390,12 +390,14 @@ func TestAlerts(t *testing.T) {
 		want: map[string][]firing{"PlacementEnforcerStalled": {{Labels: `{}`, First: 22 * time.Minute}}},
 	}, {
 		// The leader restarts at 10m and keeps leading without a pass:
-		// a restarted replica's 0 is "never", no pass on record at all.
+		// a restarted replica's 0 is "never", no pass on record at all,
+		// older than stalledFor from 11m (these series' clock starts at
+		// 0), for 2m: fires at 13m.
 		name: "enforcer leader restarted and never passed: EnforcerStalled fires",
 		load: healthyWith(minutes, map[string]string{
 			enforcerLastPass(enforcerA): "0+60x9 0x30",
 		}),
-		want: map[string][]firing{"PlacementEnforcerStalled": {{Labels: `{}`, First: 12 * time.Minute}}},
+		want: map[string][]firing{"PlacementEnforcerStalled": {{Labels: `{}`, First: 13 * time.Minute}}},
 	}, {
 		// The leader stalls after its pass at 9m, gives up at 12m (3
 		// resyncs) and restarts as the standby; b leads and passes from

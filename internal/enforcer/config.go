@@ -54,8 +54,13 @@ type Config struct {
 	// to completion, are reported protected (job).
 	EvictJobPods bool `json:"evictJobPods,omitempty"`
 	// Resync is the period of the full re-judgement that backs up the
-	// informers' events. Default 1m.
+	// informers' events, and the longest a leader goes without a pass.
+	// Default 1m.
 	Resync metav1.Duration `json:"resync,omitempty"`
+	// CacheSyncTimeout bounds a new leader's list of the cluster: a leader
+	// whose informers have not synced this long after it took the Lease
+	// fails its health check, releases the Lease and exits. Default 10m.
+	CacheSyncTimeout metav1.Duration `json:"cacheSyncTimeout,omitempty"`
 	// EvictionsPerSecond and Burst rate-limit evictions. Default 1 and 5.
 	EvictionsPerSecond float64 `json:"evictionsPerSecond,omitempty"`
 	Burst              int     `json:"burst,omitempty"`
@@ -192,6 +197,10 @@ func (c *Config) defaults() {
 	grace(&c.GracePeriod.PodAffinity)
 	grace(&c.GracePeriod.PodAntiAffinity)
 	dur(&c.Resync, time.Minute)
+	// Generous: a list that progresses, however slowly, must not fail
+	// (its successor would list as slowly); this bound is for one that
+	// never ends, an informer the RBAC forbids.
+	dur(&c.CacheSyncTimeout, 10*time.Minute)
 	if c.EvictionsPerSecond == 0 {
 		c.EvictionsPerSecond = 1
 	}
@@ -264,7 +273,7 @@ func (c *Config) validate() error {
 	}
 	for name, d := range map[string]*metav1.Duration{
 		"gracePeriod.nodeAffinity": c.GracePeriod.NodeAffinity, "gracePeriod.podAffinity": c.GracePeriod.PodAffinity,
-		"gracePeriod.podAntiAffinity": c.GracePeriod.PodAntiAffinity, "resync": &c.Resync,
+		"gracePeriod.podAntiAffinity": c.GracePeriod.PodAntiAffinity, "resync": &c.Resync, "cacheSyncTimeout": &c.CacheSyncTimeout,
 		"backoff.initial": &c.Backoff.Initial, "backoff.max": &c.Backoff.Max, "loops.window": &c.Loops.Window,
 		"limits.otherEvictionsFor": c.Limits.OtherEvictionsFor,
 	} {

@@ -59,6 +59,9 @@ type Enforcer struct {
 	limiter *rate.Limiter
 	backoff *flowcontrol.Backoff
 	metrics *enforcerMetrics
+	// health is the leader's loop's, served on /healthz; a failure ends
+	// the term (Run).
+	health *loopHealth
 
 	mu     sync.Mutex
 	judged map[types.UID]*judgement
@@ -95,6 +98,7 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 		limiter: rate.NewLimiter(rate.Limit(cfg.EvictionsPerSecond), cfg.Burst),
 		backoff: b,
 		metrics: newMetrics(),
+		health:  newLoopHealth(clk, cfg.CacheSyncTimeout.Duration, cfg.Resync.Duration),
 		tracked: map[types.UID]*tracked{},
 		judged:  map[types.UID]*judgement{},
 		gone:    sets.New[types.UID](),

@@ -689,7 +689,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" ||
-		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) ||
+		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) || c.CacheSyncTimeout.Duration != 10*time.Minute ||
 		c.Loops != (LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}}) ||
 		c.Limits.OtherEvictionsFor == nil || c.Limits.OtherEvictionsFor.Duration != 5*time.Minute {
 		t.Errorf("defaults not applied: %+v", c)
@@ -713,6 +713,7 @@ func TestLoadConfig(t *testing.T) {
 		head + "loops: {window: -1m}\n":                                    "loops.window: must not be negative",
 		head + "loops: {evictons: 3}\n":                                    `unknown field "loops.evictons"`,
 		head + "limits: {otherEvictionsFor: -1m}\n":                        "limits.otherEvictionsFor: must not be negative",
+		head + "cacheSyncTimeout: -1s\n":                                   "cacheSyncTimeout: must not be negative",
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

@@ -28,6 +28,7 @@ type enforcerMetrics struct {
 	leader     *metrics.Gauge
 	placements *metrics.Counter
 	looping    *metrics.GaugeVec
+	lastPass   *metrics.Gauge
 }
 
 func newMetrics() *enforcerMetrics {
@@ -64,8 +65,13 @@ func newMetrics() *enforcerMetrics {
 			Help:           "Owners whose pods are not evicted for a rule because their evictions for it loop (state looping), by rule, at the last pass.",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"rule"}),
+		lastPass: metrics.NewGauge(&metrics.GaugeOpts{
+			Subsystem: metricsPrefix, Name: "last_successful_pass_timestamp_seconds",
+			Help:           "When this replica last finished a pass without error, in seconds since the epoch; 0 if it never has.",
+			StabilityLevel: metrics.ALPHA,
+		}),
 	}
-	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader, m.placements, m.looping)
+	m.registry.MustRegister(m.violations, m.evictions, m.latency, m.leader, m.placements, m.looping, m.lastPass)
 	// Every eviction series exists from the start, at 0, so that the first
 	// error is an increase Prometheus sees (increase and rate ignore a
 	// series' first sample) and the alert on it fires.

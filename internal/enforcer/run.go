@@ -3,8 +3,10 @@ package enforcer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -36,7 +38,8 @@ const minPassInterval = time.Second
 // and PodDisruptionBudgets (a change to any queues a pass; their resync is
 // the periodic backstop), the endpoints on serving (nil: none; build is
 // /metrics' build_info), and the passes themselves, only while this
-// replica holds the Lease.
+// replica holds the Lease. A leader whose health check fails (health.go)
+// releases the Lease and Run returns why.
 func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Serving, build buildinfo.Info) error {
 	logger := klog.FromContext(ctx)
 	sched, err := loadSchedulerConfig(cfg.SchedulerConfig)
@@ -106,7 +109,8 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 	defer factory.Shutdown()
 
 	// The health checks of /healthz, /livez and /readyz: one list, here.
-	checks := []healthz.HealthChecker{healthz.PingHealthz}
+	// e.health fails a leader whose loop stalled (health.go).
+	checks := []healthz.HealthChecker{healthz.PingHealthz, e.health}
 	var watchdog *leaderelection.HealthzAdaptor
 	if !cfg.LeaderElection.Disabled {
 		// A leader that cannot renew its Lease fails health, as
@@ -122,13 +126,30 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 		defer stop()
 	}
 
-	loop := func(ctx context.Context) {
+	// pending names the informers (or the handlers) that have not synced
+	// yet: a leader whose list never ends (an informer the RBAC forbids)
+	// says which.
+	pending := func() []string {
+		now := make(chan struct{})
+		close(now) // the state as it is, without waiting
+		var out []string
+		for typ, ok := range factory.WaitForCacheSync(now) {
+			if !ok {
+				out = append(out, typ.String())
+			}
+		}
+		if len(out) == 0 && !cache.WaitForCacheSync(now, handlers...) {
+			out = append(out, "the event handlers")
+		}
+		slices.Sort(out)
+		return out
+	}
+	loop := func(ctx context.Context) error {
 		started := time.Now()
 		factory.Start(ctx.Done())
 		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {
-				logger.Error(nil, "Informer did not sync", "type", typ)
-				return
+				return fmt.Errorf("informer %v did not sync", typ)
 			}
 		}
 		// A synced cache is not a handler that has seen all of it: the
@@ -137,24 +158,22 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 		// whose node it has not heard of yet, forgets the grace clock it
 		// has just restored, and starts it again a pass later.
 		if !cache.WaitForCacheSync(ctx.Done(), handlers...) {
-			logger.Error(nil, "Event handlers did not sync")
-			return
+			return errors.New("event handlers did not sync")
 		}
+		e.health.synced()
 		// A takeover's cost beyond the Lease's expiry: the list, then
 		// the first (full) pass.
 		listed := time.Since(started)
 		logger.Info("Listed the cluster", "duration", listed)
 		judge, err := newJudge(ctx, sched, factory, state)
 		if err != nil {
-			logger.Error(err, "Building the judge")
-			return
+			return fmt.Errorf("building the judge: %w", err)
 		}
 		// The placers' frameworks read the same informers, for this
 		// leader's term.
 		src, err := profile.NewSources(ctx, client, factory)
 		if err != nil {
-			logger.Error(err, "Building the placers' sources")
-			return
+			return fmt.Errorf("building the placers' sources: %w", err)
 		}
 		placing := newPlacing(ctx, src)
 		e.records.start(ctx)
@@ -164,7 +183,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 		for {
 			k, shutdown := queue.Get()
 			if shutdown {
-				return
+				return nil
 			}
 			// Events coalesce into one key; a pass right after another
 			// waits out minPassInterval instead, so a busy cluster's
@@ -184,16 +203,37 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 				logger.Error(err, "Enforcement pass failed; retrying")
 				ch.resync()
 				next = time.Second
+			} else {
+				e.health.pass()
+				e.metrics.lastPass.SetToCurrentTime()
 			}
 			queue.Done(k)
-			if next > 0 {
-				queue.AddAfter(key, next)
+			// A pass at least once a resync, events or not: the
+			// health check's bound on the time without one holds
+			// for an idle leader too.
+			if next <= 0 || next > cfg.Resync.Duration {
+				next = cfg.Resync.Duration
 			}
+			queue.AddAfter(key, next)
 		}
 	}
-	loop = e.metrics.leading(loop)
+	// A term ends early when the leader's health check fails: the loop is
+	// stopped, then runCtx is cancelled, which releases the Lease
+	// (ReleaseOnCancel) so that the standby takes over at once, and Run
+	// returns the cause: the process exits rather than hold the Lease
+	// without enforcing.
+	runCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	lead := e.metrics.leading(func(ctx context.Context) {
+		if err := e.health.term(ctx, pending, loop); err != nil {
+			fail(err)
+		}
+	})
 	if cfg.LeaderElection.Disabled {
-		loop(ctx)
+		lead(runCtx)
+		if err := context.Cause(runCtx); errors.Is(err, errUnhealthy) {
+			return err
+		}
 		return ctx.Err()
 	}
 	id, err := os.Hostname()
@@ -210,7 +250,7 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 	// The lock remembers the predecessor's term, which says which records
 	// the new leader continues (leadership.go).
 	terms := newTermLock(lock, le)
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	leaderelection.RunOrDie(runCtx, leaderelection.LeaderElectionConfig{
 		Lock:            terms,
 		LeaseDuration:   le.LeaseDuration.Duration,
 		RenewDeadline:   le.RenewDeadline.Duration,
@@ -219,10 +259,13 @@ func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Ser
 		Name:            Component,
 		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { e.lead(ctx, terms.current()); loop(ctx) },
+			OnStartedLeading: func(ctx context.Context) { e.lead(ctx, terms.current()); lead(ctx) },
 			OnStoppedLeading: func() { logger.Info("Stopped leading") },
 		},
 	})
+	if err := context.Cause(runCtx); errors.Is(err, errUnhealthy) {
+		return fmt.Errorf("released the leader lease: %w", err)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}

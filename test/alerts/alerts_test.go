@@ -157,6 +157,11 @@ func enforcerLooping() string {
 	return `placement_enforcer_looping_owners{` + enforcerA + `, rule="node-affinity"}`
 }
 
+// enforcerLastPass is an enforcer replica's last successful pass timestamp.
+func enforcerLastPass(replica string) string {
+	return `placement_enforcer_last_successful_pass_timestamp_seconds{` + replica + `}`
+}
+
 // healthySeries are the series of two scheduler replicas, a leading, with
 // nothing pending and no panic, and of two enforcer replicas, a leading,
 // with one pod in its grace period and no eviction refused, by name with
@@ -188,6 +193,10 @@ func healthySeries() map[string]string {
 		enforcerEvictions(enforcerA, "pdb-blocked"):    "0",
 		enforcerEvictions(enforcerB, "error"):          "0",
 		enforcerLooping():                              "0",
+		// a passes every minute (the value is when: "0+60" is 60 s
+		// more each minute); b never has.
+		enforcerLastPass(enforcerA): "0+60",
+		enforcerLastPass(enforcerB): "0",
 	}
 }
 
@@ -243,7 +252,7 @@ func TestAlerts(t *testing.T) {
 		names = append(names, r.Alert)
 	}
 	want := []string{"PlacementSchedulerDown", "PlacementSchedulerNoLeader", "PlacementSchedulerPodsPending", "PlacementSchedulerPluginPanics",
-		"PlacementEnforcerDown", "PlacementEnforcerNoLeader", "PlacementEnforcerNoFit", "PlacementEnforcerPDBBlocked", "PlacementEnforcerEvictionErrors",
+		"PlacementEnforcerDown", "PlacementEnforcerNoLeader", "PlacementEnforcerStalled", "PlacementEnforcerNoFit", "PlacementEnforcerPDBBlocked", "PlacementEnforcerEvictionErrors",
 		"PlacementEnforcerLooping"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("the chart's alerts are %v, want %v (a new alert needs its cases here)", names, want)
@@ -355,10 +364,12 @@ func TestAlerts(t *testing.T) {
 		// Both enforcer replicas up, neither leads from 10m on (the Lease
 		// lost, or the leader's loop gave up): EnforcerNoLeader after
 		// noLeaderFor (10m). Its last report's gauges stay, but no alert
-		// reads them as stuck before their own `for`.
+		// reads them as stuck before their own `for`; no pass either, but
+		// with no leader that is NoLeader's, not EnforcerStalled's.
 		name: "enforcer up but leaderless: EnforcerNoLeader fires",
 		load: healthyWith(minutes, map[string]string{
 			`placement_enforcer_leader{` + enforcerA + `}`: "1x9 0x30",
+			enforcerLastPass(enforcerA):                    "0+60x9 540x30",
 		}),
 		want: map[string][]firing{"PlacementEnforcerNoLeader": {{Labels: `{}`, First: 20 * time.Minute}}},
 	}, {
@@ -370,10 +381,41 @@ func TestAlerts(t *testing.T) {
 			`up{` + enforcerA + `}`:                        "1x9 0x2 1x27",
 			`placement_enforcer_leader{` + enforcerA + `}`: "1x9 stale _x2 0x27",
 			`placement_enforcer_leader{` + enforcerB + `}`: "0x10 1x29",
+			enforcerLastPass(enforcerA):                    "0+60x9 stale _x2 0x27",
+			enforcerLastPass(enforcerB):                    "0x10 660+60x29",
 			enforcerViolations("grace"):                    "1x9 stale _x30",
 			enforcerViolations("no-fit"):                   "_x4 1x4 stale _x30",
 			enforcerEvictions(enforcerA, "error"):          "2x9 stale _x2 0x27",
 			enforcerEvictions(enforcerA, "pdb-blocked"):    "0x9 stale _x2 0x27",
+		}),
+	}, {
+		// The leader's last pass is at 9m, then none: still leading, no
+		// pass for stalledFor (10m) from 19m, for 2m: fires at 22m.
+		name: "enforcer leads but does not pass: EnforcerStalled fires",
+		load: healthyWith(minutes, map[string]string{
+			enforcerLastPass(enforcerA): "0+60x9 540x30",
+		}),
+		want: map[string][]firing{"PlacementEnforcerStalled": {{Labels: `{}`, First: 22 * time.Minute}}},
+	}, {
+		// The leader restarts at 10m and keeps leading without a pass:
+		// a restarted replica's 0 is "never", no pass on record at all,
+		// older than stalledFor from 11m (these series' clock starts at
+		// 0), for 2m: fires at 13m.
+		name: "enforcer leader restarted and never passed: EnforcerStalled fires",
+		load: healthyWith(minutes, map[string]string{
+			enforcerLastPass(enforcerA): "0+60x9 0x30",
+		}),
+		want: map[string][]firing{"PlacementEnforcerStalled": {{Labels: `{}`, First: 13 * time.Minute}}},
+	}, {
+		// The leader stalls after its pass at 9m, gives up at 12m (3
+		// resyncs) and restarts as the standby; b leads and passes from
+		// 12m: quiet.
+		name: "a stalled enforcer leader hands over: quiet",
+		load: healthyWith(minutes, map[string]string{
+			`placement_enforcer_leader{` + enforcerA + `}`: "1x11 stale 0x27",
+			`placement_enforcer_leader{` + enforcerB + `}`: "0x11 1x28",
+			enforcerLastPass(enforcerA):                    "0+60x9 540x1 stale 0x27",
+			enforcerLastPass(enforcerB):                    "0x11 720+60x28",
 		}),
 	}, {
 		// Two pods no-fit from 5m on: more than none for noFitFor (30m),
@@ -481,6 +523,11 @@ func TestAlertKnobs(t *testing.T) {
 	got = evaluate(t, renderRules(t, "--set", "monitoring.prometheusRule.enforcer.noFitFor=10m"), noFit, end)
 	if w := []firing{{Labels: `{rule="node-affinity"}`, First: 15 * time.Minute}}; !slices.Equal(got["PlacementEnforcerNoFit"], w) {
 		t.Errorf("enforcer.noFitFor=10m: EnforcerNoFit fired %v, want %v", got["PlacementEnforcerNoFit"], w)
+	}
+	stalled := healthyWith(minutes, map[string]string{enforcerLastPass(enforcerA): "0+60x9 540x30"})
+	got = evaluate(t, renderRules(t, "--set", "monitoring.prometheusRule.enforcer.stalledFor=15m"), stalled, end)
+	if w := []firing{{Labels: `{}`, First: 27 * time.Minute}}; !slices.Equal(got["PlacementEnforcerStalled"], w) {
+		t.Errorf("enforcer.stalledFor=15m: EnforcerStalled fired %v, want %v", got["PlacementEnforcerStalled"], w)
 	}
 	got = evaluate(t, renderRules(t, "--set", `monitoring.prometheusRule.enforcer.selector=job="other"`), healthy(minutes), end)
 	if w := []firing{{Labels: `{}`, First: 10 * time.Minute}}; !slices.Equal(got["PlacementEnforcerDown"], w) || len(got) != 1 {

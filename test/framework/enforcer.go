@@ -199,6 +199,12 @@ func (p *Enforcer) Violations() ([]EnforcerReport, error) {
 	return out, nil
 }
 
+// Healthz reads GET /healthz: nil when it answers 200.
+func (p *Enforcer) Healthz() error {
+	_, err := p.get("/healthz")
+	return err
+}
+
 // Metrics reads GET /metrics as the admin.
 func (p *Enforcer) Metrics() (string, error) {
 	body, err := p.get("/metrics")
@@ -353,39 +359,54 @@ func (e *Env) InstallEnforcerIdentity(ctx context.Context, ttl time.Duration) (*
 // a kubeconfig that authenticates as it, and its user name.
 func (e *Env) EnforcerIdentity(t testing.TB, ns string) (kubeconfig, user string) {
 	t.Helper()
+	return e.EnforcerIdentityWith(t, ns, "enforcer", nil)
+}
+
+// EnforcerIdentityWith is EnforcerIdentity for the ServiceAccount sa, the
+// rules of the enforcer's own ClusterRole first passed through edit (nil:
+// unchanged): several identities in one namespace, some holding less than
+// the shipped role.
+func (e *Env) EnforcerIdentityWith(t testing.TB, ns, sa string, edit func([]rbacv1.PolicyRule) []rbacv1.PolicyRule) (kubeconfig, user string) {
+	t.Helper()
 	objs, err := readEnforcerObjects()
 	if err != nil {
 		t.Fatal(err)
 	}
-	const sa = "enforcer"
 	user = "system:serviceaccount:" + ns + ":" + sa
+	prefix := ns + "-" + sa + "-"
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
 	objects := []runtime.Object{&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}}}
 	for _, b := range objs.bindings {
 		switch b := b.(type) {
 		case *rbacv1.ClusterRoleBinding:
 			if role := objs.clusterRoles[b.RoleRef.Name]; role != nil {
-				role.Name = ns + "-" + role.Name
+				if edit != nil && role.Name == EnforcerName {
+					role.Rules = edit(role.Rules)
+				}
+				role.Name = prefix + role.Name
 				b.RoleRef.Name = role.Name
 				objects = append(objects, role)
 			}
-			b.Name, b.Subjects = ns+"-"+b.Name, subjects
+			b.Name, b.Subjects = prefix+b.Name, subjects
 			objects = append(objects, b)
 		case *rbacv1.RoleBinding:
 			if role := objs.roles[b.RoleRef.Name]; role != nil && b.RoleRef.Kind == "Role" {
+				role.Name += ":" + sa
+				b.RoleRef.Name = role.Name
+				b.Name += ":" + sa
 				role.Namespace, b.Namespace = ns, ns
 				objects = append(objects, role)
 			} else {
 				// A role of the cluster's own (kube-system's
 				// extension-apiserver-authentication-reader).
-				b.Name = ns + "-" + b.Name
+				b.Name = prefix + b.Name
 			}
 			b.Subjects = subjects
 			objects = append(objects, b)
 		}
 	}
 	policy := objs.policy
-	policy.Name = ns + "-" + policy.Name
+	policy.Name = prefix + policy.Name
 	renamed := false
 	for i, c := range policy.Spec.MatchConditions {
 		if strings.Contains(c.Expression, "'"+EnforcerUser+"'") {

@@ -15,16 +15,11 @@ type PVCInformer = corev1informers.TypedPersistentVolumeClaimInformer
 // NewPVCInformer is a PVCInformer serving informer and lister (one
 // informer's reads seen through another store, for instance).
 func NewPVCInformer(informer cache.SharedIndexInformer, lister corelisters.PersistentVolumeClaimLister) PVCInformer {
-	return pvcInformer{informer: informer, lister: lister}
+	return typedPVCInformer{pvcInformer{informer: informer, lister: lister}}
 }
 
-type pvcInformer struct {
-	informer cache.SharedIndexInformer
-	lister   corelisters.PersistentVolumeClaimLister
-}
+type typedPVCInformer struct{ pvcInformer }
 
-func (i pvcInformer) Informer() cache.SharedIndexInformer             { return i.informer }
-func (i pvcInformer) Lister() corelisters.PersistentVolumeClaimLister { return i.lister }
-func (i pvcInformer) TypedInformer() corev1informers.PersistentVolumeClaimIndexInformer {
+func (i typedPVCInformer) TypedInformer() corev1informers.PersistentVolumeClaimIndexInformer {
 	return corev1informers.ToPersistentVolumeClaimIndexInformer(i.informer)
 }

@@ -17,11 +17,3 @@ type PVCInformer = corev1informers.PersistentVolumeClaimInformer
 func NewPVCInformer(informer cache.SharedIndexInformer, lister corelisters.PersistentVolumeClaimLister) PVCInformer {
 	return pvcInformer{informer: informer, lister: lister}
 }
-
-type pvcInformer struct {
-	informer cache.SharedIndexInformer
-	lister   corelisters.PersistentVolumeClaimLister
-}
-
-func (i pvcInformer) Informer() cache.SharedIndexInformer             { return i.informer }
-func (i pvcInformer) Lister() corelisters.PersistentVolumeClaimLister { return i.lister }

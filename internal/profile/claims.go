@@ -57,13 +57,44 @@ type claimModels struct {
 	// to the placement that made it only.
 	scope sync.Mutex
 
-	mu     sync.RWMutex
-	pvcs   map[string]*v1.PersistentVolumeClaim
-	claims map[string]*resourceapi.ResourceClaim
+	pvcs   modelSet[*v1.PersistentVolumeClaim]
+	claims modelSet[*resourceapi.ResourceClaim]
+
+	mu sync.RWMutex
 	// realPVCs is the PVC informer's indexer, once a plugin asked for
 	// it; nil when no plugin of the profile reads PVCs (then no PVC is
 	// modelled: nothing would look it up).
 	realPVCs cache.Indexer
+}
+
+// modelSet is the models of one kind, by namespace/name: set by a
+// placement, read by its plugins.
+type modelSet[T any] struct {
+	mu    sync.RWMutex
+	byKey map[string]T
+}
+
+func (s *modelSet[T]) set(byKey map[string]T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byKey = byKey
+}
+
+func (s *modelSet[T]) get(key string) (T, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.byKey[key]
+	return v, ok
+}
+
+func (s *modelSet[T]) list() []T {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]T, 0, len(s.byKey))
+	for _, v := range s.byKey {
+		out = append(out, v)
+	}
+	return out
 }
 
 // AsCreated runs fn with pod as its controllers would have created it:
@@ -85,13 +116,11 @@ func (f *Framework) AsCreated(ctx context.Context, pod *v1.Pod, fn func(*v1.Pod)
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.pvcs, m.claims = pvcs, claims
-	m.mu.Unlock()
+	m.pvcs.set(pvcs)
+	m.claims.set(claims)
 	defer func() {
-		m.mu.Lock()
-		m.pvcs, m.claims = nil, nil
-		m.mu.Unlock()
+		m.pvcs.set(nil)
+		m.claims.set(nil)
 	}()
 	return fn(created)
 }
@@ -220,40 +249,6 @@ func (m *claimModels) pvcIndexer() cache.Indexer {
 	return m.realPVCs
 }
 
-func (m *claimModels) pvc(key string) (*v1.PersistentVolumeClaim, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	p, ok := m.pvcs[key]
-	return p, ok
-}
-
-func (m *claimModels) pvcList() []*v1.PersistentVolumeClaim {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]*v1.PersistentVolumeClaim, 0, len(m.pvcs))
-	for _, p := range m.pvcs {
-		out = append(out, p)
-	}
-	return out
-}
-
-func (m *claimModels) claim(key string) (*resourceapi.ResourceClaim, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	c, ok := m.claims[key]
-	return c, ok
-}
-
-func (m *claimModels) claimList() []*resourceapi.ResourceClaim {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]*resourceapi.ResourceClaim, 0, len(m.claims))
-	for _, c := range m.claims {
-		out = append(out, c)
-	}
-	return out
-}
-
 // The informer factory a framework is built with: the Sources' own, but
 // for the PersistentVolumeClaims informer, whose indexer and lister also
 // serve the models. Each level embeds the real interface, so every other
@@ -312,7 +307,7 @@ type modelIndexer struct {
 }
 
 func (x *modelIndexer) GetByKey(key string) (any, bool, error) {
-	if p, ok := x.m.pvc(key); ok {
+	if p, ok := x.m.pvcs.get(key); ok {
 		return p, true, nil
 	}
 	return x.Indexer.GetByKey(key)
@@ -329,14 +324,14 @@ func (x *modelIndexer) Get(obj any) (any, bool, error) {
 // merge replaces the real objects the models shadow and adds the models
 // keep accepts.
 func (x *modelIndexer) merge(real []any, keep func(*v1.PersistentVolumeClaim) (bool, error)) ([]any, error) {
-	models := x.m.pvcList()
+	models := x.m.pvcs.list()
 	if len(models) == 0 {
 		return real, nil
 	}
 	out := make([]any, 0, len(real)+len(models))
 	for _, obj := range real {
 		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-			if _, shadowed := x.m.pvc(key); shadowed {
+			if _, shadowed := x.m.pvcs.get(key); shadowed {
 				continue
 			}
 		}
@@ -453,7 +448,7 @@ type modelClaims struct {
 }
 
 func (c modelClaims) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
-	if claim, ok := c.m.claim(namespace + "/" + name); ok {
+	if claim, ok := c.m.claims.get(namespace + "/" + name); ok {
 		return claim, nil
 	}
 	return c.ResourceClaimTracker.Get(namespace, name)
@@ -461,13 +456,13 @@ func (c modelClaims) Get(namespace, name string) (*resourceapi.ResourceClaim, er
 
 func (c modelClaims) List() ([]*resourceapi.ResourceClaim, error) {
 	real, err := c.ResourceClaimTracker.List()
-	models := c.m.claimList()
+	models := c.m.claims.list()
 	if err != nil || len(models) == 0 {
 		return real, err
 	}
 	out := make([]*resourceapi.ResourceClaim, 0, len(real)+len(models))
 	for _, claim := range real {
-		if _, shadowed := c.m.claim(claim.Namespace + "/" + claim.Name); !shadowed {
+		if _, shadowed := c.m.claims.get(claim.Namespace + "/" + claim.Name); !shadowed {
 			out = append(out, claim)
 		}
 	}

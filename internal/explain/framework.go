@@ -137,9 +137,16 @@ func NewPlacer(ctx context.Context, c *Cluster, prof *config.KubeSchedulerProfil
 
 // Explain is Explain on the Placer's snapshot, its reservations counted:
 // why pod (not in the snapshot) fits no node now, and what preemption
-// would do about it. Nothing is reserved.
+// would do about it, with the claims its controllers would create for it
+// modelled, as Assign places it. Nothing is reserved.
 func (p *Placer) Explain(ctx context.Context, pod *v1.Pod) (*Result, error) {
-	return explainWith(ctx, p.fw, pod, &Cluster{}, p.prof)
+	var res *Result
+	err := p.fw.AsCreated(ctx, pod, func(created *v1.Pod) error {
+		var err error
+		res, err = explainWith(ctx, p.fw, created, &Cluster{}, p.prof)
+		return err
+	})
+	return res, err
 }
 
 // Preempt reserves pod on node with victims taken out of the snapshot.

@@ -89,6 +89,10 @@ func liveCluster(ctx context.Context, c kubernetes.Interface, namespace string) 
 			return c.StorageV1().CSIStorageCapacities(ns).List(ctx, all)
 		}},
 		{"ResourceClaims", true, func(ns string) (runtime.Object, error) { return c.ResourceV1().ResourceClaims(ns).List(ctx, all) }},
+		// A replica's claims from templates are modelled from them.
+		{"ResourceClaimTemplates", true, func(ns string) (runtime.Object, error) {
+			return c.ResourceV1().ResourceClaimTemplates(ns).List(ctx, all)
+		}},
 		{"PodDisruptionBudgets", true, func(ns string) (runtime.Object, error) {
 			return c.PolicyV1().PodDisruptionBudgets(ns).List(ctx, all)
 		}},

@@ -69,6 +69,9 @@ type Framework struct {
 	framework.Framework
 	Snapshot *k8sline.Snapshot
 	Plugins  map[string]fwk.Plugin
+	// models are the claims of the pod being placed that its
+	// controllers have not created yet (claims.go, AsCreated).
+	models *claimModels
 }
 
 // Registry is upstream's in-tree registry merged with ours: what
@@ -98,10 +101,15 @@ func Build(ctx context.Context, profile *config.KubeSchedulerProfile, src *Sourc
 	// has one, its mutable lister: the preemption dry run lists nodes and
 	// victims through it, as in the scheduler; nothing here starts a
 	// mutation session of its own.
+	// The plugins read PersistentVolumeClaims and ResourceClaims through
+	// this framework's own overlay of src's informers and DRA manager,
+	// which adds the claims of the pod being placed that do not exist yet
+	// (AsCreated) and nothing else.
+	models := &claimModels{}
 	opts := append(snapshot.FrameworkOptions(),
 		frameworkruntime.WithClientSet(src.Client),
-		frameworkruntime.WithInformerFactory(src.Informers),
-		frameworkruntime.WithSharedDRAManager(src.dra),
+		frameworkruntime.WithInformerFactory(modelFactory{SharedInformerFactory: src.Informers, m: models}),
+		frameworkruntime.WithSharedDRAManager(modelDRA{SharedDRAManager: src.dra, claims: modelClaims{ResourceClaimTracker: src.dra.ResourceClaims(), m: models}}),
 		frameworkruntime.WithSharedCSIManager(src.csi),
 		frameworkruntime.WithMetricsRecorder(metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done())),
 	)
@@ -112,7 +120,7 @@ func Build(ctx context.Context, profile *config.KubeSchedulerProfile, src *Sourc
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %w", profile.SchedulerName, err)
 	}
-	return &Framework{Framework: fw, Snapshot: snapshot, Plugins: instances.All()}, nil
+	return &Framework{Framework: fw, Snapshot: snapshot, Plugins: instances.All(), models: models}, nil
 }
 
 // Sync starts src's informers (those Build's plugins registered since the

@@ -35,7 +35,8 @@ func NewPlacer(fw *Framework) *Placer {
 }
 
 // Place runs a scheduling cycle for a replacement of pod (the pod unbound,
-// with its own spec and labels) on every node but the one pod runs on, with
+// with its own spec and labels, and the claims its controllers would
+// create for it: Framework.AsCreated) on every node but the one pod runs on, with
 // pod itself removed from the cluster. It returns the node the scheduler's
 // scores rank first among the feasible ones (ties to the first name) and
 // reserves it, or "" when no other node fits; then nothing is reserved
@@ -50,17 +51,21 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 			removed = true
 		}
 	}
-	repl := replacement(pod)
-	node, _, err := p.best(ctx, repl, current)
+	var node string
+	err := p.fw.AsCreated(ctx, replacement(pod), func(repl *v1.Pod) error {
+		var err error
+		node, _, err = p.best(ctx, repl, current)
+		if err == nil && node != "" {
+			err = reserve(snap, repl, node)
+		}
+		return err
+	})
 	if err != nil || node == "" {
 		if removed {
 			if pi, perr := framework.NewPodInfo(pod); perr == nil {
 				_ = snap.AddPod(pi, current)
 			}
 		}
-		return "", err
-	}
-	if err := reserve(snap, repl, node); err != nil {
 		return "", err
 	}
 	return node, nil
@@ -72,11 +77,17 @@ func (p *Placer) Place(ctx context.Context, pod *v1.Pod) (string, error) {
 // score (the scheduler picks one of those at random; Assign the first by
 // name). "" when no node fits; nothing is reserved then.
 func (p *Placer) Assign(ctx context.Context, pod *v1.Pod) (string, []string, error) {
-	node, tied, err := p.best(ctx, pod, "")
+	var node string
+	var tied []string
+	err := p.fw.AsCreated(ctx, pod, func(created *v1.Pod) error {
+		var err error
+		node, tied, err = p.best(ctx, created, "")
+		if err == nil && node != "" {
+			err = reserve(p.fw.Snapshot, created.DeepCopy(), node)
+		}
+		return err
+	})
 	if err != nil || node == "" {
-		return "", nil, err
-	}
-	if err := reserve(p.fw.Snapshot, pod.DeepCopy(), node); err != nil {
 		return "", nil, err
 	}
 	return node, tied, nil
@@ -149,13 +160,21 @@ func (p *Placer) Unplace(ctx context.Context, pod *v1.Pod, node string) error {
 // rather than freeing room it needs ("" when node is gone too: nothing is
 // held). Ending the session takes it back, as it does Place's.
 func (p *Placer) Keep(ctx context.Context, pod *v1.Pod, node string) (string, error) {
+	var err error
 	repl := replacement(pod)
-	ok, err := p.fits(ctx, repl, node)
-	if err == nil && !ok {
-		var best string
-		if best, _, err = p.best(ctx, repl, ""); best != "" {
-			node = best
+	if aerr := p.fw.AsCreated(ctx, repl, func(created *v1.Pod) error {
+		repl = created
+		var ok bool
+		ok, err = p.fits(ctx, repl, node)
+		if err == nil && !ok {
+			var best string
+			if best, _, err = p.best(ctx, repl, ""); best != "" {
+				node = best
+			}
 		}
+		return nil
+	}); aerr != nil {
+		err = aerr // no model: held where it was promised
 	}
 	if _, gone := p.fw.Snapshot.Lister().NodeInfos().Get(node); gone != nil {
 		return "", err // its node was deleted and no other fits
@@ -266,7 +285,9 @@ func (p *Placer) best(ctx context.Context, repl *v1.Pod, exclude string) (string
 }
 
 // replacement is what a controller would create in pod's place: the same
-// spec and labels, not bound, not nominated, a UID of its own.
+// spec and labels, not bound, not nominated, a UID of its own. The claims
+// its controllers would create for it are modelled while it is placed
+// (Framework.AsCreated).
 func replacement(pod *v1.Pod) *v1.Pod {
 	out := pod.DeepCopy()
 	out.UID = types.UID(string(pod.UID) + "-replacement")

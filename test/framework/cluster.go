@@ -34,9 +34,12 @@ const (
 // cluster runs: the workload controllers that create pods, the ones that
 // keep namespaces, owners and service accounts working, and the node
 // lifecycle and taint-eviction controllers that taint NotReady nodes and
-// evict pods from NoExecute taints after tolerationSeconds, and the
+// evict pods from NoExecute taints after tolerationSeconds, the
 // disruption controller, without which every PodDisruptionBudget answers
-// 429 to every eviction.
+// 429 to every eviction, and the volume controllers a pod with a generic
+// ephemeral volume needs: the ephemeral-volume controller creates its
+// claim, the binder completes the binding the scheduler picks, the
+// protection controllers let claims and volumes go once unused.
 func DefaultControllers() []string {
 	return []string{
 		"deployment-controller",
@@ -56,6 +59,10 @@ func DefaultControllers() []string {
 		"root-ca-certificate-publisher-controller",
 		"clusterrole-aggregation-controller",
 		"ttl-after-finished-controller",
+		"ephemeral-volume-controller",
+		"persistentvolume-binder-controller",
+		"persistentvolumeclaim-protection-controller",
+		"persistentvolume-protection-controller",
 	}
 }
 

@@ -1,0 +1,19 @@
+//go:build k8s1.35 || k8s1.36
+
+package k8sline
+
+import (
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// PVCInformer is what an informer factory's PersistentVolumeClaims()
+// returns: before 1.37, the untyped informer and lister.
+type PVCInformer = corev1informers.PersistentVolumeClaimInformer
+
+// NewPVCInformer is a PVCInformer serving informer and lister (one
+// informer's reads seen through another store, for instance).
+func NewPVCInformer(informer cache.SharedIndexInformer, lister corelisters.PersistentVolumeClaimLister) PVCInformer {
+	return pvcInformer{informer: informer, lister: lister}
+}

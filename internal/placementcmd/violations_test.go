@@ -134,7 +134,9 @@ func TestViolationsGetWithTheUsersCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(ca, otherCA, 0o600); err != nil {
+	// Another file: client-go caches transports by the CA file's name.
+	o.caFile = filepath.Join(t.TempDir(), "other-ca.crt")
+	if err := os.WriteFile(o.caFile, otherCA, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.fetch(context.Background(), rc("reader")); err == nil || !strings.Contains(err.Error(), "certificate") {

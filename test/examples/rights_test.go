@@ -114,7 +114,6 @@ func TestEnforcerPatchesOnlyItsRecord(t *testing.T) {
 		pt                   types.PatchType
 	}{
 		{"image", image, "spec", types.StrategicMergePatchType},
-		{"a toleration", `{"spec":{"tolerations":[{"operator":"Exists"}]}}`, "spec", types.StrategicMergePatchType},
 		{"a label added", `{"metadata":{"labels":{"app":"other"}}}`, "labels", types.MergePatchType},
 		{"a label removed", `{"metadata":{"labels":{"app":null}}}`, "labels", types.MergePatchType},
 		{"another annotation changed", `{"metadata":{"annotations":{"example.com/kept":"no"}}}`, "annotation", types.MergePatchType},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -199,7 +200,7 @@ func TestHealthEndpoints(t *testing.T) {
 	r := newRig(t, nil)
 	serve := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
-		mux(r.e).ServeHTTP(rec, httptest.NewRequest("GET", path+"?verbose", nil))
+		endpoints(r.e, []healthz.HealthChecker{r.e.health}, nil).ServeHTTP(rec, httptest.NewRequest("GET", path+"?verbose", nil))
 		return rec.Code, rec.Body.String()
 	}
 	for _, path := range []string{"/healthz", "/livez", "/readyz"} {

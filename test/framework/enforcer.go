@@ -342,6 +342,9 @@ func (e *Env) InstallEnforcerIdentity(ctx context.Context, ttl time.Duration) (*
 			return nil, fmt.Errorf("creating %s: %w", ObjectKey(u), err)
 		}
 	}
+	if err := e.waitAuthorized(ctx, objs.account.Namespace, objs.account.Name, leaseRole(objs.roles)); err != nil {
+		return nil, err
+	}
 	token, err := e.serviceAccountToken(ctx, objs.account.Namespace, objs.account.Name, ttl)
 	if err != nil {
 		return nil, err
@@ -422,5 +425,54 @@ func (e *Env) EnforcerIdentityWith(t testing.TB, ns, sa string, edit func([]rbac
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
 				ValidationActions: objs.policyBinding.Spec.ValidationActions}})
 	e.Create(t, objects...)
+	if err := e.waitAuthorized(context.Background(), ns, sa, leaseRole(objs.roles)); err != nil {
+		t.Fatal(err)
+	}
 	return e.ServiceAccountKubeconfig(t, ns, sa), user
+}
+
+// waitAuthorized waits until the apiserver's authorizer lets the
+// ServiceAccount ns/name patch pods (its ClusterRole) and get its Lease
+// (leaseRole, bound in its namespace): bindings just created take a moment
+// to be in force, and a request refused meanwhile would count against the
+// identity.
+func (e *Env) waitAuthorized(ctx context.Context, ns, name string, leaseRole *rbacv1.Role) error {
+	var lease string
+	for _, r := range leaseRole.Rules {
+		if slices.Contains(r.Resources, "leases") && len(r.ResourceNames) > 0 {
+			lease = r.ResourceNames[0]
+		}
+	}
+	asks := []authorizationv1.ResourceAttributes{
+		{Verb: "patch", Resource: "pods"},
+		{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Namespace: leaseRole.Namespace, Name: lease},
+	}
+	user := "system:serviceaccount:" + ns + ":" + name
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, e.Timeout, true, func(ctx context.Context) (bool, error) {
+		for _, ask := range asks {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &ask}}
+			got, err := e.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			if err != nil || !got.Status.Allowed {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s's RBAC to be in force: %w", user, err)
+	}
+	return nil
+}
+
+// leaseRole is the Role among roles that grants the Lease.
+func leaseRole(roles map[string]*rbacv1.Role) *rbacv1.Role {
+	for _, r := range roles {
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.Resources, "leases") {
+				return r
+			}
+		}
+	}
+	return nil
 }

@@ -137,7 +137,7 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 			}
 		}
 	}
-	if want := map[string]int{"placement-scheduler": 4, "placement-enforcer": 6}; !maps.Equal(alerts, want) {
+	if want := map[string]int{"placement-scheduler": 4, "placement-enforcer": 7}; !maps.Equal(alerts, want) {
 		t.Errorf("alerts by group %v, want %v", alerts, want)
 	}
 

@@ -64,10 +64,17 @@ func TestEnforcerEndpointsAuthenticateAndAuthorize(t *testing.T) {
 		}
 	}
 	// The reader's grant reaches the enforcer through the apiserver's
-	// authorization cache: poll until it is seen.
-	env.Poll(t, "the reader's GET /violations", func(_ context.Context) (bool, error) {
-		code, _, err := enf.GetAs(readerCfg, "/violations")
-		return err == nil && code == 200, nil
+	// authorization cache, and the admin's client certificate is known once
+	// the enforcer has read the cluster's client CA (the ConfigMap
+	// extension-apiserver-authentication, after it starts serving): poll
+	// until both are seen.
+	env.Poll(t, "the reader's and the admin's GET /violations", func(_ context.Context) (bool, error) {
+		for _, cfg := range []*rest.Config{readerCfg, env.Config} {
+			if code, _, err := enf.GetAs(cfg, "/violations"); err != nil || code != 200 {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	for _, path := range []string{"/violations", "/metrics"} {
 		for who, c := range map[string]struct {

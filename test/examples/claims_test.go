@@ -151,18 +151,7 @@ func TestSimulatePlacesReplicasWithEphemeralVolumes(t *testing.T) {
 		env.CreateNodes(t, n)
 		nodes = append(nodes, n.Name)
 	}
-	env.Poll(t, "the pool's nodes Ready and untainted", func(ctx context.Context) (bool, error) {
-		for _, name := range nodes {
-			n, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if len(n.Spec.Taints) > 0 || !nodeReady(n) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	waitPoolUp(t, nodes)
 	withVolume := nodes[:2]
 	class := localVolumes(t, ns, withVolume...)
 

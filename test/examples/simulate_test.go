@@ -49,18 +49,7 @@ func TestSimulateAgreesWithTheScheduler(t *testing.T) {
 		env.CreateNodes(t, n)
 		names = append(names, n.Name)
 	}
-	env.Poll(t, "the pool's nodes Ready and untainted", func(ctx context.Context) (bool, error) {
-		for _, name := range names {
-			n, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if len(n.Spec.Taints) > 0 || !nodeReady(n) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	waitPoolUp(t, names)
 	config, err := manifests.Example("profile-pool/scheduler-config.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -303,6 +292,25 @@ func waitNoPods(t *testing.T, ns string) {
 		}
 		list, err := env.Client.CoreV1().Pods(ns).List(ctx, all)
 		return err == nil && len(list.Items) == 0, err
+	})
+}
+
+// waitPoolUp waits until every named node is Ready and carries no taint
+// at all (the node lifecycle controller lifts the not-ready taint once KWOK
+// reports Ready).
+func waitPoolUp(t *testing.T, names []string) {
+	t.Helper()
+	env.Poll(t, "the pool's nodes Ready and untainted", func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			n, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if len(n.Spec.Taints) > 0 || !nodeReady(n) {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 }
 

@@ -237,6 +237,23 @@ lint-chart: helm ## helm lint charts/placement-scheduler.
 	$(TOOLBIN)/helm lint --strict charts/placement-scheduler --set namespace.create=true
 	$(TOOLBIN)/helm lint --strict charts/placement-scheduler --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true
 
+# The workflows' checks: every action pinned by its commit SHA
+# (hack/check-action-pins.sh), then actionlint, built from its own module
+# (tools/actionlint/go.mod). actionlint checks the `run:` scripts with
+# shellcheck when one is on PATH (GitHub's runners have it) and says so when
+# not; pyflakes is off (no workflow runs Python).
+.PHONY: actionlint
+actionlint: ## Build bin/actionlint from tools/actionlint/go.mod.
+	cd tools/actionlint && $(TOOLGO) build -o $(TOOLBIN)/actionlint github.com/rhysd/actionlint/cmd/actionlint
+
+.PHONY: lint-workflows
+lint-workflows: actionlint ## Every action in .github/workflows pinned by commit SHA, and actionlint (part of make test).
+	hack/check-action-pins.sh .github/workflows/*.yml
+	@sc=$$(command -v shellcheck || true); \
+	if [ -z "$$sc" ]; then echo "lint-workflows: no shellcheck on PATH: the run: scripts are not shellchecked here (CI's runner does)"; fi; \
+	echo "$(TOOLBIN)/actionlint -shellcheck=$$sc -pyflakes= .github/workflows/*.yml"; \
+	$(TOOLBIN)/actionlint -shellcheck="$$sc" -pyflakes= .github/workflows/*.yml
+
 .PHONY: test-unit
 test-unit: etcd helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability -e /test/release)
@@ -324,7 +341,7 @@ test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engin
 	cd test/alerts && $(TOOLGO) vet ./... && $(TOOLGO) test -count=1 ./...
 
 .PHONY: test
-test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full; every older line's test-line-smoke (build, unit, short equivalence, integration, examples and an enforcer move).
+test: fmt-check vet lint-chart lint-workflows test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full; every older line's test-line-smoke (build, unit, short equivalence, integration, examples and an enforcer move).
 
 # An older line in make test (test-line-smoke): test-line, then the line
 # run against its own control plane. test-line builds the line's binaries,

@@ -247,8 +247,8 @@ actionlint: ## Build bin/actionlint from tools/actionlint/go.mod.
 	cd tools/actionlint && $(TOOLGO) build -o $(TOOLBIN)/actionlint github.com/rhysd/actionlint/cmd/actionlint
 
 .PHONY: lint-workflows
-lint-workflows: actionlint ## Every action in .github/workflows pinned by commit SHA, and actionlint (part of make test).
-	hack/check-action-pins.sh .github/workflows/*.yml
+lint-workflows: actionlint ## Every action in .github/ pinned by commit SHA, and actionlint (part of make test).
+	hack/check-action-pins.sh .github/workflows/*.yml .github/actions/*/action.yml
 	@sc=$$(command -v shellcheck || true); \
 	if [ -z "$$sc" ]; then echo "lint-workflows: no shellcheck on PATH: the run: scripts are not shellchecked here (CI's runner does)"; fi; \
 	echo "$(TOOLBIN)/actionlint -shellcheck=$$sc -pyflakes= .github/workflows/*.yml"; \

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -129,7 +130,7 @@ func judge(r io.Reader, accepted map[string]string, w io.Writer) (failed bool, e
 		failed = true
 		fmt.Fprintf(w, "CALLED %s in %s@%s, %s: %s (https://pkg.go.dev/vuln/%s)\n", id, c.module, c.version, fixed, summaries[id], id)
 	}
-	for id := range accepted {
+	for _, id := range slices.Sorted(maps.Keys(accepted)) {
 		if _, ok := calls[id]; !ok {
 			fmt.Fprintf(w, "accepted %s is no longer called: remove it from the accept file\n", id)
 		}

@@ -237,6 +237,43 @@ lint-chart: helm ## helm lint charts/placement-scheduler.
 	$(TOOLBIN)/helm lint --strict charts/placement-scheduler --set namespace.create=true
 	$(TOOLBIN)/helm lint --strict charts/placement-scheduler --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true
 
+# The workflows' checks: every action pinned by its commit SHA
+# (hack/check-action-pins.sh), then actionlint, built from its own module
+# (tools/actionlint/go.mod). actionlint checks the `run:` scripts with
+# shellcheck when one is on PATH (GitHub's runners have it) and says so when
+# not; pyflakes is off (no workflow runs Python).
+.PHONY: actionlint
+actionlint: ## Build bin/actionlint from tools/actionlint/go.mod.
+	cd tools/actionlint && $(TOOLGO) build -o $(TOOLBIN)/actionlint github.com/rhysd/actionlint/cmd/actionlint
+
+.PHONY: lint-workflows
+lint-workflows: actionlint ## Every action in .github/ pinned by commit SHA, and actionlint (part of make test).
+	hack/check-action-pins.sh .github/workflows/*.yml .github/actions/*/action.yml
+	@sc=$$(command -v shellcheck || true); \
+	if [ -z "$$sc" ]; then echo "lint-workflows: no shellcheck on PATH: the run: scripts are not shellchecked here (CI's runner does)"; fi; \
+	echo "$(TOOLBIN)/actionlint -shellcheck=$$sc -pyflakes= .github/workflows/*.yml"; \
+	$(TOOLBIN)/actionlint -shellcheck="$$sc" -pyflakes= .github/workflows/*.yml
+
+# govulncheck (tools/vuln/go.mod) over the main module. By default offline:
+# the vulnerability data is the OSV files of the golang.org/x/vulndb module
+# at VULNDB_VERSION (its data/osv, read as a flat OSV directory by
+# -db file://), as old as that pseudo-version's date: move it forward to
+# take newer reports. VULNDB=https://vuln.go.dev takes the live database (the
+# workflows do both). hack/vulncheck fails on every vulnerable symbol the
+# code calls but those tools/vuln/accepted.txt accepts, with the reason.
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+VULNDB ?=
+.PHONY: govulncheck
+govulncheck: ## Build bin/govulncheck from tools/vuln/go.mod.
+	cd tools/vuln && $(TOOLGO) build -o $(TOOLBIN)/govulncheck golang.org/x/vuln/cmd/govulncheck
+
+.PHONY: vuln
+vuln: govulncheck ## govulncheck over the main module, offline against golang.org/x/vulndb@VULNDB_VERSION (VULNDB=https://vuln.go.dev: live) (part of make test).
+	db='$(VULNDB)'; if [ -z "$$db" ]; then \
+		$(TOOLGO) mod download golang.org/x/vulndb@$(VULNDB_VERSION); \
+		db=file://$$($(TOOLGO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)/data/osv; fi; \
+	$(TOOLBIN)/govulncheck -db "$$db" -format json ./... | $(GO) run ./hack/vulncheck -accept tools/vuln/accepted.txt
+
 .PHONY: test-unit
 test-unit: etcd helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability -e /test/release)
@@ -324,7 +361,7 @@ test-alerts: helm ## The chart's PrometheusRule evaluated with Prometheus' engin
 	cd test/alerts && $(TOOLGO) vet ./... && $(TOOLGO) test -count=1 ./...
 
 .PHONY: test
-test: fmt-check vet lint-chart test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full; every older line's test-line-smoke (build, unit, short equivalence, integration, examples and an enforcer move).
+test: fmt-check vet lint-chart lint-workflows vuln test-alerts test-unit test-release test-integration test-reliability-short test-examples test-older-lines ## Everything CI runs: the newest line in full; every older line's test-line-smoke (build, unit, short equivalence, integration, examples and an enforcer move).
 
 # An older line in make test (test-line-smoke): test-line, then the line
 # run against its own control plane. test-line builds the line's binaries,

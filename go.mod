@@ -2,6 +2,8 @@ module github.com/placement-scheduler/placement-scheduler
 
 go 1.26.0
 
+toolchain go1.26.8
+
 godebug default=go1.26
 
 tool (

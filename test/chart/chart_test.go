@@ -612,17 +612,7 @@ func installNotes(t *testing.T, h *framework.Helm, args ...string) string {
 	if err := os.WriteFile(filepath.Join(chart, "notes-probe.txt"), notes, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, err := h.Run(append([]string{"template", release, chart, "--namespace", namespace, "--kube-version", newestLineCluster,
-		"--show-only", "templates/notes-probe.yaml"}, args...)...)
-	if err != nil {
-		t.Fatalf("rendering NOTES.txt: %v\n%s", err, errOut)
-	}
-	objs, err := framework.DecodeObjects([]byte(out))
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("decoding the probe (%d objects): %v\n%s", len(objs), err, out)
-	}
-	data, _, _ := unstructured.NestedStringMap(objs[0].Object, "data")
-	return data["notes"]
+	return probeData(t, h, chart, "notes-probe.yaml", append([]string{"--kube-version", newestLineCluster}, args...)...)["notes"]
 }
 
 // appVersion is Chart.yaml's appVersion.

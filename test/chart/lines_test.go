@@ -183,6 +183,22 @@ func chartCopy(t *testing.T, probes map[string]string) string {
 	return dir
 }
 
+// probeData renders the probe template name (a ConfigMap) of chart with h
+// and args, and returns its data.
+func probeData(t *testing.T, h *framework.Helm, chart, name string, args ...string) map[string]string {
+	t.Helper()
+	out, errOut, err := h.Run(append([]string{"template", release, chart, "--namespace", namespace, "--show-only", "templates/" + name}, args...)...)
+	if err != nil {
+		t.Fatalf("rendering the probe %s: %v\n%s", name, err, errOut)
+	}
+	objs, err := framework.DecodeObjects([]byte(out))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("decoding the probe %s (%d objects): %v\n%s", name, len(objs), err, out)
+	}
+	data, _, _ := unstructured.NestedStringMap(objs[0].Object, "data")
+	return data
+}
+
 // Past kubeVersion (a chart repackaged without it, a tool that does not
 // check it), the templates refuse a cluster no line serves in one line that
 // names the supported range and the value that pins the image; pinned
@@ -245,15 +261,7 @@ func kubeVersionProbe(t *testing.T, h *framework.Helm, versions [][3]string) (li
 		fmt.Fprintf(&probe, "  v%d: {{ include \"placement-scheduler.k8sLine\" (dict \"Capabilities\" (dict \"KubeVersion\" (dict \"Major\" %q \"Minor\" %q \"Version\" %q))) | quote }}\n", i, v[0], v[1], v[2])
 	}
 	chart := chartCopy(t, map[string]string{"line-probe.yaml": probe.String()})
-	out, errOut, err := h.Run("template", release, chart, "--namespace", namespace, "--kube-version", newestLineCluster, "--show-only", "templates/line-probe.yaml")
-	if err != nil {
-		t.Fatalf("rendering the probe: %v\n%s", err, errOut)
-	}
-	objs, err := framework.DecodeObjects([]byte(out))
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("decoding the probe (%d objects): %v\n%s", len(objs), err, out)
-	}
-	data, _, _ := unstructured.NestedStringMap(objs[0].Object, "data")
+	data := probeData(t, h, chart, "line-probe.yaml", "--kube-version", newestLineCluster)
 	if err := json.Unmarshal([]byte(data["lines"]), &lines); err != nil {
 		t.Fatalf("placement-scheduler.k8sLines: %v", err)
 	}
@@ -405,17 +413,9 @@ func helmDefaultLine(t *testing.T, h *framework.Helm) (version, line string) {
 		"  version: {{ .Capabilities.KubeVersion.Version | quote }}\n" +
 		"  line: {{ include \"placement-scheduler.k8sLine\" . | quote }}\n"
 	chart := chartCopy(t, map[string]string{"kube-probe.yaml": probe})
-	out, errOut, err := h.Run("template", release, chart, "--namespace", namespace, "--set", "image.tag=v9.9.9,tests.kubectlImage.tag=v9.9.9", "--show-only", "templates/kube-probe.yaml")
-	if err != nil {
-		t.Fatalf("rendering the probe: %v\n%s", err, errOut)
-	}
-	objs, err := framework.DecodeObjects([]byte(out))
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("decoding the probe (%d objects): %v\n%s", len(objs), err, out)
-	}
-	data, _, _ := unstructured.NestedStringMap(objs[0].Object, "data")
+	data := probeData(t, h, chart, "kube-probe.yaml", "--set", "image.tag=v9.9.9,tests.kubectlImage.tag=v9.9.9")
 	if data["version"] == "" {
-		t.Fatalf("the probe found no Kubernetes version:\n%s", out)
+		t.Fatalf("the probe found no Kubernetes version: %v", data)
 	}
 	return data["version"], data["line"]
 }

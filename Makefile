@@ -56,6 +56,7 @@ export KUBEBUILDER_ASSETS := $(BIN)
 export PLACEMENT_SCHEDULER_BIN := $(BIN)/placement-scheduler
 export PLACEMENT_ENFORCER_BIN := $(BIN)/placement-enforcer
 export PLACEMENT_HELM := $(TOOLBIN)/helm
+export PLACEMENT_HELM3 := $(TOOLBIN)/helm3
 
 .PHONY: help
 help: ## List the targets.
@@ -206,6 +207,18 @@ HELM_VERSION := $(shell cd tools/helm && $(TOOLGO) list -m -f '{{.Version}}' hel
 helm: ## Build bin/helm from tools/helm/go.mod.
 	cd tools/helm && CGO_ENABLED=0 $(TOOLGO) build -trimpath -ldflags '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $(TOOLBIN)/helm helm.sh/helm/v4/cmd/helm
 
+# Helm 3 (tools/helm3/go.mod), which users still run: the chart is linted and
+# rendered with it too. Stamped as Helm's own release build stamps it: its
+# version, and the Kubernetes version of its client-go as the default
+# .Capabilities.KubeVersion (unstamped, Helm 3 would say v1.20.0).
+HELM3_VERSION := $(shell cd tools/helm3 && $(TOOLGO) list -m -f '{{.Version}}' helm.sh/helm/v3)
+HELM3_K8S_MINOR := $(word 2,$(subst ., ,$(shell cd tools/helm3 && $(TOOLGO) list -m -f '{{.Version}}' k8s.io/client-go)))
+HELM3_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM3_VERSION) \
+	$(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(HELM3_K8S_MINOR))
+.PHONY: helm3
+helm3: ## Build bin/helm3 from tools/helm3/go.mod.
+	cd tools/helm3 && CGO_ENABLED=0 $(TOOLGO) build -trimpath -ldflags '$(HELM3_LDFLAGS)' -o $(TOOLBIN)/helm3 helm.sh/helm/v3/cmd/helm
+
 .PHONY: run
 run: build controlplane-cluster ## Start a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK) and placement-scheduler; Ctrl-C stops all.
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
@@ -230,12 +243,15 @@ vet: ## go vet every package.
 	$(GO) vet ./...
 
 # The chart's own checks: helm lint (strict: warnings fail too), with the
-# defaults and with the namespace rendered.
+# defaults, with the namespace rendered and with monitoring on, by Helm 4
+# and by Helm 3.
 .PHONY: lint-chart
-lint-chart: helm ## helm lint charts/placement-scheduler.
-	$(TOOLBIN)/helm lint --strict charts/placement-scheduler
-	$(TOOLBIN)/helm lint --strict charts/placement-scheduler --set namespace.create=true
-	$(TOOLBIN)/helm lint --strict charts/placement-scheduler --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true
+lint-chart: helm helm3 ## helm lint charts/placement-scheduler, with Helm 4 and Helm 3.
+	for h in $(TOOLBIN)/helm $(TOOLBIN)/helm3; do \
+		$$h lint --strict charts/placement-scheduler; \
+		$$h lint --strict charts/placement-scheduler --set namespace.create=true; \
+		$$h lint --strict charts/placement-scheduler --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true; \
+	done
 
 # The workflows' checks: every action pinned by its commit SHA
 # (hack/check-action-pins.sh), then actionlint, built from its own module
@@ -275,11 +291,11 @@ vuln: govulncheck ## govulncheck over the main module, offline against golang.or
 	$(TOOLBIN)/govulncheck -db "$$db" -format json ./... | $(GO) run ./hack/vulncheck -accept tools/vuln/accepted.txt
 
 .PHONY: test-unit
-test-unit: etcd helm ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm).
+test-unit: etcd helm helm3 ## Unit tests, the equivalence suite, the chart-vs-manifests check and the scheduler_perf wiring check (needs bin/etcd, bin/helm, bin/helm3).
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /test/integration -e /test/examples -e /test/reliability -e /test/release)
 
 # The inner loop: gofmt, vet, then every package test-unit runs except the
-# two that need binaries (test/chart: helm; test/perf's wiring check: etcd,
+# two that need binaries (test/chart: helm and helm3; test/perf's wiring check: etcd,
 # which -short skips), with -short: the equivalence suite runs its short
 # batches (2,000 one-cycle scenarios, 10 sequences, ...; its full batches
 # are make test's). Nothing is built into bin/ and go test's result cache

@@ -38,21 +38,42 @@ const (
 	enforcerConfigKey = "enforcer-config.yaml"
 )
 
-func helm(t *testing.T) *framework.Helm {
-	t.Helper()
-	h, err := framework.FindHelm(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+// helmLine is a Helm the chart is checked with, and how to find its binary.
+type helmLine struct {
+	name string
+	find func(home string) (*framework.Helm, error)
+}
+
+// helmLines are the Helms users install the chart with: Helm 4, and Helm 3,
+// which reads values.schema.json's draft 2020-12 from 3.18 on.
+func helmLines() []helmLine {
+	return []helmLine{
+		{name: "helm4", find: framework.FindHelm},
+		{name: "helm3", find: framework.FindHelm3},
 	}
-	return h
+}
+
+// forEachHelm runs test once with each of helmLines, as a subtest named
+// after it.
+func forEachHelm(t *testing.T, test func(t *testing.T, h *framework.Helm)) {
+	t.Helper()
+	for _, l := range helmLines() {
+		t.Run(l.name, func(t *testing.T) {
+			h, err := l.find(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			test(t, h)
+		})
+	}
 }
 
 // render is `helm template` of the chart with args (--set, -f ...),
 // without the `helm test` hooks (renderAll has them): `helm install` never
 // creates those, only `helm test` does.
-func render(t *testing.T, args ...string) []*unstructured.Unstructured {
+func render(t *testing.T, h *framework.Helm, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	return renderAll(t, append([]string{"--skip-tests"}, args...)...)
+	return renderAll(t, h, append([]string{"--skip-tests"}, args...)...)
 }
 
 // newestLineCluster is the Kubernetes version the tests render for unless
@@ -61,15 +82,15 @@ func render(t *testing.T, args ...string) []*unstructured.Unstructured {
 const newestLineCluster = "v1.37.2"
 
 // renderAll is `helm template` of the chart with args, test hooks included.
-func renderAll(t *testing.T, args ...string) []*unstructured.Unstructured {
+func renderAll(t *testing.T, h *framework.Helm, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	return renderRelease(t, release, args...)
+	return renderRelease(t, h, release, args...)
 }
 
 // renderRelease is renderAll for a release called name.
-func renderRelease(t *testing.T, name string, args ...string) []*unstructured.Unstructured {
+func renderRelease(t *testing.T, h *framework.Helm, name string, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, errOut, err := helm(t).Run(append([]string{"template", name, framework.ChartDir(t), "--namespace", namespace, "--kube-version", newestLineCluster}, args...)...)
+	out, errOut, err := h.Run(append([]string{"template", name, framework.ChartDir(t), "--namespace", namespace, "--kube-version", newestLineCluster}, args...)...)
 	if err != nil {
 		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, errOut)
 	}
@@ -179,6 +200,30 @@ func normalize(t *testing.T, objs []*unstructured.Unstructured) map[string]*unst
 	return out
 }
 
+// imageUser is the numeric user and group the image runs as (hack/image's
+// USER, which test/integration checks in the built image).
+const imageUser = int64(65532)
+
+// leaveUserToImage removes from a kustomize Deployment's pod securityContext
+// the runAsUser and runAsGroup that name the image's own user: manifests/
+// states them, the chart leaves them unset (podSecurityContext) so that a
+// platform assigning users from a range (OpenShift's restricted SCC) can,
+// and the process runs as the same user either way. Any other value is
+// kept, and so differs.
+func leaveUserToImage(t *testing.T, o *unstructured.Unstructured) {
+	t.Helper()
+	if o.GetKind() != "Deployment" {
+		return
+	}
+	for _, field := range []string{"runAsUser", "runAsGroup"} {
+		path := []string{"spec", "template", "spec", "securityContext", field}
+		// Decoded from YAML through JSON, a number is a float64.
+		if id, ok, _ := unstructured.NestedFieldNoCopy(o.Object, path...); ok && id == float64(imageUser) {
+			unstructured.RemoveNestedField(o.Object, path...)
+		}
+	}
+}
+
 func dropLabels(obj map[string]any, path ...string) {
 	labels, ok, _ := unstructured.NestedStringMap(obj, path...)
 	if !ok {
@@ -198,6 +243,10 @@ func dropLabels(obj map[string]any, path ...string) {
 // allowed to drift. TestEachLineInstallsItsKustomization does the same for
 // the older lines.
 func TestDefaultsRenderTheKustomizeBase(t *testing.T) {
+	forEachHelm(t, testDefaultsRenderTheKustomizeBase)
+}
+
+func testDefaultsRenderTheKustomizeBase(t *testing.T, h *framework.Helm) {
 	base := renderKustomize(t, ".")
 	for _, tc := range []struct {
 		name string
@@ -208,7 +257,7 @@ func TestDefaultsRenderTheKustomizeBase(t *testing.T) {
 		{name: "namespace.create=true", args: []string{"--set", "namespace.create=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			compareInstalls(t, base, render(t, tc.args...), tc.skip)
+			compareInstalls(t, base, render(t, h, tc.args...), tc.skip)
 		})
 	}
 }
@@ -219,6 +268,9 @@ func TestDefaultsRenderTheKustomizeBase(t *testing.T) {
 func compareInstalls(t *testing.T, want, got []*unstructured.Unstructured, skip string) {
 	t.Helper()
 	wantObjs, gotObjs := normalize(t, want), normalize(t, got)
+	for _, w := range wantObjs {
+		leaveUserToImage(t, w)
+	}
 	for _, k := range slices.Sorted(maps.Keys(wantObjs)) {
 		w := wantObjs[k]
 		g, ok := gotObjs[k]
@@ -293,7 +345,9 @@ func writeValues(t *testing.T, body string) string {
 // (an existing entry's args key by key, a new entry for another plugin);
 // additional profiles appended. A config change changes the checksum, so
 // the Deployment rolls.
-func TestValuesLandWhereTheySay(t *testing.T) {
+func TestValuesLandWhereTheySay(t *testing.T) { forEachHelm(t, testValuesLandWhereTheySay) }
+
+func testValuesLandWhereTheySay(t *testing.T, h *framework.Helm) {
 	values := writeValues(t, `
 image: {repository: registry.example.com/ps, tag: v9.9.9, pullPolicy: Always}
 replicas: 3
@@ -322,9 +376,9 @@ additionalProfiles:
       multiPoint:
         enabled: [{name: PlacementNodeAffinity}]
 `)
-	objs := render(t, "-f", values)
+	objs := render(t, h, "-f", values)
 	config, d := renderedConfig(t, objs)
-	_, defaultD := renderedConfig(t, render(t))
+	_, defaultD := renderedConfig(t, render(t, h))
 	var sa *unstructured.Unstructured
 	for _, o := range objs {
 		if o.GetKind() == "ServiceAccount" {
@@ -405,6 +459,10 @@ additionalProfiles:
 // pod labels and annotations, and resources. The enforcer's
 // PodDisruptionBudget selects its pods and nothing else.
 func TestEnforcerValuesLandWhereTheySay(t *testing.T) {
+	forEachHelm(t, testEnforcerValuesLandWhereTheySay)
+}
+
+func testEnforcerValuesLandWhereTheySay(t *testing.T, h *framework.Helm) {
 	values := writeValues(t, `
 enforcer:
   replicas: 3
@@ -422,7 +480,7 @@ enforcer:
   podAnnotations: {example.com/team: enforce}
   podLabels: {example.com/cost-center: "7"}
 `)
-	objs := byKind(render(t, "-f", values))
+	objs := byKind(render(t, h, "-f", values))
 	d := objs["Deployment"][release+"-enforcer"]
 	if d == nil {
 		t.Fatal("no enforcer Deployment rendered")
@@ -470,7 +528,7 @@ enforcer:
 		t.Errorf("enforcer.podLabels reached the scheduler's pods: %v", l)
 	}
 	// And the scheduler's placement values do not reach the enforcer.
-	e := byKind(render(t, "--set", "priorityClassName=x,tolerations[0].key=k,tolerations[0].operator=Exists,podLabels.team=s"))["Deployment"][release+"-enforcer"]
+	e := byKind(render(t, h, "--set", "priorityClassName=x,tolerations[0].key=k,tolerations[0].operator=Exists,podLabels.team=s"))["Deployment"][release+"-enforcer"]
 	if ePod := at(t, e.Object, "spec", "template", "spec").(map[string]any); ePod["priorityClassName"] != nil || ePod["tolerations"] != nil {
 		t.Errorf("the scheduler's priorityClassName or tolerations reached the enforcer's pod spec: %v", ePod)
 	}
@@ -482,7 +540,7 @@ enforcer:
 	// release is called.
 	for _, name := range []string{release, "other"} {
 		var pdb, dep *unstructured.Unstructured
-		for _, o := range renderRelease(t, name, "--skip-tests") {
+		for _, o := range renderRelease(t, h, name, "--skip-tests") {
 			switch {
 			case o.GetKind() == "PodDisruptionBudget" && strings.HasSuffix(o.GetName(), "-enforcer"):
 				pdb = o
@@ -505,7 +563,9 @@ enforcer:
 // tag says, and `helm test`'s canary runs that same image. NOTES.txt names
 // the image deployed, not the chart's appVersion when a tag or digest
 // overrides it.
-func TestImageDigestOverridesTag(t *testing.T) {
+func TestImageDigestOverridesTag(t *testing.T) { forEachHelm(t, testImageDigestOverridesTag) }
+
+func testImageDigestOverridesTag(t *testing.T, h *framework.Helm) {
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	for _, tc := range []struct {
 		name string
@@ -517,7 +577,7 @@ func TestImageDigestOverridesTag(t *testing.T) {
 		{"digest over tag", []string{"--set", "image.tag=v9.9.9,image.digest=" + digest}, "ghcr.io/placement-scheduler/placement-scheduler@" + digest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, o := range renderAll(t, tc.args...) {
+			for _, o := range renderAll(t, h, tc.args...) {
 				if o.GetKind() != "Deployment" && o.GetName() != release+"-test-canary" {
 					continue
 				}
@@ -529,20 +589,30 @@ func TestImageDigestOverridesTag(t *testing.T) {
 					t.Errorf("%s: image %v, want %s", key(o), got, tc.want)
 				}
 			}
-			// `helm install --dry-run=client` prints NOTES.txt, rendered,
-			// without a cluster, for the Kubernetes version of the helm
-			// binary's client-go (it has no --kube-version), v1.37 today: the
-			// newest line's, as the defaults case expects.
-			out, errOut, err := helm(t).Run(append([]string{"install", release, framework.ChartDir(t), "--namespace", namespace, "--dry-run=client"}, tc.args...)...)
-			if err != nil {
-				t.Fatalf("helm install --dry-run=client: %v\n%s", err, errOut)
-			}
-			_, notes, ok := strings.Cut(out, "\nNOTES:\n")
-			if first, _, _ := strings.Cut(notes, "\n"); !ok || !strings.HasPrefix(first, "placement-scheduler "+tc.want+" runs as ") {
+			if first, _, _ := strings.Cut(installNotes(t, h, tc.args...), "\n"); !strings.HasPrefix(first, "placement-scheduler "+tc.want+" runs as ") {
 				t.Errorf("NOTES.txt's first line %q does not name the deployed image %s", first, tc.want)
 			}
 		})
 	}
+}
+
+// installNotes is NOTES.txt rendered by h for a release with args, on the
+// newest line's cluster. `helm install --dry-run=client` would print it, but
+// Helm 3's still needs a reachable cluster, so a copy of the chart renders
+// NOTES.txt's text with tpl, the same engine and values, into a ConfigMap.
+func installNotes(t *testing.T, h *framework.Helm, args ...string) string {
+	t.Helper()
+	probe := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes-probe}\ndata:\n" +
+		"  notes: {{ tpl (.Files.Get \"notes-probe.txt\") . | quote }}\n"
+	chart := chartCopy(t, map[string]string{"notes-probe.yaml": probe})
+	notes, err := os.ReadFile(filepath.Join(chart, "templates", "NOTES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(chart, "notes-probe.txt"), notes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return probeData(t, h, chart, "notes-probe.yaml", append([]string{"--kube-version", newestLineCluster}, args...)...)["notes"]
 }
 
 // appVersion is Chart.yaml's appVersion.
@@ -564,7 +634,9 @@ func appVersion(t *testing.T) string {
 // values.schema.json turns a mistake away before anything is installed,
 // naming the value: an unknown key at any level, a wrong type, a malformed
 // duration, a flag the chart owns.
-func TestSchemaRejectsMistakes(t *testing.T) {
+func TestSchemaRejectsMistakes(t *testing.T) { forEachHelm(t, testSchemaRejectsMistakes) }
+
+func testSchemaRejectsMistakes(t *testing.T, h *framework.Helm) {
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -595,7 +667,7 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 			if tc.values != "" {
 				args = append(args, "-f", writeValues(t, tc.values))
 			}
-			_, errOut, err := helm(t).Run(args...)
+			_, errOut, err := h.Run(args...)
 			if err == nil {
 				t.Fatalf("helm template %s: accepted, want a schema error", strings.Join(tc.args, " "))
 			}
@@ -614,8 +686,10 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 // enforcer.enabled=false leaves out every enforcer object and its config;
 // enforcer.config reaches the enforcer's config file, merged over what the
 // chart sets.
-func TestEnforcerToggleAndConfig(t *testing.T) {
-	for _, o := range render(t, "--set", "enforcer.enabled=false") {
+func TestEnforcerToggleAndConfig(t *testing.T) { forEachHelm(t, testEnforcerToggleAndConfig) }
+
+func testEnforcerToggleAndConfig(t *testing.T, h *framework.Helm) {
+	for _, o := range render(t, h, "--set", "enforcer.enabled=false") {
 		if strings.Contains(o.GetName(), "enforcer") {
 			t.Errorf("enforcer.enabled=false still renders %s", key(o))
 		}
@@ -625,7 +699,7 @@ func TestEnforcerToggleAndConfig(t *testing.T) {
 			}
 		}
 	}
-	for _, o := range render(t, "--set", "enforcer.config.dryRun=true") {
+	for _, o := range render(t, h, "--set", "enforcer.config.dryRun=true") {
 		if o.GetKind() != "ConfigMap" {
 			continue
 		}
@@ -644,9 +718,11 @@ func TestEnforcerToggleAndConfig(t *testing.T) {
 // (another release, another name), its binding names the policy, and
 // enforcer.admissionPolicy.enabled=false renders neither, and nothing else
 // less.
-func TestEnforcerAdmissionPolicy(t *testing.T) {
+func TestEnforcerAdmissionPolicy(t *testing.T) { forEachHelm(t, testEnforcerAdmissionPolicy) }
+
+func testEnforcerAdmissionPolicy(t *testing.T, h *framework.Helm) {
 	const other = "edge"
-	objs := byKind(renderRelease(t, other))
+	objs := byKind(renderRelease(t, h, other))
 	name := other + "-placement-scheduler-enforcer"
 	if objs["ServiceAccount"][name] == nil {
 		t.Fatalf("no ServiceAccount %s rendered", name)
@@ -669,8 +745,8 @@ func TestEnforcerAdmissionPolicy(t *testing.T) {
 		t.Errorf("the binding names policy %v, want %s", got, name)
 	}
 
-	on := render(t)
-	off := render(t, "--set", "enforcer.admissionPolicy.enabled=false")
+	on := render(t, h)
+	off := render(t, h, "--set", "enforcer.admissionPolicy.enabled=false")
 	if len(off) != len(on)-2 {
 		t.Errorf("enforcer.admissionPolicy.enabled=false renders %d objects, want the %d of the defaults less two", len(off), len(on))
 	}

@@ -63,7 +63,9 @@ func wantImages(image, kubectl string) map[string]string {
 // the enforcer and the helm test's canary, and a kubectl of that line's
 // Kubernetes release (one minor from a 1.38 apiserver at most, as kubectl's
 // skew policy allows); a provider's suffix does not change the line.
-func TestImageFollowsTheClusterLine(t *testing.T) {
+func TestImageFollowsTheClusterLine(t *testing.T) { forEachHelm(t, testImageFollowsTheClusterLine) }
+
+func testImageFollowsTheClusterLine(t *testing.T, h *framework.Helm) {
 	app := appVersion(t)
 	for _, tc := range []struct {
 		cluster, tag, kubectl string
@@ -76,7 +78,7 @@ func TestImageFollowsTheClusterLine(t *testing.T) {
 		{"1.38.0", app + "-k8s1.37", "v1.37.2"},
 	} {
 		t.Run(tc.cluster, func(t *testing.T) {
-			got := images(t, renderAll(t, "--kube-version", tc.cluster))
+			got := images(t, renderAll(t, h, "--kube-version", tc.cluster))
 			want := wantImages(repository+":"+tc.tag, "registry.k8s.io/kubectl:"+tc.kubectl)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("images on Kubernetes %s (-want +got):\n%s", tc.cluster, diff)
@@ -95,7 +97,9 @@ func or(a, b string) string {
 
 // A pinned image (image.tag, or image.digest over any tag) is deployed as
 // given whatever the cluster's line, and so is a pinned kubectl.
-func TestPinnedImageWinsOverTheLine(t *testing.T) {
+func TestPinnedImageWinsOverTheLine(t *testing.T) { forEachHelm(t, testPinnedImageWinsOverTheLine) }
+
+func testPinnedImageWinsOverTheLine(t *testing.T, h *framework.Helm) {
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	for _, cluster := range []string{"1.35.0", "1.38.0"} {
 		for _, tc := range []struct {
@@ -109,11 +113,11 @@ func TestPinnedImageWinsOverTheLine(t *testing.T) {
 			{"kubectl digest", "tests.kubectlImage.digest=" + digest, "", "registry.k8s.io/kubectl@" + digest},
 		} {
 			t.Run(cluster+"/"+tc.name, func(t *testing.T) {
-				unpinned := images(t, renderAll(t, "--kube-version", cluster))
+				unpinned := images(t, renderAll(t, h, "--kube-version", cluster))
 				want := wantImages(
 					or(tc.image, unpinned["Deployment/"+release]),
 					or(tc.kubectl, unpinned["Pod/"+release+"-test-lease"]))
-				got := images(t, renderAll(t, "--kube-version", cluster, "--set", tc.set))
+				got := images(t, renderAll(t, h, "--kube-version", cluster, "--set", tc.set))
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("images with %s on Kubernetes %s (-want +got):\n%s", tc.set, cluster, diff)
 				}
@@ -125,7 +129,9 @@ func TestPinnedImageWinsOverTheLine(t *testing.T) {
 // A cluster no line serves is refused before anything is rendered, by
 // Chart.yaml's kubeVersion, naming the supported range; a provider's
 // pre-release suffix on a supported version is admitted.
-func TestKubeVersionGuard(t *testing.T) {
+func TestKubeVersionGuard(t *testing.T) { forEachHelm(t, testKubeVersionGuard) }
+
+func testKubeVersionGuard(t *testing.T, h *framework.Helm) {
 	for _, tc := range []struct {
 		version string
 		ok      bool
@@ -136,7 +142,7 @@ func TestKubeVersionGuard(t *testing.T) {
 		{"v1.38.4", true},
 		{"v1.39.0", false},
 	} {
-		_, errOut, err := helm(t).Run("template", release, framework.ChartDir(t), "--namespace", namespace, "--kube-version", tc.version)
+		_, errOut, err := h.Run("template", release, framework.ChartDir(t), "--namespace", namespace, "--kube-version", tc.version)
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("Kubernetes %s: refused, want accepted: %v\n%s", tc.version, err, errOut)
@@ -177,11 +183,31 @@ func chartCopy(t *testing.T, probes map[string]string) string {
 	return dir
 }
 
+// probeData renders the probe template name (a ConfigMap) of chart with h
+// and args, and returns its data.
+func probeData(t *testing.T, h *framework.Helm, chart, name string, args ...string) map[string]string {
+	t.Helper()
+	out, errOut, err := h.Run(append([]string{"template", release, chart, "--namespace", namespace, "--show-only", "templates/" + name}, args...)...)
+	if err != nil {
+		t.Fatalf("rendering the probe %s: %v\n%s", name, err, errOut)
+	}
+	objs, err := framework.DecodeObjects([]byte(out))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("decoding the probe %s (%d objects): %v\n%s", name, len(objs), err, out)
+	}
+	data, _, _ := unstructured.NestedStringMap(objs[0].Object, "data")
+	return data
+}
+
 // Past kubeVersion (a chart repackaged without it, a tool that does not
 // check it), the templates refuse a cluster no line serves in one line that
 // names the supported range and the value that pins the image; pinned
 // images render anywhere.
 func TestUnservedClusterFailsNamingTheOverride(t *testing.T) {
+	forEachHelm(t, testUnservedClusterFailsNamingTheOverride)
+}
+
+func testUnservedClusterFailsNamingTheOverride(t *testing.T, h *framework.Helm) {
 	chart := chartCopy(t, nil)
 	for _, cluster := range []string{"1.34.0", "1.39.0"} {
 		t.Run(cluster, func(t *testing.T) {
@@ -195,7 +221,7 @@ func TestUnservedClusterFailsNamingTheOverride(t *testing.T) {
 				if tc.set != "" {
 					args = append(args, "--set", tc.set)
 				}
-				_, errOut, err := helm(t).Run(args...)
+				_, errOut, err := h.Run(args...)
 				want := fmt.Sprintf("placement-scheduler supports Kubernetes 1.35 to 1.38 (build lines 1.35, 1.36, 1.37), not v%s: set %s to run another build", cluster, tc.value)
 				if err == nil {
 					t.Fatalf("Kubernetes %s with %q: rendered, want refused", cluster, tc.set)
@@ -206,7 +232,7 @@ func TestUnservedClusterFailsNamingTheOverride(t *testing.T) {
 					t.Errorf("Kubernetes %s with %q: error\n%s\nwant a first line ending %q", cluster, tc.set, errOut, want)
 				}
 			}
-			out, errOut, err := helm(t).Run("template", release, chart, "--namespace", namespace, "--kube-version", cluster,
+			out, errOut, err := h.Run("template", release, chart, "--namespace", namespace, "--kube-version", cluster,
 				"--set", "image.tag=v9.9.9,tests.kubectlImage.tag=v1.30.0")
 			if err != nil {
 				t.Fatalf("Kubernetes %s with both images pinned: %v\n%s", cluster, err, errOut)
@@ -226,7 +252,7 @@ func TestUnservedClusterFailsNamingTheOverride(t *testing.T) {
 // given as Capabilities.KubeVersion's Major, Minor and Version (as a
 // cluster's discovery reports them, Minor "36+" included), and the chart's
 // list of lines.
-func kubeVersionProbe(t *testing.T, versions [][3]string) (lines map[string]string, picked []string) {
+func kubeVersionProbe(t *testing.T, h *framework.Helm, versions [][3]string) (lines map[string]string, picked []string) {
 	t.Helper()
 	var probe strings.Builder
 	probe.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: line-probe}\ndata:\n")
@@ -235,15 +261,7 @@ func kubeVersionProbe(t *testing.T, versions [][3]string) (lines map[string]stri
 		fmt.Fprintf(&probe, "  v%d: {{ include \"placement-scheduler.k8sLine\" (dict \"Capabilities\" (dict \"KubeVersion\" (dict \"Major\" %q \"Minor\" %q \"Version\" %q))) | quote }}\n", i, v[0], v[1], v[2])
 	}
 	chart := chartCopy(t, map[string]string{"line-probe.yaml": probe.String()})
-	out, errOut, err := helm(t).Run("template", release, chart, "--namespace", namespace, "--kube-version", newestLineCluster, "--show-only", "templates/line-probe.yaml")
-	if err != nil {
-		t.Fatalf("rendering the probe: %v\n%s", err, errOut)
-	}
-	objs, err := framework.DecodeObjects([]byte(out))
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("decoding the probe (%d objects): %v\n%s", len(objs), err, out)
-	}
-	data, _, _ := unstructured.NestedStringMap(objs[0].Object, "data")
+	data := probeData(t, h, chart, "line-probe.yaml", "--kube-version", newestLineCluster)
 	if err := json.Unmarshal([]byte(data["lines"]), &lines); err != nil {
 		t.Fatalf("placement-scheduler.k8sLines: %v", err)
 	}
@@ -256,7 +274,9 @@ func kubeVersionProbe(t *testing.T, versions [][3]string) (lines map[string]stri
 // The line for what a cluster reports: managed clusters' Minor "36+" and
 // GitVersion suffixes count as their minor; another major or an unparsable
 // minor has no line.
-func TestLineFromReportedVersion(t *testing.T) {
+func TestLineFromReportedVersion(t *testing.T) { forEachHelm(t, testLineFromReportedVersion) }
+
+func testLineFromReportedVersion(t *testing.T, h *framework.Helm) {
 	for _, tc := range []struct {
 		major, minor, version, line string
 	}{
@@ -270,7 +290,7 @@ func TestLineFromReportedVersion(t *testing.T) {
 		{"1", "", "v1.36.0", ""},
 		{"", "", "v0.0.0-master", ""},
 	} {
-		_, picked := kubeVersionProbe(t, [][3]string{{tc.major, tc.minor, tc.version}})
+		_, picked := kubeVersionProbe(t, h, [][3]string{{tc.major, tc.minor, tc.version}})
 		if picked[0] != tc.line {
 			t.Errorf("Major %q Minor %q (%s): line %q, want %q", tc.major, tc.minor, tc.version, picked[0], tc.line)
 		}
@@ -282,14 +302,16 @@ func TestLineFromReportedVersion(t *testing.T) {
 // project's: the newest is go.mod's k8s.io/kubernetes, every other one a
 // lines/k8s-1.<minor> workspace, each at the Kubernetes release the chart
 // gives the helm test's kubectl.
-func TestLinesAreTheBuilds(t *testing.T) {
+func TestLinesAreTheBuilds(t *testing.T) { forEachHelm(t, testLinesAreTheBuilds) }
+
+func testLinesAreTheBuilds(t *testing.T, h *framework.Helm) {
 	var versions [][3]string
 	for minor := 30; minor <= 45; minor++ {
 		versions = append(versions, [3]string{"1", fmt.Sprint(minor), fmt.Sprintf("v1.%d.0", minor)})
 	}
-	lines, picked := kubeVersionProbe(t, versions)
+	lines, picked := kubeVersionProbe(t, h, versions)
 	for i, v := range versions {
-		_, _, err := helm(t).Run("template", release, framework.ChartDir(t), "--namespace", namespace, "--kube-version", v[2],
+		_, _, err := h.Run("template", release, framework.ChartDir(t), "--namespace", namespace, "--kube-version", v[2],
 			"--set", "image.tag=v9.9.9,tests.kubectlImage.tag=v9.9.9")
 		if admitted := err == nil; admitted != (picked[i] != "") {
 			t.Errorf("Kubernetes %s: Chart.yaml's kubeVersion admits it: %v; the templates' line: %q", v[2], admitted, picked[i])
@@ -337,7 +359,11 @@ func TestLinesAreTheBuilds(t *testing.T) {
 // an image tag naming a line brings that line's profile whatever the
 // cluster's.
 func TestEachLineInstallsItsKustomization(t *testing.T) {
-	lines, _ := kubeVersionProbe(t, nil)
+	forEachHelm(t, testEachLineInstallsItsKustomization)
+}
+
+func testEachLineInstallsItsKustomization(t *testing.T, h *framework.Helm) {
+	lines, _ := kubeVersionProbe(t, h, nil)
 	minors := slices.Sorted(maps.Keys(lines))
 	newest := minors[len(minors)-1]
 	dir := func(minor string) string {
@@ -359,13 +385,13 @@ func TestEachLineInstallsItsKustomization(t *testing.T) {
 			if diff := cmp.Diff(string(shipped), string(copied)); diff != "" {
 				t.Errorf("the chart's files/scheduler-config-k8s1.%s.yaml drifted from manifests/%s/scheduler-config.yaml (-manifests +chart):\n%s", minor, dir(minor), diff)
 			}
-			compareInstalls(t, renderKustomize(t, dir(minor)), render(t, "--kube-version", lines[minor]), "Namespace")
+			compareInstalls(t, renderKustomize(t, dir(minor)), render(t, h, "--kube-version", lines[minor]), "Namespace")
 		})
 	}
 	t.Run("image tag names the line", func(t *testing.T) {
 		oldest := minors[0]
 		want := normalize(t, renderKustomize(t, dir(oldest)))
-		got := normalize(t, render(t, "--kube-version", lines[newest], "--set", "image.tag="+appVersion(t)+"-k8s1."+oldest))
+		got := normalize(t, render(t, h, "--kube-version", lines[newest], "--set", "image.tag="+appVersion(t)+"-k8s1."+oldest))
 		for k, w := range want {
 			if w.GetKind() != "ConfigMap" {
 				continue
@@ -375,4 +401,58 @@ func TestEachLineInstallsItsKustomization(t *testing.T) {
 			}
 		}
 	})
+}
+
+// helmDefaultLine returns the Kubernetes version h renders for without a
+// cluster and without --kube-version (its .Capabilities default: Helm 4's
+// client-go's, Helm 3's as its build stamps it), and the line the chart
+// picks for it ("" for none).
+func helmDefaultLine(t *testing.T, h *framework.Helm) (version, line string) {
+	t.Helper()
+	probe := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kube-probe}\ndata:\n" +
+		"  version: {{ .Capabilities.KubeVersion.Version | quote }}\n" +
+		"  line: {{ include \"placement-scheduler.k8sLine\" . | quote }}\n"
+	chart := chartCopy(t, map[string]string{"kube-probe.yaml": probe})
+	data := probeData(t, h, chart, "kube-probe.yaml", "--set", "image.tag=v9.9.9,tests.kubectlImage.tag=v9.9.9")
+	if data["version"] == "" {
+		t.Fatalf("the probe found no Kubernetes version: %v", data)
+	}
+	return data["version"], data["line"]
+}
+
+// `helm template` without --kube-version (and without a cluster) renders
+// for the helm binary's own Kubernetes version, as Helm documents: with
+// Helm 4 (its client-go's) and Helm 3 (stamped as its releases are) that
+// version has a line, so the render works and deploys that line, exactly
+// what --kube-version <that version> renders. A version no line serves
+// (what an unstamped Helm 3 reports, v1.20.0) fails in one line, by
+// Chart.yaml's kubeVersion, before anything renders.
+func TestTemplateWithoutKubeVersion(t *testing.T) { forEachHelm(t, testTemplateWithoutKubeVersion) }
+
+func testTemplateWithoutKubeVersion(t *testing.T, h *framework.Helm) {
+	version, line := helmDefaultLine(t, h)
+	if line == "" {
+		t.Fatalf("this helm renders for Kubernetes %s without --kube-version, which no line serves (build it with make)", version)
+	}
+	out, errOut, err := h.Run("template", release, framework.ChartDir(t), "--namespace", namespace)
+	if err != nil {
+		t.Fatalf("helm template without --kube-version (Kubernetes %s): %v\n%s", version, err, errOut)
+	}
+	objs, err := framework.DecodeObjects([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := images(t, objs)
+	if want := repository + ":" + appVersion(t) + "-k8s1." + line; got["Deployment/"+release] != want {
+		t.Errorf("without --kube-version (Kubernetes %s): image %s, want %s", version, got["Deployment/"+release], want)
+	}
+	if diff := cmp.Diff(images(t, renderAll(t, h, "--kube-version", version)), got); diff != "" {
+		t.Errorf("without --kube-version, not what --kube-version %s renders (-with +without):\n%s", version, diff)
+	}
+
+	_, errOut, err = h.Run("template", release, framework.ChartDir(t), "--namespace", namespace, "--kube-version", "v1.20.0")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if err == nil || !strings.HasPrefix(lines[0], "Error: chart requires kubeVersion: >=1.35.0-0 <1.39.0-0 which is incompatible with Kubernetes v1.20.0") {
+		t.Errorf("Kubernetes v1.20.0: %v, want one line naming kubeVersion's range:\n%s", err, errOut)
+	}
 }

@@ -39,12 +39,16 @@ func byKind(objs []*unstructured.Unstructured) map[string]map[string]*unstructur
 // $enforcer_job for the enforcer's panels. What the
 // alerts decide is tested in test/alerts, with Prometheus' engine.
 func TestMonitoringObjectsHangTogether(t *testing.T) {
+	forEachHelm(t, testMonitoringObjectsHangTogether)
+}
+
+func testMonitoringObjectsHangTogether(t *testing.T, h *framework.Helm) {
 	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
-		if _, ok := byKind(render(t))[kind]; ok {
+		if _, ok := byKind(render(t, h))[kind]; ok {
 			t.Errorf("the defaults render a %s", kind)
 		}
 	}
-	objs := byKind(render(t,
+	objs := byKind(render(t, h,
 		"--set", "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true",
 		"--set", "monitoring.serviceMonitor.prometheusServiceAccount.name=prometheus,monitoring.serviceMonitor.prometheusServiceAccount.namespace=monitoring",
 		"--set", "monitoring.serviceMonitor.labels.release=kube-prometheus-stack"))
@@ -201,8 +205,10 @@ func TestMonitoringObjectsHangTogether(t *testing.T) {
 // canary asks for the first profile's schedulerName and runs the deployed
 // image; the lease check waits on the lease the scheduler's config names,
 // with a ServiceAccount allowed to read exactly that lease.
-func TestHelmTestChecksThisRelease(t *testing.T) {
-	objs := renderAll(t, "--set", "image.tag=v9.9.9")
+func TestHelmTestChecksThisRelease(t *testing.T) { forEachHelm(t, testHelmTestChecksThisRelease) }
+
+func testHelmTestChecksThisRelease(t *testing.T, h *framework.Helm) {
+	objs := renderAll(t, h, "--set", "image.tag=v9.9.9")
 	config, d := renderedConfig(t, objs)
 	var testHooks []*unstructured.Unstructured
 	for _, o := range objs {
@@ -259,7 +265,7 @@ func TestHelmTestChecksThisRelease(t *testing.T) {
 		}
 	}
 
-	for _, o := range renderAll(t, "--set", "tests.enabled=false") {
+	for _, o := range renderAll(t, h, "--set", "tests.enabled=false") {
 		if _, ok := o.GetAnnotations()["helm.sh/hook"]; ok {
 			t.Errorf("tests.enabled=false still renders %s", key(o))
 		}
@@ -273,7 +279,11 @@ func TestHelmTestChecksThisRelease(t *testing.T) {
 // or a Secret the values name, and then nothing of the chart's own. The
 // TLS settings are the values'. The enforcer's probe speaks HTTPS.
 func TestEnforcerServiceMonitorScrapesWithAToken(t *testing.T) {
-	objs := byKind(render(t, "--set", "monitoring.serviceMonitor.enabled=true"))
+	forEachHelm(t, testEnforcerServiceMonitorScrapesWithAToken)
+}
+
+func testEnforcerServiceMonitorScrapesWithAToken(t *testing.T, h *framework.Helm) {
+	objs := byKind(render(t, h, "--set", "monitoring.serviceMonitor.enabled=true"))
 	sm := objs["ServiceMonitor"][release+"-enforcer"]
 	svc := objs["Service"][release+"-enforcer-metrics"]
 	if sm == nil || svc == nil {
@@ -328,7 +338,7 @@ func TestEnforcerServiceMonitorScrapesWithAToken(t *testing.T) {
 	}
 
 	// A Secret of the user's own, and a verified certificate.
-	objs = byKind(render(t, "--set", "monitoring.serviceMonitor.enabled=true",
+	objs = byKind(render(t, h, "--set", "monitoring.serviceMonitor.enabled=true",
 		"--set", "monitoring.serviceMonitor.enforcer.tokenSecret.name=prometheus-token,monitoring.serviceMonitor.enforcer.tokenSecret.key=t",
 		"--set", "monitoring.serviceMonitor.enforcer.tlsConfig.insecureSkipVerify=false,monitoring.serviceMonitor.enforcer.tlsConfig.serverName=enforcer.example",
 		"--set", "monitoring.serviceMonitor.enforcer.tlsConfig.ca.secret.name=enforcer-ca,monitoring.serviceMonitor.enforcer.tlsConfig.ca.secret.key=ca.crt"))

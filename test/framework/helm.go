@@ -19,7 +19,11 @@ import (
 // `make helm` builds from tools/helm/go.mod.
 const HelmEnv = "PLACEMENT_HELM"
 
-// Helm runs the helm binary built from tools/helm, isolated from the
+// Helm3Env names the Helm 3 binary the chart is also checked with; `make`
+// sets it to bin/helm3, which `make helm3` builds from tools/helm3/go.mod.
+const Helm3Env = "PLACEMENT_HELM3"
+
+// Helm runs a helm binary built from tools/helm (or tools/helm3), isolated from the
 // user's own Helm configuration, cache and repositories.
 type Helm struct {
 	binary string
@@ -29,16 +33,26 @@ type Helm struct {
 // FindHelm returns a Helm for $PLACEMENT_HELM, else the module's bin/helm,
 // keeping Helm's state under home; or an error saying how to build it.
 func FindHelm(home string) (*Helm, error) {
-	bin := os.Getenv(HelmEnv)
+	return findHelm(HelmEnv, "helm", home)
+}
+
+// FindHelm3 is FindHelm for Helm 3: $PLACEMENT_HELM3, else bin/helm3.
+func FindHelm3(home string) (*Helm, error) {
+	return findHelm(Helm3Env, "helm3", home)
+}
+
+// findHelm returns a Helm for $env, else the module's bin/<name>.
+func findHelm(env, name, home string) (*Helm, error) {
+	bin := os.Getenv(env)
 	if bin == "" {
 		root, err := moduleRoot()
 		if err != nil {
-			return nil, fmt.Errorf("%s is not set and the module root is unknown: %w", HelmEnv, err)
+			return nil, fmt.Errorf("%s is not set and the module root is unknown: %w", env, err)
 		}
-		bin = filepath.Join(root, "bin", "helm")
+		bin = filepath.Join(root, "bin", name)
 	}
 	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("no helm binary (run `make helm` or set %s): %w", HelmEnv, err)
+		return nil, fmt.Errorf("no %s binary (run `make %s` or set %s): %w", name, name, env, err)
 	}
 	return &Helm{binary: bin, home: home}, nil
 }

@@ -28,7 +28,7 @@ app.kubernetes.io/name: {{ include "placement-scheduler.name" . }}
 
 {{/*
 Every object's labels: part-of (what manifests/ puts on everything, and what
-an upgrade there prunes by) and Helm's own.
+an upgrade there prunes by), Helm's own and .Values.commonLabels.
 */}}
 {{- define "placement-scheduler.labels" -}}
 app.kubernetes.io/part-of: placement-scheduler
@@ -36,10 +36,42 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The ServiceAccount a component runs as, made by the chart or not
+(serviceAccount.create); its name defaults to $default. Called as
+(list $serviceAccountValues $default).
+*/}}
+{{- define "placement-scheduler.serviceAccountNameOf" -}}
+{{- $sa := index . 0 -}}
+{{- $sa.name | default (index . 1) -}}
 {{- end -}}
 
 {{- define "placement-scheduler.serviceAccountName" -}}
-{{- include "placement-scheduler.fullname" . -}}
+{{- include "placement-scheduler.serviceAccountNameOf" (list .Values.serviceAccount (include "placement-scheduler.fullname" .)) -}}
+{{- end -}}
+
+{{- define "placement-scheduler.enforcerServiceAccountName" -}}
+{{- include "placement-scheduler.serviceAccountNameOf" (list .Values.enforcer.serviceAccount (printf "%s-enforcer" (include "placement-scheduler.fullname" .))) -}}
+{{- end -}}
+
+{{/*
+A PodDisruptionBudget's budget from {minAvailable, maxUnavailable}: the one
+set (the schema refuses both), else maxUnavailable 1, which lets a drain take
+one replica at a time.
+*/}}
+{{- define "placement-scheduler.disruptionBudget" -}}
+{{- if not (kindIs "invalid" (index . "minAvailable")) -}}
+minAvailable: {{ index . "minAvailable" | toJson }}
+{{- else if not (kindIs "invalid" (index . "maxUnavailable")) -}}
+maxUnavailable: {{ index . "maxUnavailable" | toJson }}
+{{- else -}}
+maxUnavailable: 1
+{{- end -}}
 {{- end -}}
 
 {{/*

@@ -16,6 +16,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -140,6 +142,13 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, a := range arts {
+		if a.line != "" {
+			if err := checkTag(a); err != nil {
+				return err
+			}
+		}
+	}
 	var published []string
 	for _, a := range arts {
 		var digest string
@@ -164,10 +173,46 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	return nil
 }
 
+// checkTag refuses a tarball whose index.json records another tag than
+// a.ref's: a file renamed from another line's would go out under the wrong
+// line. It reads only index.json, so every tarball is checked before
+// anything is pushed.
+func checkTag(a artifact) error {
+	f, err := os.Open(a.file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s has no index.json: it is not an OCI layout tarball (hack/image -index writes one)", a.file)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.file, err)
+		}
+		if h.Name != "index.json" {
+			continue
+		}
+		var index v1.IndexManifest
+		if err := json.NewDecoder(tr).Decode(&index); err != nil {
+			return fmt.Errorf("%s: index.json: %w", a.file, err)
+		}
+		want := a.ref[strings.LastIndex(a.ref, ":")+1:]
+		if len(index.Manifests) != 1 || index.Manifests[0].Annotations[refNameAnnotation] != want {
+			var tags []string
+			for _, d := range index.Manifests {
+				tags = append(tags, d.Annotations[refNameAnnotation])
+			}
+			return fmt.Errorf("%s holds the images tagged %q, want only %q: rebuild it with `make release`", a.file, tags, want)
+		}
+		return nil
+	}
+}
+
 // pushIndex pushes the one image index of a's layout tarball to a.ref and
-// returns its digest. The tag recorded in the tarball must be a.ref's: a
-// file renamed from another line's would otherwise go out under the wrong
-// line.
+// returns its digest.
 func pushIndex(ctx context.Context, a artifact, plainHTTP bool) (string, error) {
 	var nameOpts []name.Option
 	if plainHTTP {
@@ -201,9 +246,6 @@ func pushIndex(ctx context.Context, a artifact, plainHTTP bool) (string, error) 
 		return "", fmt.Errorf("%s: index.json must name exactly one OCI image index, as hack/image -index writes", a.file)
 	}
 	desc := m.Manifests[0]
-	if got := desc.Annotations[refNameAnnotation]; got != tag.TagStr() {
-		return "", fmt.Errorf("%s holds the image tagged %q, not %q: rebuild it with `make release`", a.file, got, tag.TagStr())
-	}
 	idx, err := top.ImageIndex(desc.Digest)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", a.file, err)

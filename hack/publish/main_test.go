@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/tar"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,5 +63,34 @@ func TestPlan(t *testing.T) {
 				t.Errorf("plan: %v, want one line containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestCheckTag: a tarball is pushed only under the tag it records.
+func TestCheckTag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "index.tar")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := tar.NewWriter(f)
+	index := []byte(`{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.index.v1+json","size":1,` +
+		`"digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000",` +
+		`"annotations":{"org.opencontainers.image.ref.name":"v1.2.3-k8s1.36"}}]}`)
+	if err := tw.WriteHeader(&tar.Header{Name: "index.json", Mode: 0o644, Size: int64(len(index)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(index); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(tw.Close(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkTag(artifact{file: file, ref: "127.0.0.1:5000/o/placement-scheduler:v1.2.3-k8s1.36", line: "1.36"}); err != nil {
+		t.Errorf("its own tag: %v", err)
+	}
+	err = checkTag(artifact{file: file, ref: "127.0.0.1:5000/o/placement-scheduler:v1.2.3-k8s1.37", line: "1.37"})
+	if err == nil || !strings.Contains(err.Error(), `holds the images tagged ["v1.2.3-k8s1.36"], want only "v1.2.3-k8s1.37"`) {
+		t.Errorf("another line's tag: %v, want a refusal naming both tags", err)
 	}
 }

@@ -178,37 +178,31 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 // line. It reads only index.json, so every tarball is checked before
 // anything is pushed.
 func checkTag(a artifact) error {
-	f, err := os.Open(a.file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s has no index.json: it is not an OCI layout tarball (hack/image -index writes one)", a.file)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", a.file, err)
-		}
+	want := a.ref[strings.LastIndex(a.ref, ":")+1:]
+	found, err := walkTar(a.file, func(h *tar.Header, r io.Reader) (bool, error) {
 		if h.Name != "index.json" {
-			continue
+			return false, nil
 		}
 		var index v1.IndexManifest
-		if err := json.NewDecoder(tr).Decode(&index); err != nil {
-			return fmt.Errorf("%s: index.json: %w", a.file, err)
+		if err := json.NewDecoder(r).Decode(&index); err != nil {
+			return true, fmt.Errorf("index.json: %w", err)
 		}
-		want := a.ref[strings.LastIndex(a.ref, ":")+1:]
 		if len(index.Manifests) != 1 || index.Manifests[0].Annotations[refNameAnnotation] != want {
 			var tags []string
 			for _, d := range index.Manifests {
 				tags = append(tags, d.Annotations[refNameAnnotation])
 			}
-			return fmt.Errorf("%s holds the images tagged %q, want only %q: rebuild it with `make release`", a.file, tags, want)
+			return true, fmt.Errorf("holds the images tagged %q, want only %q: rebuild it with `make release`", tags, want)
 		}
-		return nil
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", a.file, err)
 	}
+	if !found {
+		return fmt.Errorf("%s has no index.json: it is not an OCI layout tarball (hack/image -index writes one)", a.file)
+	}
+	return nil
 }
 
 // pushIndex pushes the one image index of a's layout tarball to a.ref and
@@ -277,48 +271,55 @@ func pushChart(ctx context.Context, a artifact, o options) (string, error) {
 	return string(m[1]), nil
 }
 
-// untar unpacks the regular files and directories of the tarball file
-// into dir, refusing entries that would land outside it.
-func untar(file, dir string) error {
+// walkTar calls fn on each entry of the tarball file, in order, until fn
+// says stop or fails; it reports whether fn stopped it.
+func walkTar(file string, fn func(h *tar.Header, r io.Reader) (stop bool, err error)) (bool, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	tr := tar.NewReader(f)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
+		if stop, err := fn(h, tr); stop || err != nil {
+			return stop, err
+		}
+	}
+}
+
+// untar unpacks the regular files and directories of the tarball file
+// into dir, refusing entries that would land outside it.
+func untar(file, dir string) error {
+	_, err := walkTar(file, func(h *tar.Header, r io.Reader) (bool, error) {
 		if !filepath.IsLocal(h.Name) {
-			return fmt.Errorf("entry %q leaves the layout", h.Name)
+			return true, fmt.Errorf("entry %q leaves the layout", h.Name)
 		}
 		path := filepath.Join(dir, h.Name)
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(path, 0o755); err != nil {
-				return err
-			}
+			return false, os.MkdirAll(path, 0o755)
 		case tar.TypeReg:
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
+				return true, err
 			}
 			w, err := os.Create(path)
 			if err != nil {
-				return err
+				return true, err
 			}
-			if _, err := io.Copy(w, tr); err != nil {
-				return errors.Join(err, w.Close())
+			if _, err := io.Copy(w, r); err != nil {
+				return true, errors.Join(err, w.Close())
 			}
-			if err := w.Close(); err != nil {
-				return err
-			}
+			return false, w.Close()
 		default:
-			return fmt.Errorf("entry %q: type %c is not a file or directory", h.Name, h.Typeflag)
+			return true, fmt.Errorf("entry %q: type %c is not a file or directory", h.Name, h.Typeflag)
 		}
-	}
+	})
+	return err
 }

@@ -541,6 +541,21 @@ verify-release: kubectl krew ## The release test on dist/ from make release (VER
 	RELEASE_DIST=$(DIST) RELEASE_VERSION=$(VERSION) RELEASE_SIGNING_PUBKEY=$$pub \
 		RELEASE_K8S_VERSION=$(K8S_VERSION) $(GO) test -count=1 ./test/release/...
 
+# Publishing (docs/releasing.md): each line's image index from DIST to
+# REGISTRY/placement-scheduler:<VERSION>-k8s<minor> and the chart to
+# oci://REGISTRY/charts, with the docker config's and helm's registry
+# credentials. The pushed <ref>@<digest> lines go to PUBLISHED, outside
+# DIST (SHA256SUMS covers DIST), for signing. PUBLISH_FLAGS=-plain-http
+# talks HTTP to a local registry.
+PUBLISHED     ?= $(TOOLBIN)/published.txt
+PUBLISH_FLAGS ?=
+.PHONY: publish
+publish: helm ## Push dist/'s image indexes and chart (VERSION=vX.Y.Z REGISTRY=host/owner required; PUBLISHED=bin/published.txt lists the digests).
+	$(check-version)
+	@if [ -z "$(REGISTRY)" ]; then echo "publish: REGISTRY must be given as host/owner, e.g. make publish VERSION=$(VERSION) REGISTRY=ghcr.io/placement-scheduler" >&2; exit 1; fi
+	$(GO) run ./hack/publish -dist $(DIST) -version $(VERSION) -lines '$(K8S_LINES)' -registry $(REGISTRY) \
+		-out $(PUBLISHED) -helm $(TOOLBIN)/helm $(PUBLISH_FLAGS)
+
 .PHONY: kubectl
 kubectl: $(BIN)/kubectl ## Build bin/kubectl alone (controlplane builds it with the rest).
 

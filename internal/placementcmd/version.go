@@ -65,7 +65,7 @@ on stderr names the release archive to use instead.`,
 			switch output {
 			case "", "json", "yaml":
 			default:
-				return fmt.Errorf("-o %q: want json or yaml (or no -o for one line)", output)
+				return fmt.Errorf("-o %q: want json or yaml (or no -o for text)", output)
 			}
 			bi, _ := debug.ReadBuildInfo()
 			info := versionInfo{
@@ -112,7 +112,7 @@ on stderr names the release archive to use instead.`,
 		},
 	}
 	flags.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: one line, and one for the server)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: text)")
 	cmd.Flags().BoolVar(&clientOnly, "client", false, "The plugin's version only: do not ask the server")
 	return cmd
 }
@@ -140,6 +140,7 @@ func warnSkew(w io.Writer, d discovery.ServerVersionInterface, build BuildInfo) 
 	}
 }
 
+// warnSkewOf prints the warning for a server whose version is known.
 func warnSkewOf(w io.Writer, server *apimachineryversion.Info, build BuildInfo) {
 	if msg := skew.Decide(k8sline.Minor, k8sline.Lines(), server).Warning(build.Version, runtime.GOOS, runtime.GOARCH); msg != "" {
 		fmt.Fprintln(w, msg)

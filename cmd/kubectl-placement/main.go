@@ -29,8 +29,7 @@ func main() {
 		}
 	}()
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	cmd := placementcmd.New(streams)
-	cmd.AddCommand(placementcmd.NewVersion(streams, placementcmd.BuildInfo{Version: version, GitCommit: gitCommit, BuildDate: buildDate}))
+	cmd := placementcmd.New(streams, placementcmd.BuildInfo{Version: version, GitCommit: gitCommit, BuildDate: buildDate})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		// One line, no usage dump, no stack trace.
 		fmt.Fprintln(os.Stderr, "error: "+strings.Join(strings.Fields(err.Error()), " "))

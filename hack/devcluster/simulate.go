@@ -95,7 +95,7 @@ func placed(rows []examples.Placement, name string) []string {
 // writing its output to out.
 func placement(ctx context.Context, out io.Writer, args ...string) error {
 	var errOut bytes.Buffer
-	cmd := placementcmd.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &errOut})
+	cmd := placementcmd.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &errOut}, placementcmd.BuildInfo{})
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		return fmt.Errorf("kubectl placement %s: %w\n%s", strings.Join(args, " "), err, errOut.String())

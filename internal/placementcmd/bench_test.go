@@ -33,7 +33,7 @@ func BenchmarkExplain5000Nodes10000Pods(b *testing.B) {
 	writeBenchSnapshot(b, snap, podFile, 5000, 10000)
 	b.ResetTimer()
 	for b.Loop() {
-		cmd := New(genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard})
+		cmd := New(genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard}, BuildInfo{})
 		cmd.SetArgs([]string{"explain", "-f", podFile, "--from-file", snap, "-o", "json"})
 		if err := cmd.Execute(); err != nil {
 			b.Fatal(err)
@@ -132,7 +132,7 @@ func BenchmarkExplainPreemption500Nodes1000Pods(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		var out bytes.Buffer
-		cmd := New(genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard})
+		cmd := New(genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard}, BuildInfo{})
 		cmd.SetArgs([]string{"explain", "-f", podFile, "--from-file", snap, "-o", "json"})
 		if err := cmd.Execute(); err != nil {
 			b.Fatal(err)
@@ -187,7 +187,7 @@ func BenchmarkSimulate1000Replicas(b *testing.B) {
 			peak := sampleHeap()
 			b.ResetTimer()
 			for b.Loop() {
-				cmd := New(genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard})
+				cmd := New(genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard}, BuildInfo{})
 				cmd.SetArgs([]string{"simulate", "-f", deploy, "--from-file", snap, "-o", "json"})
 				if err := cmd.Execute(); err != nil {
 					b.Fatal(err)

@@ -48,15 +48,16 @@ func shippedConfig() string {
 	return "the shipped " + path.Join("manifests", manifests.Base(), configKey)
 }
 
-// New returns the root command, `kubectl placement`.
-func New(streams genericiooptions.IOStreams) *cobra.Command {
+// New returns the root command, `kubectl placement`, of the plugin
+// released as build.
+func New(streams genericiooptions.IOStreams, build BuildInfo) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kubectl-placement",
 		Short:         "Explain placement-scheduler decisions",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newExplain(streams, nil), newViolations(streams), newSimulate(streams, nil))
+	root.AddCommand(newExplain(streams, build, nil), newViolations(streams, build), newSimulate(streams, build, nil), newVersion(streams, build))
 	setUpKubectlPlugin(root, streams)
 	return root
 }
@@ -71,6 +72,8 @@ type explainOptions struct {
 	profile            string
 	output             string
 	schedulerNamespace string
+	// build is the plugin's release, whose archives a skew warning names.
+	build BuildInfo
 	// newClient builds the client from the kubeconfig flags; tests give a
 	// fake one.
 	newClient func() (kubernetes.Interface, error)
@@ -78,8 +81,8 @@ type explainOptions struct {
 
 // newExplain is the explain verb; newClient, when not nil, replaces the
 // kubeconfig-built client (tests).
-func newExplain(streams genericiooptions.IOStreams, newClient func() (kubernetes.Interface, error)) *cobra.Command {
-	o := &explainOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams, newClient: newClient}
+func newExplain(streams genericiooptions.IOStreams, build BuildInfo, newClient func() (kubernetes.Interface, error)) *cobra.Command {
+	o := &explainOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams, build: build, newClient: newClient}
 	if o.newClient == nil {
 		o.newClient = o.client
 	}
@@ -149,8 +152,13 @@ func (o *explainOptions) readCluster(ctx context.Context) (*source, error) {
 	if src.client, err = o.newClient(); err != nil {
 		return nil, err
 	}
-	src.cluster, err = liveCluster(ctx, src.client, src.namespace)
-	return src, err
+	if src.cluster, err = liveCluster(ctx, src.client, src.namespace); err != nil {
+		return nil, err
+	}
+	// Only once the cluster answered: an unreachable one gets its own
+	// error, not a warning besides.
+	warnSkew(o.streams.ErrOut, src.client.Discovery(), o.build)
+	return src, nil
 }
 
 func (o *explainOptions) run(ctx context.Context, args []string) error {

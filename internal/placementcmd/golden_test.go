@@ -27,7 +27,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*/*.golden from the cu
 func runCLI(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := New(genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	cmd := New(genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, BuildInfo{})
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), err
@@ -38,7 +38,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, error) {
 func runExplainLive(t *testing.T, client kubernetes.Interface, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := newExplain(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+	cmd := newExplain(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, BuildInfo{},
 		func() (kubernetes.Interface, error) { return client, nil })
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true // as under the root
 	cmd.SetArgs(args[1:])                            // the explain command itself, without the root

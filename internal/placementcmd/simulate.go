@@ -40,9 +40,9 @@ type simulateOptions struct {
 
 // newSimulate is the simulate verb; newClient, when not nil, replaces the
 // kubeconfig-built client (tests).
-func newSimulate(streams genericiooptions.IOStreams, newClient func() (kubernetes.Interface, error)) *cobra.Command {
+func newSimulate(streams genericiooptions.IOStreams, build BuildInfo, newClient func() (kubernetes.Interface, error)) *cobra.Command {
 	return newSimulateWith(&simulateOptions{
-		explainOptions: explainOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams, newClient: newClient},
+		explainOptions: explainOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams, build: build, newClient: newClient},
 		progressMin:    100,
 		progressEvery:  2 * time.Second,
 	})

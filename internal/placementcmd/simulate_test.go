@@ -122,7 +122,7 @@ func TestSimulateOnlyReads(t *testing.T) {
 	objs := decodeFile(t, "testdata/simulate/drain-with-pdb/cluster.json")
 	client := fake.NewSimpleClientset(objs...) //nolint:staticcheck // NewClientset needs apply configurations for every kind; nothing here applies
 	var out, errOut bytes.Buffer
-	cmd := newSimulate(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+	cmd := newSimulate(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, BuildInfo{},
 		func() (kubernetes.Interface, error) { return client, nil })
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	cmd.SetArgs([]string{"--drain", "node-1", "-f", "testdata/simulate/statefulset-by-hostname/workload.yaml", "-n", "default", "--add-nodes", "1", "--like", "node-2"})
@@ -232,7 +232,7 @@ func TestSimulateNamespaceNotListable(t *testing.T) {
 			return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("no list"))
 		})
 		var out bytes.Buffer
-		cmd := newSimulate(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
+		cmd := newSimulate(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, BuildInfo{},
 			func() (kubernetes.Interface, error) { return client, nil })
 		cmd.SetArgs([]string{"-f", deploy, "-n", namespace})
 		return cmd.Execute()

@@ -11,7 +11,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// TestVersion: the stamped build info in both formats, and -o's choices.
+// TestVersion: the stamped build info in both formats, and -o's choices;
+// --client asks no server (internal/placementcmd/skew's tests ask one).
 // A test binary's build info lists no modules, so the Kubernetes version
 // reads "unknown" here; test/release checks it on the released binary, and
 // TestModuleVersion the lookup.
@@ -19,8 +20,8 @@ func TestVersion(t *testing.T) {
 	build := BuildInfo{Version: "v1.2.3", GitCommit: "0123456789ab", BuildDate: "2026-01-02T03:04:05Z"}
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		cmd := NewVersion(genericiooptions.IOStreams{Out: &out}, build)
-		cmd.SetArgs(args)
+		cmd := newVersion(genericiooptions.IOStreams{Out: &out}, build)
+		cmd.SetArgs(append(args, "--client"))
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
 		err := cmd.Execute()
@@ -30,7 +31,7 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`^kubectl-placement v1\.2\.3 \(Kubernetes 1\.3[0-9] line, commit 0123456789ab, built 2026-01-02T03:04:05Z, Kubernetes \S+, client-go \S+, go\S+ \w+/\w+\)\n$`).MatchString(line) {
+	if !regexp.MustCompile(`^kubectl-placement v1\.2\.3 \(Kubernetes 1\.3[0-9] line, commit 0123456789ab, built 2026-01-02T03:04:05Z, Kubernetes \S+, client-go \S+, go\S+ \w+/\w+\)\nserver: not asked \(--client\)\n$`).MatchString(line) {
 		t.Errorf("version: %q", line)
 	}
 	out, err := run("-o", "json")
@@ -41,7 +42,7 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &info); err != nil {
 		t.Fatalf("version -o json: %v\n%s", err, out)
 	}
-	if info.BuildInfo != build || info.Kubernetes == "" || info.ClientGo == "" || info.Platform == "" {
+	if info.BuildInfo != build || info.Kubernetes == "" || info.ClientGo == "" || info.Platform == "" || info.ServerVersion != "" {
 		t.Errorf("version -o json: %+v", info)
 	}
 	if _, err := run("-o", "table"); err == nil || !strings.Contains(err.Error(), `-o "table": want json or yaml`) {

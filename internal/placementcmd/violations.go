@@ -43,6 +43,8 @@ type violationsOptions struct {
 	enforcerURL string
 	caFile      string
 	serverName  string
+	// build is the plugin's release, whose archives a skew warning names.
+	build BuildInfo
 }
 
 // The environment that sets --enforcer-url and --enforcer-ca-file (make
@@ -52,8 +54,8 @@ const (
 	enforcerCAEnv  = "PLACEMENT_ENFORCER_CA_FILE"
 )
 
-func newViolations(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &violationsOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams}
+func newViolations(streams genericiooptions.IOStreams, build BuildInfo) *cobra.Command {
+	o := &violationsOptions{flags: genericclioptions.NewConfigFlags(true), streams: streams, build: build}
 	cmd := &cobra.Command{
 		Use:   "violations [-o table|json] [--from-file REPORT]",
 		Short: "Running pods that break the placement rules they opted in to: rule, state, where they could go",
@@ -127,6 +129,9 @@ func (o *violationsOptions) fetch(ctx context.Context, rc *rest.Config) ([]byte,
 	if err != nil {
 		return nil, err
 	}
+	// The apiserver answered. (--enforcer-url above reads the enforcer
+	// alone: no apiserver to ask.)
+	warnSkew(o.streams.ErrOut, client.Discovery(), o.build)
 	where := fmt.Sprintf("the leader, pod %s/%s", o.leaseNamespace, pod)
 	local, stop, err := forward(ctx, rc, client, o.leaseNamespace, pod, o.port)
 	if err != nil {

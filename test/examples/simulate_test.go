@@ -226,7 +226,7 @@ type simulateResult struct {
 func simulate(t *testing.T, args ...string) simulateResult {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := placementcmd.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd := placementcmd.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, placementcmd.BuildInfo{})
 	cmd.SetArgs(append(append([]string{"simulate"}, args...), "-o", "json"))
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("simulate %v: %v", args, err)

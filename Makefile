@@ -94,7 +94,7 @@ IMAGE_BIN  := $(BIN)/linux-$(IMAGE_ARCH)/placement-scheduler
 IMAGE_TOOL := $(BIN)/linux-$(IMAGE_ARCH)/kubectl-placement
 IMAGE_ENFORCER := $(BIN)/linux-$(IMAGE_ARCH)/placement-enforcer
 endif
-IMAGE_META = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+IMAGE_META = -version $(VERSION) -kubernetes $(K8S_VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 	-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
 comma := ,
 empty :=

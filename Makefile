@@ -34,7 +34,9 @@ MANIFESTS := manifests/lines/k8s-$(K8S)
 export GOWORK := $(CURDIR)/lines/k8s-$(K8S)/go.work
 export GOFLAGS := $(strip $(shell GOWORK=off $(GO) env GOFLAGS) -tags=k8s$(K8S))
 endif
-# Tools built from their own modules (tools/*, test/alerts) ignore the line.
+# Tools built from their own modules (tools/*, test/alerts) ignore the line,
+# and so do the release's packers (hack/image, hack/krew, hack/kustomize):
+# built once from go.mod, not once per line.
 TOOLGO := GOWORK=off GOFLAGS='$(shell GOWORK=off $(GO) env GOFLAGS)' $(GO)
 VERSION    ?= v0.1.0-dev
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -106,7 +108,7 @@ image: ## Build the multi-arch image index tarball bin/placement-scheduler-image
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-scheduler ./cmd/scheduler; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-enforcer ./cmd/enforcer; done
-	$(GO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
+	$(TOOLGO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
 		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement+$(BIN)/linux-$(a)/placement-enforcer))
 
 .PHONY: image-single
@@ -115,7 +117,7 @@ image-single: build ## Build the single-arch image tarball bin/placement-schedul
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_TOOL) ./cmd/kubectl-placement; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_ENFORCER) ./cmd/enforcer; fi
-	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -tool $(IMAGE_ENFORCER) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
+	$(TOOLGO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -tool $(IMAGE_ENFORCER) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
 
 # The control plane, built from the module graph (go.mod `tool` directives),
 # never downloaded, in two parts so each target builds only what it runs:
@@ -404,7 +406,10 @@ test-lines: test ## Every suite on every line (long).
 DIST          ?= $(CURDIR)/dist
 PLUGIN_OSARCH ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 plugin-osarch  = $(strip $(or $(PLUGIN_OSARCH_$(1)),$(PLUGIN_OSARCH)))
-PLUGIN_BUILD  ?= $(BIN)/plugin
+# The plugin is built into the image's folders, $(BIN)/<os>-<arch>/: the
+# image has just linked linux's with the same flags, which go build then
+# leaves as it is.
+PLUGIN_BUILD  ?= $(BIN)
 # An OpenSSH private key (ed25519); SHA256SUMS.sig is made with namespace
 # "file" and checked with ssh-keygen -Y verify against an allowed_signers line.
 SIGNING_KEY   ?=
@@ -432,7 +437,7 @@ release-line: ## Add one line's release artifacts to DIST (K8S=1.36, VERSION=vX.
 	$(check-version)
 	@mkdir -p $(DIST)
 	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S)-image-index.tar
-	$(GO) run ./hack/kustomize -dir $(MANIFESTS) -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S).yaml
+	$(TOOLGO) run ./hack/kustomize -dir $(MANIFESTS) -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S).yaml
 	$(MAKE) --no-print-directory release-plugin release-sbom VERSION=$(VERSION) DIST=$(DIST)
 
 .PHONY: release-plugin
@@ -444,7 +449,7 @@ release-plugin: ## One line's kubectl-placement archives per PLUGIN_OSARCH into 
 		CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
 			-o $(PLUGIN_BUILD)/$$goos-$$goarch/kubectl-placement$$exe ./cmd/kubectl-placement; \
 	done
-	$(GO) run ./hack/krew -version $(VERSION) -line $(K8S) -builds $(PLUGIN_BUILD) -platforms '$(call plugin-osarch,$(K8S))' \
+	$(TOOLGO) run ./hack/krew -version $(VERSION) -line $(K8S) -builds $(PLUGIN_BUILD) -platforms '$(call plugin-osarch,$(K8S))' \
 		-license LICENSE -completion cmd/kubectl-placement -out $(DIST) -mtime $(SOURCE_EPOCH) \
 		$(if $(filter $(K8S),$(K8S_NEWEST)),-manifest placement.yaml)
 

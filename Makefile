@@ -34,7 +34,9 @@ MANIFESTS := manifests/lines/k8s-$(K8S)
 export GOWORK := $(CURDIR)/lines/k8s-$(K8S)/go.work
 export GOFLAGS := $(strip $(shell GOWORK=off $(GO) env GOFLAGS) -tags=k8s$(K8S))
 endif
-# Tools built from their own modules (tools/*, test/alerts) ignore the line.
+# Tools built from their own modules (tools/*, test/alerts) ignore the line,
+# and so do the release's packers (hack/image, hack/krew, hack/kustomize):
+# built once from go.mod, not once per line.
 TOOLGO := GOWORK=off GOFLAGS='$(shell GOWORK=off $(GO) env GOFLAGS)' $(GO)
 VERSION    ?= v0.1.0-dev
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -45,7 +47,8 @@ BUILD_DATE := $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ -
 # The Kubernetes version we embed, stamped where upstream stamps it: the
 # component-base version decides the binary's feature-gate set, so it must be
 # the real one (see cmd/scheduler/main.go).
-K8S_VERSION := $(shell GOWORK=$(GOWORK) $(GO) list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
+k8s-version = $(shell GOWORK=$(if $(filter $(1),$(K8S_NEWEST)),off,$(CURDIR)/lines/k8s-$(1)/go.work) $(GO) list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
+K8S_VERSION := $(call k8s-version,$(K8S))
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
@@ -94,7 +97,7 @@ IMAGE_BIN  := $(BIN)/linux-$(IMAGE_ARCH)/placement-scheduler
 IMAGE_TOOL := $(BIN)/linux-$(IMAGE_ARCH)/kubectl-placement
 IMAGE_ENFORCER := $(BIN)/linux-$(IMAGE_ARCH)/placement-enforcer
 endif
-IMAGE_META = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+IMAGE_META = -version $(VERSION) -kubernetes $(K8S_VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 	-created $$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
 comma := ,
 empty :=
@@ -105,8 +108,8 @@ image: ## Build the multi-arch image index tarball bin/placement-scheduler-image
 	for arch in $(PLATFORMS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-scheduler ./cmd/scheduler; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/kubectl-placement ./cmd/kubectl-placement; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/linux-$$arch/placement-enforcer ./cmd/enforcer; done
-	$(GO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$$arch/placement-enforcer ./cmd/enforcer; done
+	$(TOOLGO) run ./hack/image -image $(IMAGE) -out $(IMAGE_INDEX_TAR) $(IMAGE_META) -index \
 		$(subst $(space),$(comma),$(foreach a,$(PLATFORMS),$(a)=$(BIN)/linux-$(a)/placement-scheduler+$(BIN)/linux-$(a)/kubectl-placement+$(BIN)/linux-$(a)/placement-enforcer))
 
 .PHONY: image-single
@@ -114,8 +117,8 @@ image-single: build ## Build the single-arch image tarball bin/placement-schedul
 	if [ "$(IMAGE_BIN)" != "$(BIN)/placement-scheduler" ]; then \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/scheduler; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_TOOL) ./cmd/kubectl-placement; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGE_ENFORCER) ./cmd/enforcer; fi
-	$(GO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -tool $(IMAGE_ENFORCER) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_ENFORCER) ./cmd/enforcer; fi
+	$(TOOLGO) run ./hack/image -binary $(IMAGE_BIN) -tool $(IMAGE_TOOL) -tool $(IMAGE_ENFORCER) -arch $(IMAGE_ARCH) -image $(IMAGE) -out $(IMAGE_TAR) $(IMAGE_META)
 
 # The control plane, built from the module graph (go.mod `tool` directives),
 # never downloaded, in two parts so each target builds only what it runs:
@@ -440,19 +443,29 @@ test-older-lines: ## test-line-smoke for every line but the newest (part of make
 test-lines: test ## Every suite on every line (long).
 	for l in $(OLDER_LINES); do $(MAKE) --no-print-directory K8S=$$l test-line-full test-reliability-short || exit 1; done
 
-# Release artifacts, all in dist/ (git-ignored), for VERSION=vX.Y.Z
-# (docs/releasing.md):
-#   placement-scheduler-$(VERSION)-image-index.tar  OCI image index, linux/amd64 + linux/arm64
-#   placement-scheduler-$(VERSION).yaml             manifests/ rendered, image set to IMAGE
-#   placement-scheduler-X.Y.Z.tgz                   the Helm chart (version X.Y.Z, appVersion vX.Y.Z)
-#   kubectl-placement_$(VERSION)_<os>_<arch>.tar.gz linux/darwin x amd64/arm64: binary, LICENSE,
-#   kubectl-placement_$(VERSION)_windows_<arch>.zip   kubectl_complete-placement (.exe/.bat on Windows)
-#   placement.yaml                                  krew plugin manifest with the archives' sha256
-#   *.sbom.cdx.json                                 CycloneDX SBOMs of both binaries (cyclonedx-gomod)
-#   SHA256SUMS, SHA256SUMS.sig                      checksums; signed (ssh-keygen -Y sign) when SIGNING_KEY=path
+# Release artifacts for VERSION=vX.Y.Z (<v>), in ONE flat folder, DIST
+# (dist/, git-ignored; docs/releasing.md), for every line <m> of K8S_LINES:
+#   placement-scheduler-<v>-k8s<m>-image-index.tar  per line: OCI image index for PLATFORMS (linux/amd64 +
+#                                                   linux/arm64), IMAGE: ghcr.io/placement-scheduler/placement-scheduler:<v>-k8s<m>
+#   placement-scheduler-<v>-k8s<m>.yaml             per line: the line's kustomization rendered with that image
+#   placement-scheduler-X.Y.Z.tgz                   the Helm chart, once (version X.Y.Z, appVersion <v>)
+#   kubectl-placement_<v>-k8s<m>_<os>_<arch>.tar.gz per line, per PLUGIN_OSARCH (.zip on windows): the binary,
+#                                                   LICENSE, kubectl_complete-placement (.exe/.bat on Windows)
+#   placement.yaml                                  krew manifest: the newest line's archives, with their sha256
+#   <binary>_<v>-k8s<m>.sbom.cdx.json               per line, per binary (placement-scheduler,
+#                                                   placement-enforcer, kubectl-placement): CycloneDX
+#   SHA256SUMS, SHA256SUMS.sig                      over every other file; signed (ssh-keygen -Y sign,
+#                                                   namespace "file") when SIGNING_KEY=path
+# PLATFORMS and PLUGIN_OSARCH pick the platforms; PLUGIN_OSARCH_<m> (e.g.
+# PLUGIN_OSARCH_1.37) overrides PLUGIN_OSARCH for one line. Publishing is a
+# step of its own (make publish).
 DIST          ?= $(CURDIR)/dist
 PLUGIN_OSARCH ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
-PLUGIN_BUILD  ?= $(BIN)/plugin
+plugin-osarch  = $(strip $(or $(PLUGIN_OSARCH_$(1)),$(PLUGIN_OSARCH)))
+# The plugin is built into the image's folders, $(BIN)/<os>-<arch>/: the
+# image has just linked linux's with the same flags, which go build then
+# leaves as it is.
+PLUGIN_BUILD  ?= $(BIN)
 # An OpenSSH private key (ed25519); SHA256SUMS.sig is made with namespace
 # "file" and checked with ssh-keygen -Y verify against an allowed_signers line.
 SIGNING_KEY   ?=
@@ -464,54 +477,59 @@ check-version = @if [ "$(origin VERSION)" = file ] || ! [[ "$(VERSION)" =~ ^v[0-
 		echo "$@: VERSION must be given as vX.Y.Z, e.g. make $@ VERSION=v0.1.0 (got $(VERSION))" >&2; exit 1; fi
 
 .PHONY: release
-release: ## Build every line's release artifacts into dist/k8s-<minor>/ (VERSION=vX.Y.Z required; SIGNING_KEY=path signs SHA256SUMS).
-	$(check-version)
-	for l in $(K8S_LINES); do $(MAKE) --no-print-directory release-line K8S=$$l VERSION=$(VERSION) DIST=$(DIST)/k8s-$$l || exit 1; done
-
-# One line's artifacts: its image (tag <VERSION>-k8s<minor>), the manifests
-# rendered with it, the chart (the same for every line: it picks the line
-# from the cluster's version), the kubectl plugin archives, SBOMs, checksums.
-.PHONY: release-line
-release-line: helm ## Build one line's release artifacts into DIST (K8S=1.36, VERSION=vX.Y.Z required).
+release: helm ## Build every line's release artifacts into the flat dist/ (VERSION=vX.Y.Z required; SIGNING_KEY=path signs SHA256SUMS).
 	$(check-version)
 	rm -rf $(DIST) && mkdir -p $(DIST)
-	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S)-image-index.tar
-	$(GO) run ./hack/kustomize -dir $(MANIFESTS) -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S).yaml
+	for l in $(K8S_LINES); do $(MAKE) --no-print-directory release-line K8S=$$l VERSION=$(VERSION) DIST=$(DIST) || exit 1; done
 	$(TOOLBIN)/helm package charts/placement-scheduler --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(DIST)
-	$(MAKE) --no-print-directory release-plugin release-sbom release-checksums VERSION=$(VERSION) DIST=$(DIST)
+	$(MAKE) --no-print-directory release-checksums VERSION=$(VERSION) DIST=$(DIST)
 	@ls -l $(DIST)
 
-.PHONY: release-plugin
-release-plugin: ## kubectl-placement archives per PLUGIN_OSARCH and the krew manifest placement.yaml, into DIST.
+# One line's artifacts, added to DIST beside the other lines': its image
+# index (tag <VERSION>-k8s<minor>), the manifests rendered with it, the
+# plugin archives (and, on the newest line, the krew manifest), its SBOMs.
+.PHONY: release-line
+release-line: ## Add one line's release artifacts to DIST (K8S=1.36, VERSION=vX.Y.Z required); make release runs it per line.
 	$(check-version)
 	@mkdir -p $(DIST)
-	for osarch in $(PLUGIN_OSARCH); do \
+	$(MAKE) --no-print-directory image VERSION=$(VERSION) IMAGE=$(IMAGE) IMAGE_INDEX_TAR=$(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S)-image-index.tar
+	$(TOOLGO) run ./hack/kustomize -dir $(MANIFESTS) -image $(IMAGE) -out $(DIST)/placement-scheduler-$(VERSION)-k8s$(K8S).yaml
+	$(MAKE) --no-print-directory release-plugin release-sbom VERSION=$(VERSION) DIST=$(DIST)
+
+.PHONY: release-plugin
+release-plugin: ## One line's kubectl-placement archives per PLUGIN_OSARCH into DIST; on the newest line the krew manifest placement.yaml too.
+	$(check-version)
+	@mkdir -p $(DIST)
+	for osarch in $(call plugin-osarch,$(K8S)); do \
 		goos=$${osarch%/*} goarch=$${osarch#*/}; exe=; if [ $$goos = windows ]; then exe=.exe; fi; \
 		CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
 			-o $(PLUGIN_BUILD)/$$goos-$$goarch/kubectl-placement$$exe ./cmd/kubectl-placement; \
 	done
-	$(GO) run ./hack/krew -version $(VERSION) -builds $(PLUGIN_BUILD) -platforms '$(PLUGIN_OSARCH)' \
-		-license LICENSE -completion cmd/kubectl-placement -out $(DIST) -mtime $(SOURCE_EPOCH)
+	$(TOOLGO) run ./hack/krew -version $(VERSION) -line $(K8S) -builds $(PLUGIN_BUILD) -platforms '$(call plugin-osarch,$(K8S))' \
+		-license LICENSE -completion cmd/kubectl-placement -out $(DIST) -mtime $(SOURCE_EPOCH) \
+		$(if $(filter $(K8S),$(K8S_NEWEST)),-manifest placement.yaml)
 
 .PHONY: sbom-tool
 sbom-tool: ## Build bin/cyclonedx-gomod from tools/sbom/go.mod.
 	cd tools/sbom && $(TOOLGO) build -o $(TOOLBIN)/cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 
-# One SBOM per shipped binary, from the packages it links (cyclonedx-gomod
-# app: the modules of the build list it actually uses, not go.mod's tools,
-# with licenses detected from the module cache), for linux/amd64. The main
-# component's version comes from the git tag on HEAD; cyclonedx-gomod's git
-# library cannot read a linked worktree (`git worktree add`), so there it
-# reads a plain clone of HEAD instead.
+# One SBOM per shipped binary of the line, from the packages it links
+# (cyclonedx-gomod app: the modules of the build list it actually uses, not
+# go.mod's tools, with licenses detected from the module cache), for
+# linux/amd64. The main component's version comes from the git tag on HEAD;
+# cyclonedx-gomod's git library cannot read a linked worktree (`git worktree
+# add`), so there it reads a plain clone of HEAD instead (and an older line
+# that clone's own go.work).
 .PHONY: release-sbom
-release-sbom: sbom-tool ## CycloneDX SBOMs of placement-scheduler, placement-enforcer and kubectl-placement into DIST.
+release-sbom: sbom-tool ## One line's CycloneDX SBOMs of placement-scheduler, placement-enforcer and kubectl-placement into DIST.
 	$(check-version)
 	@mkdir -p $(DIST)
 	src=$(CURDIR); if [ "$$(git rev-parse --git-dir)" != "$$(git rev-parse --git-common-dir)" ]; then \
 		src=$(BIN)/sbom-src; rm -rf $$src; git clone -q $(CURDIR) $$src; fi; \
+	gowork=$(if $(filter $(K8S),$(K8S_NEWEST)),off,$$src/lines/k8s-$(K8S)/go.work); \
 	for main in scheduler:placement-scheduler enforcer:placement-enforcer kubectl-placement:kubectl-placement; do \
-		(cd $$src && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(TOOLBIN)/cyclonedx-gomod app -json -licenses -main cmd/$${main%%:*} \
-			-output $(DIST)/$${main#*:}_$(VERSION).sbom.cdx.json .) || exit 1; \
+		(cd $$src && GOWORK=$$gowork CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(TOOLBIN)/cyclonedx-gomod app -json -licenses -main cmd/$${main%%:*} \
+			-output $(DIST)/$${main#*:}_$(VERSION)-k8s$(K8S).sbom.cdx.json .) || exit 1; \
 	done
 
 .PHONY: release-checksums
@@ -519,30 +537,36 @@ release-checksums: ## SHA256SUMS of DIST's files; SHA256SUMS.sig too when SIGNIN
 	cd $(DIST) && rm -f SHA256SUMS SHA256SUMS.sig && sha256sum $$(ls) > SHA256SUMS
 	if [ -n "$(SIGNING_KEY)" ]; then ssh-keygen -Y sign -f $(SIGNING_KEY) -n file $(DIST)/SHA256SUMS; fi
 
-# The release test (test/release) on artifacts made here the way `make
-# release` makes them, with a throwaway signing key: the host's archive and
-# windows/amd64's (the zip layout), the krew manifest, both SBOMs, signed
-# checksums. krew (tools/krew, built from source) validates the manifest and
-# installs each archive offline. verify-release runs the same test on dist/.
-RELEASE_TEST_DIR := $(BIN)/release-test
+# The release test (test/release) on the layout `make release` writes, every
+# line, with a throwaway signing key and fewer platforms (make test runs it):
+# each line's image index for this host's architecture only, each line's
+# plugin archive for this host, and the newest line's windows/amd64 archive
+# too (the zip layout). verify-release runs the same test on dist/, where it
+# expects every platform. RELEASE_* tell the test what to expect; krew
+# (tools/krew, built from source) validates the manifest and installs each
+# archive offline, bin/helm renders the chart.
+RELEASE_TEST_DIR := $(TOOLBIN)/release-test
+HOST_OSARCH      := $(subst $(space),/,$(GO_HOST))
 .PHONY: test-release
-test-release: kubectl krew ## The release test on a small release (host + windows/amd64) signed with a throwaway key (part of make test).
+test-release: ## The release test on a small release of every line (host platforms + the newest line's windows/amd64) signed with a throwaway key (part of make test).
 	rm -rf $(RELEASE_TEST_DIR) && mkdir -p $(RELEASE_TEST_DIR)
 	ssh-keygen -q -t ed25519 -N '' -C throwaway -f $(RELEASE_TEST_DIR)/key
-	$(MAKE) --no-print-directory release-plugin release-sbom release-checksums VERSION=v0.0.0-test DIST=$(RELEASE_TEST_DIR)/dist \
-		PLUGIN_OSARCH='$(subst $(space),/,$(GO_HOST)) windows/amd64' SIGNING_KEY=$(RELEASE_TEST_DIR)/key
-	RELEASE_DIST=$(RELEASE_TEST_DIR)/dist RELEASE_VERSION=v0.0.0-test RELEASE_SIGNING_PUBKEY=$(RELEASE_TEST_DIR)/key.pub \
-		RELEASE_K8S_VERSION=$(K8S_VERSION) $(GO) test -count=1 ./test/release/...
+	$(MAKE) --no-print-directory release verify-release VERSION=v0.0.0-test DIST=$(RELEASE_TEST_DIR)/dist \
+		SIGNING_KEY=$(RELEASE_TEST_DIR)/key SIGNING_PUBKEY=$(RELEASE_TEST_DIR)/key.pub PLATFORMS=$(word 2,$(GO_HOST)) \
+		PLUGIN_OSARCH=$(HOST_OSARCH) PLUGIN_OSARCH_$(K8S_NEWEST)='$(HOST_OSARCH) windows/amd64'
 
 # The signature is checked against SIGNING_PUBKEY, or the public half of
 # SIGNING_KEY when only that is given.
 .PHONY: verify-release
-verify-release: kubectl krew ## The release test on dist/ from make release (VERSION=vX.Y.Z; SIGNING_PUBKEY=path or SIGNING_KEY=path checks the signature).
+verify-release: kubectl krew helm ## The release test on dist/ from make release (VERSION=vX.Y.Z; SIGNING_PUBKEY=path or SIGNING_KEY=path checks the signature).
 	$(check-version)
 	pub='$(SIGNING_PUBKEY)'; if [ -z "$$pub" ] && [ -n '$(SIGNING_KEY)' ]; then \
-		pub=$(BIN)/release-signing-key.pub; ssh-keygen -y -f '$(SIGNING_KEY)' > $$pub; fi; \
+		pub=$(TOOLBIN)/release-signing-key.pub; ssh-keygen -y -f '$(SIGNING_KEY)' > $$pub; fi; \
 	RELEASE_DIST=$(DIST) RELEASE_VERSION=$(VERSION) RELEASE_SIGNING_PUBKEY=$$pub \
-		RELEASE_K8S_VERSION=$(K8S_VERSION) $(GO) test -count=1 ./test/release/...
+		RELEASE_K8S_VERSIONS='$(foreach l,$(K8S_LINES),$(l)=$(call k8s-version,$(l)))' \
+		RELEASE_IMAGE_PLATFORMS='$(foreach a,$(PLATFORMS),linux/$(a))' \
+		RELEASE_PLUGIN_PLATFORMS='$(foreach l,$(K8S_LINES),$(l)=$(subst $(space),$(comma),$(call plugin-osarch,$(l))))' \
+		$(GO) test -count=1 -timeout 30m ./test/release/...
 
 # Publishing (docs/releasing.md): each line's image index from DIST to
 # REGISTRY/placement-scheduler:<VERSION>-k8s<minor> and the chart to

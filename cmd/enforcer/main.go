@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
+	k8sversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
@@ -40,8 +41,10 @@ func main() {
 	serving.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	if *printVersion {
-		fmt.Printf("placement-enforcer %s (Kubernetes %s line, commit %s, built %s, %s)\n",
-			version, k8sline.Minor, gitCommit, buildDate, runtime.Version())
+		// The Kubernetes release too, stamped into component-base as the
+		// scheduler's is: the line alone does not say which patch judged.
+		fmt.Printf("placement-enforcer %s (Kubernetes %s line, commit %s, built %s, Kubernetes %s, %s)\n",
+			version, k8sline.Minor, gitCommit, buildDate, k8sversion.Get().GitVersion, runtime.Version())
 		return
 	}
 	if err := run(*configPath, *kubeconfig, serving); err != nil {

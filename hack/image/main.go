@@ -72,13 +72,20 @@ type Meta struct {
 	Revision string    // org.opencontainers.image.revision
 	Source   string    // org.opencontainers.image.source
 	Licenses string    // org.opencontainers.image.licenses (SPDX expression)
+	// Kubernetes is the release the binaries were built against (each
+	// line's image its own), named in the description.
+	Kubernetes string
 }
 
 // annotations are Meta's pre-defined OCI annotation keys; empty values are left out.
 func (m Meta) annotations() map[string]string {
+	scheduler := "kube-scheduler"
+	if m.Kubernetes != "" {
+		scheduler += " " + m.Kubernetes
+	}
 	a := map[string]string{
 		"org.opencontainers.image.title":       "placement-scheduler",
-		"org.opencontainers.image.description": "kube-scheduler v1.37 with placement-scheduler's plugins, run beside the default scheduler",
+		"org.opencontainers.image.description": scheduler + " with placement-scheduler's plugins, run beside the default scheduler",
 		"org.opencontainers.image.created":     m.Created.Format(time.RFC3339),
 		"org.opencontainers.image.source":      m.Source,
 		"org.opencontainers.image.version":     m.Version,
@@ -135,10 +142,11 @@ func main() {
 	flag.StringVar(&opts.Version, "version", "", "version label")
 	flag.StringVar(&opts.Revision, "revision", "", "source revision label")
 	flag.StringVar(&opts.Source, "source", "https://github.com/placement-scheduler/placement-scheduler", "source repository label")
+	flag.StringVar(&opts.Kubernetes, "kubernetes", "", "the Kubernetes release the binaries were built against, e.g. v1.37.2 (named in the description)")
 	flag.StringVar(&opts.Licenses, "licenses", "Apache-2.0", "SPDX license expression label")
 	flag.Parse()
 	if (opts.Binary == "") == (*index == "") || (*index != "" && len(opts.Tools) > 0) || *ref == "" || *out == "" {
-		fmt.Fprintln(os.Stderr, "usage: image (-binary PATH [-tool PATH]... [-arch GOARCH] | -index ARCH=PATH[+TOOL...],...) -image REPO:TAG -out FILE [-created RFC3339] [-version V] [-revision SHA] [-licenses SPDX]")
+		fmt.Fprintln(os.Stderr, "usage: image (-binary PATH [-tool PATH]... [-arch GOARCH] | -index ARCH=PATH[+TOOL...],...) -image REPO:TAG -out FILE [-created RFC3339] [-version V] [-kubernetes V] [-revision SHA] [-licenses SPDX]")
 		os.Exit(2)
 	}
 	t, err := time.Parse(time.RFC3339, *created)

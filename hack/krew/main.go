@@ -1,7 +1,9 @@
-// Command krew packs the kubectl-placement release archives and writes the
-// krew plugin manifest (placement.yaml) that points at them, with each
-// archive's sha256. `make release-plugin` runs it after cross-building the
-// binaries.
+// Command krew packs one Kubernetes line's kubectl-placement release
+// archives (kubectl-placement_<version>-k8s<line>_<os>_<arch>) and, with
+// -manifest, writes the krew plugin manifest (placement.yaml) that points at
+// them, with each archive's sha256: krew installs the newest line, so `make
+// release-plugin` asks for the manifest on that line only. It runs after
+// cross-building the binaries.
 //
 // One archive per OS/arch, as krew's plugin guide asks: a .tar.gz, a .zip on
 // Windows, each holding the binary (.exe on Windows), LICENSE and the
@@ -22,6 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -61,6 +64,9 @@ type File struct {
 	To   string `json:"to"`
 }
 
+// lineRE is a Kubernetes minor as the Makefile's K8S_LINES spell it.
+var lineRE = regexp.MustCompile(`^1\.[0-9]+$`)
+
 const (
 	pluginName = "placement"
 	binary     = "kubectl-placement"
@@ -71,6 +77,8 @@ const (
 func main() {
 	var (
 		version    = flag.String("version", "", "release version, vX.Y.Z")
+		line       = flag.String("line", "", "the Kubernetes line (minor) the binaries were built for, e.g. 1.37; archives are named kubectl-placement_<version>-k8s<line>_<os>_<arch>")
+		manifest   = flag.String("manifest", "", "file name (in -out) of the krew manifest to write for these archives, e.g. placement.yaml; empty writes none")
 		builds     = flag.String("builds", "", "directory with <os>-<arch>/kubectl-placement[.exe] for each platform")
 		platforms  = flag.String("platforms", "", "space-separated os/arch list, e.g. \"linux/amd64 windows/amd64\"")
 		license    = flag.String("license", "LICENSE", "license file shipped in every archive")
@@ -80,16 +88,20 @@ func main() {
 		mtime      = flag.Int64("mtime", 0, "archive entry time, Unix seconds (the release commit's time)")
 	)
 	flag.Parse()
-	if err := run(*version, *builds, *platforms, *license, *completion, *out, *urlBase, time.Unix(*mtime, 0).UTC()); err != nil {
+	if err := run(*version, *line, *manifest, *builds, *platforms, *license, *completion, *out, *urlBase, time.Unix(*mtime, 0).UTC()); err != nil {
 		fmt.Fprintln(os.Stderr, "krew: "+err.Error())
 		os.Exit(1)
 	}
 }
 
-func run(version, builds, platforms, license, completion, out, urlBase string, mtime time.Time) error {
+func run(version, line, manifest, builds, platforms, license, completion, out, urlBase string, mtime time.Time) error {
 	switch {
 	case !strings.HasPrefix(version, "v"):
 		return fmt.Errorf("-version %q: want vX.Y.Z", version)
+	case !lineRE.MatchString(line):
+		return fmt.Errorf("-line %q: want the Kubernetes minor the binaries were built for, e.g. -line 1.37", line)
+	case manifest != "" && filepath.Base(manifest) != manifest:
+		return fmt.Errorf("-manifest %q: want a file name, written in -out (e.g. placement.yaml)", manifest)
 	case builds == "":
 		return errors.New("-builds: give the directory of the cross-built binaries")
 	case len(strings.Fields(platforms)) == 0:
@@ -120,18 +132,21 @@ kubectl_complete-placement script on your PATH. Link it next to the plugin:
 		if !ok {
 			return fmt.Errorf("-platforms: %q is not os/arch", osArch)
 		}
-		p, err := pack(version, goos, goarch, builds, license, completion, out, mtime)
+		p, err := pack(version+"-k8s"+line, goos, goarch, builds, license, completion, out, mtime)
 		if err != nil {
 			return fmt.Errorf("%s: %w", osArch, err)
 		}
 		p.URI = strings.TrimSuffix(urlBase, "/") + "/" + version + "/" + p.URI
 		m.Spec.Platforms = append(m.Spec.Platforms, p)
 	}
+	if manifest == "" {
+		return nil
+	}
 	data, err := yaml.Marshal(m)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, pluginName+".yaml"), data, 0o644)
+	return os.WriteFile(filepath.Join(out, manifest), data, 0o644)
 }
 
 // entry is one file of an archive: its name in the archive, its source and
@@ -141,9 +156,10 @@ type entry struct {
 	mode      os.FileMode
 }
 
-// pack writes the archive of one platform and returns its manifest entry,
-// URI holding the archive's file name.
-func pack(version, goos, goarch, builds, license, completion, out string, mtime time.Time) (Platform, error) {
+// pack writes the archive of one platform, named for archiveVersion
+// (<version>-k8s<line>), and returns its manifest entry, URI holding the
+// archive's file name.
+func pack(archiveVersion, goos, goarch, builds, license, completion, out string, mtime time.Time) (Platform, error) {
 	bin, script, ext := binary, completer, ".tar.gz"
 	if goos == "windows" {
 		bin, script, ext = binary+".exe", completer+".bat", ".zip"
@@ -153,7 +169,7 @@ func pack(version, goos, goarch, builds, license, completion, out string, mtime 
 		{"LICENSE", license, 0o644},
 		{script, filepath.Join(completion, script), 0o755},
 	}
-	name := fmt.Sprintf("%s_%s_%s_%s%s", binary, version, goos, goarch, ext)
+	name := fmt.Sprintf("%s_%s_%s_%s%s", binary, archiveVersion, goos, goarch, ext)
 	path := filepath.Join(out, name)
 	f, err := os.Create(path)
 	if err != nil {

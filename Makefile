@@ -544,14 +544,19 @@ release-checksums: ## SHA256SUMS of DIST's files; SHA256SUMS.sig too when SIGNIN
 # too (the zip layout). verify-release runs the same test on dist/, where it
 # expects every platform. RELEASE_* tell the test what to expect; krew
 # (tools/krew, built from source) validates the manifest and installs each
-# archive offline, bin/helm renders the chart.
+# archive offline, bin/helm renders the chart. RELEASE_ROUNDTRIP=1 adds the
+# registry round trip (hack/publish to an in-process registry, the chart
+# installed from it into every line's kube-apiserver), so test-release
+# builds every line's envtest control plane first.
+RELEASE_ROUNDTRIP ?=
 RELEASE_TEST_DIR := $(TOOLBIN)/release-test
 HOST_OSARCH      := $(subst $(space),/,$(GO_HOST))
 .PHONY: test-release
-test-release: ## The release test on a small release of every line (host platforms + the newest line's windows/amd64) signed with a throwaway key (part of make test).
+test-release: controlplane-envtest ## The release test on a small release of every line (host platforms + the newest line's windows/amd64) signed with a throwaway key, with the registry round trip on every line's apiserver (part of make test).
+	for l in $(OLDER_LINES); do $(MAKE) --no-print-directory controlplane-envtest K8S=$$l || exit 1; done
 	rm -rf $(RELEASE_TEST_DIR) && mkdir -p $(RELEASE_TEST_DIR)
 	ssh-keygen -q -t ed25519 -N '' -C throwaway -f $(RELEASE_TEST_DIR)/key
-	$(MAKE) --no-print-directory release verify-release VERSION=v0.0.0-test DIST=$(RELEASE_TEST_DIR)/dist \
+	$(MAKE) --no-print-directory release verify-release VERSION=v0.0.0-test DIST=$(RELEASE_TEST_DIR)/dist RELEASE_ROUNDTRIP=1 \
 		SIGNING_KEY=$(RELEASE_TEST_DIR)/key SIGNING_PUBKEY=$(RELEASE_TEST_DIR)/key.pub PLATFORMS=$(word 2,$(GO_HOST)) \
 		PLUGIN_OSARCH=$(HOST_OSARCH) PLUGIN_OSARCH_$(K8S_NEWEST)='$(HOST_OSARCH) windows/amd64'
 
@@ -563,6 +568,7 @@ verify-release: kubectl krew helm ## The release test on dist/ from make release
 	pub='$(SIGNING_PUBKEY)'; if [ -z "$$pub" ] && [ -n '$(SIGNING_KEY)' ]; then \
 		pub=$(TOOLBIN)/release-signing-key.pub; ssh-keygen -y -f '$(SIGNING_KEY)' > $$pub; fi; \
 	RELEASE_DIST=$(DIST) RELEASE_VERSION=$(VERSION) RELEASE_SIGNING_PUBKEY=$$pub \
+		RELEASE_LINES='$(K8S_LINES)' RELEASE_ROUNDTRIP='$(RELEASE_ROUNDTRIP)' \
 		RELEASE_K8S_VERSIONS='$(foreach l,$(K8S_LINES),$(l)=$(call k8s-version,$(l)))' \
 		RELEASE_IMAGE_PLATFORMS='$(foreach a,$(PLATFORMS),linux/$(a))' \
 		RELEASE_PLUGIN_PLATFORMS='$(foreach l,$(K8S_LINES),$(l)=$(subst $(space),$(comma),$(call plugin-osarch,$(l))))' \

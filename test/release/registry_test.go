@@ -172,6 +172,12 @@ func tarIndexDigest(t *testing.T, file string) string {
 // real apiservers.
 func TestRegistryRoundTrip(t *testing.T) {
 	p := loadPublished(t)
+	// It starts every line's kube-apiserver, which a tag's workflow does not
+	// build (it publishes to the real registry right after): make
+	// test-release, which builds them, asks for it.
+	if os.Getenv("RELEASE_ROUNDTRIP") == "" {
+		t.Skip("RELEASE_ROUNDTRIP is not set: `make test-release` runs the round trip, with every line's control plane built")
+	}
 	helm := p.toolBin(t, "PLACEMENT_HELM", "helm", "helm")
 	tmp := t.TempDir()
 

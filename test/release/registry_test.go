@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -85,18 +84,8 @@ func loadPublished(t *testing.T) *published {
 	if len(p.lines) == 0 {
 		t.Fatalf("no image index tarballs for %s in %s, and RELEASE_LINES is not set", p.version, p.dist)
 	}
-	slices.SortFunc(p.lines, func(a, b string) int { return lineMinor(t, a) - lineMinor(t, b) })
+	slices.SortFunc(p.lines, func(a, b string) int { return minorOf(t, a) - minorOf(t, b) })
 	return p
-}
-
-// lineMinor is 37 for "1.37".
-func lineMinor(t *testing.T, line string) int {
-	t.Helper()
-	minor, err := strconv.Atoi(strings.TrimPrefix(line, "1."))
-	if err != nil || !strings.HasPrefix(line, "1.") {
-		t.Fatalf("Kubernetes line %q: want 1.<minor>", line)
-	}
-	return minor
 }
 
 // publishExec runs name with args and env added to the test's, failing the

@@ -30,6 +30,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/placement-scheduler/placement-scheduler/internal/placementcmd/skew"
 )
 
 // Manifest is krew's index format (krew.googlecontainertools.github.com/v1alpha2,
@@ -132,7 +134,7 @@ kubectl_complete-placement script on your PATH. Link it next to the plugin:
 		if !ok {
 			return fmt.Errorf("-platforms: %q is not os/arch", osArch)
 		}
-		p, err := pack(version+"-k8s"+line, goos, goarch, builds, license, completion, out, mtime)
+		p, err := pack(version, line, goos, goarch, builds, license, completion, out, mtime)
 		if err != nil {
 			return fmt.Errorf("%s: %w", osArch, err)
 		}
@@ -156,20 +158,21 @@ type entry struct {
 	mode      os.FileMode
 }
 
-// pack writes the archive of one platform, named for archiveVersion
-// (<version>-k8s<line>), and returns its manifest entry, URI holding the
-// archive's file name.
-func pack(archiveVersion, goos, goarch, builds, license, completion, out string, mtime time.Time) (Platform, error) {
-	bin, script, ext := binary, completer, ".tar.gz"
+// pack writes the archive of one platform of version's line, named as
+// skew.Archive names it (the name kubectl placement's skew warning points
+// users to), and returns its manifest entry, URI holding the archive's file
+// name.
+func pack(version, line, goos, goarch, builds, license, completion, out string, mtime time.Time) (Platform, error) {
+	bin, script := binary, completer
 	if goos == "windows" {
-		bin, script, ext = binary+".exe", completer+".bat", ".zip"
+		bin, script = binary+".exe", completer+".bat"
 	}
 	entries := []entry{
 		{bin, filepath.Join(builds, goos+"-"+goarch, bin), 0o755},
 		{"LICENSE", license, 0o644},
 		{script, filepath.Join(completion, script), 0o755},
 	}
-	name := fmt.Sprintf("%s_%s_%s_%s%s", binary, archiveVersion, goos, goarch, ext)
+	name := skew.Archive(version, line, goos, goarch)
 	path := filepath.Join(out, name)
 	f, err := os.Create(path)
 	if err != nil {

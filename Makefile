@@ -568,7 +568,7 @@ verify-release: kubectl krew helm ## The release test on dist/ from make release
 	pub='$(SIGNING_PUBKEY)'; if [ -z "$$pub" ] && [ -n '$(SIGNING_KEY)' ]; then \
 		pub=$(TOOLBIN)/release-signing-key.pub; ssh-keygen -y -f '$(SIGNING_KEY)' > $$pub; fi; \
 	RELEASE_DIST=$(DIST) RELEASE_VERSION=$(VERSION) RELEASE_SIGNING_PUBKEY=$$pub \
-		RELEASE_LINES='$(K8S_LINES)' RELEASE_ROUNDTRIP='$(RELEASE_ROUNDTRIP)' \
+		RELEASE_ROUNDTRIP='$(RELEASE_ROUNDTRIP)' \
 		RELEASE_K8S_VERSIONS='$(foreach l,$(K8S_LINES),$(l)=$(call k8s-version,$(l)))' \
 		RELEASE_IMAGE_PLATFORMS='$(foreach a,$(PLATFORMS),linux/$(a))' \
 		RELEASE_PLUGIN_PLATFORMS='$(foreach l,$(K8S_LINES),$(l)=$(subst $(space),$(comma),$(call plugin-osarch,$(l))))' \

@@ -51,40 +51,15 @@ func (p *published) indexTar(line string) string {
 	return filepath.Join(p.dist, "placement-scheduler-"+p.version+"-k8s"+line+"-image-index.tar")
 }
 
-// loadPublished reads what the Makefile says about the release: RELEASE_DIST
-// and RELEASE_VERSION, and RELEASE_LINES (K8S_LINES) or, without it, the
-// lines dist's image index tarballs are named for.
+// loadPublished is the release under test (load) as publishing sees it:
+// its directory, version, the repository root and the lines' minors.
 func loadPublished(t *testing.T) *published {
 	t.Helper()
-	p := &published{dist: os.Getenv("RELEASE_DIST"), version: os.Getenv("RELEASE_VERSION")}
-	if p.dist == "" {
-		t.Skip("RELEASE_DIST is not set: run `make test-release`, or `make verify-release VERSION=...` after make release")
+	r := load(t)
+	p := &published{dist: r.dist, version: r.version, root: filepath.Dir(r.bin)}
+	for _, l := range r.lines {
+		p.lines = append(p.lines, l.minor)
 	}
-	if p.version == "" {
-		t.Fatal("RELEASE_VERSION must be set with RELEASE_DIST (the Makefile sets it)")
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.root = root
-	p.lines = strings.Fields(os.Getenv("RELEASE_LINES"))
-	if len(p.lines) == 0 {
-		tarName := regexp.MustCompile(`^placement-scheduler-` + regexp.QuoteMeta(p.version) + `-k8s(1\.[0-9]+)-image-index\.tar$`)
-		entries, err := os.ReadDir(p.dist)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if m := tarName.FindStringSubmatch(e.Name()); m != nil {
-				p.lines = append(p.lines, m[1])
-			}
-		}
-	}
-	if len(p.lines) == 0 {
-		t.Fatalf("no image index tarballs for %s in %s, and RELEASE_LINES is not set", p.version, p.dist)
-	}
-	slices.SortFunc(p.lines, func(a, b string) int { return minorOf(t, a) - minorOf(t, b) })
 	return p
 }
 

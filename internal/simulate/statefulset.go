@@ -9,13 +9,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
-	volumeutil "k8s.io/kubernetes/pkg/volume/util"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
 
 // statefulStorage is what the StatefulSet controller does for a replica's
@@ -39,30 +37,24 @@ type statefulStorage struct {
 	existing     int
 }
 
-func newStatefulStorage(set *appsv1.StatefulSet, namespace string, c *explain.Cluster) (*statefulStorage, error) {
+func newStatefulStorage(set *appsv1.StatefulSet, namespace string, c *explain.Cluster) *statefulStorage {
 	s := &statefulStorage{set: set, namespace: namespace, have: map[string]bool{}}
 	if len(set.Spec.VolumeClaimTemplates) == 0 {
-		return s, nil
+		return s
 	}
-	classes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	var classes []*storagev1.StorageClass
 	for _, o := range c.Others {
 		switch t := o.(type) {
 		case *v1.PersistentVolumeClaim:
 			s.have[t.Namespace+"/"+t.Name] = true
 		case *storagev1.StorageClass:
-			if err := classes.Add(t); err != nil {
-				return nil, fmt.Errorf("StorageClass %s: %w", t.Name, err)
-			}
+			classes = append(classes, t)
 		}
 	}
-	def, err := volumeutil.GetDefaultClass(storagelisters.NewStorageClassLister(classes))
-	if err != nil {
-		return nil, fmt.Errorf("finding the default StorageClass: %w", err)
-	}
-	if def != nil {
+	if def := profile.DefaultClass(classes); def != nil {
 		s.defaultClass = &def.Name
 	}
-	return s, nil
+	return s
 }
 
 // ordinal is the ordinal of the set's i-th replica: spec.ordinals.start

@@ -81,9 +81,7 @@ func Workloads(objs []runtime.Object, namespace string, c *explain.Cluster) ([]R
 		}
 		var storage *statefulStorage
 		if set, ok := obj.(*appsv1.StatefulSet); ok {
-			if storage, err = newStatefulStorage(set, meta.Namespace, c); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", what, err)
-			}
+			storage = newStatefulStorage(set, meta.Namespace, c)
 		}
 		for i := 0; i < count; i++ {
 			idx := i

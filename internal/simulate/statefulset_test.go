@@ -30,14 +30,7 @@ func twoZones() *explain.Cluster {
 // provisionedIn is a WaitForFirstConsumer class of a dynamic provisioner
 // whose volumes can only be made in zone.
 func provisionedIn(name, zone string) *storagev1.StorageClass {
-	return &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       "disk.example.com",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
-		AllowedTopologies: []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
-			{Key: v1.LabelTopologyZone, Values: []string{zone}},
-		}}},
-	}
+	return tu.MakeProvisionedClass(name, "disk.example.com", zone)
 }
 
 // claimTemplate is a volumeClaimTemplate named name of class (nil: none
@@ -107,15 +100,7 @@ func TestStatefulSetClaimsFollowTheClassTopology(t *testing.T) {
 // ordinals' claims follow the class to zone a. The note counts both.
 func TestStatefulSetExistingClaimIsHonoured(t *testing.T) {
 	c := twoZones()
-	pv := tu.MakeLocalPV("pv-b", "zonal", "1Gi", tu.Term(tu.Expr(v1.LabelTopologyZone, v1.NodeSelectorOpIn, "b")))
-	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data-web-0", UID: "pvc-0"}
-	pv.Status.Phase = v1.VolumeBound
-	pvc := tu.MakePVC("default", "data-web-0", "zonal", "1Gi")
-	pvc.UID = "pvc-0"
-	pvc.Annotations = map[string]string{"pv.kubernetes.io/bind-completed": "yes"}
-	pvc.Spec.VolumeName = pv.Name
-	pvc.Status.Phase = v1.ClaimBound
-	c.Others = append(c.Others, provisionedIn("zonal", "a"), pv, pvc)
+	c.Others = append(append(c.Others, provisionedIn("zonal", "a")), boundTo("default", "data-web-0", "zonal", "b")...)
 	replicas, notes, err := Workloads([]runtime.Object{statefulSet("web", 3, podTemplate("web"), claimTemplate("data", ptr.To("zonal")))}, "default", c)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +116,7 @@ func TestStatefulSetExistingClaimIsHonoured(t *testing.T) {
 		t.Errorf("placed %d in zones %q, want 3 in %q (replica 0 where its volume is)", res.Placed, got, want)
 	}
 	for _, o := range c.Others {
-		if p, ok := o.(*v1.PersistentVolumeClaim); ok && p.Name == "data-web-0" && p.UID != "pvc-0" {
+		if p, ok := o.(*v1.PersistentVolumeClaim); ok && p.Name == "data-web-0" && p.UID != "uid-data-web-0" {
 			t.Errorf("the existing claim was replaced by %+v", p)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,38 +56,17 @@ func TestSimulateStatefulSetVolumes(t *testing.T) {
 		zoneOf[n.Name] = zone
 	}
 	waitPoolUp(t, names)
-	class := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: "zone-a-" + ns},
-		Provisioner:       "disk.example.com",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
-		AllowedTopologies: []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
-			{Key: v1.LabelTopologyZone, Values: []string{"zone-a"}},
-		}}},
-	}
+	class := testutil.MakeProvisionedClass("zone-a-"+ns, "disk.example.com", "zone-a")
 	env.Create(t, class)
 	provision(t, ns, class.Name, zoneOf)
 
 	dir := t.TempDir()
-	config, err := manifests.Example("profile-pool/scheduler-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	configFile := filepath.Join(dir, "scheduler-config.yaml")
-	if err := os.WriteFile(configFile, config, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	configFile := profilePoolConfig(t, dir)
 	// check simulates set, applies it and compares: the zone of each
 	// replica by ordinal ("" Pending), simulate's and the scheduler's.
 	check := func(t *testing.T, set *appsv1.StatefulSet, want []string) {
 		t.Helper()
-		file := filepath.Join(dir, set.Name+".yaml")
-		raw, err := yaml.Marshal(set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		file := writeYAML(t, dir, set.Name+".yaml", set)
 		predicted := simulate(t, "-f", file, "--config", configFile, "--kubeconfig", env.Kubeconfig)
 		got := make([]string, len(predicted.Replicas))
 		for i, r := range predicted.Replicas {
@@ -148,6 +126,35 @@ func TestSimulateStatefulSetVolumes(t *testing.T) {
 		})
 		check(t, claimingSet(ns, "kept", pool, class.Name, false), []string{"zone-b", "zone-a", "zone-a"})
 	})
+}
+
+// profilePoolConfig writes the config the examples' scheduler runs (the
+// profile-pool example's two profiles) into dir, for simulate's --config.
+func profilePoolConfig(t *testing.T, dir string) string {
+	t.Helper()
+	config, err := manifests.Example("profile-pool/scheduler-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(file, config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// writeYAML writes obj as YAML into dir/name, for simulate's -f.
+func writeYAML(t *testing.T, dir, name string, obj any) string {
+	t.Helper()
+	raw, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // claimingSet is a StatefulSet of three replicas of app name, kept to

@@ -22,19 +22,13 @@ import (
 // and trimmed, and that result is the one each pool's rule forces.
 func TestTrimKeepsAnswers(t *testing.T) {
 	untrimmed, workloads := richCluster()
-	trimmed := &explain.Cluster{}
+	var objs []runtime.Object
 	for _, o := range clusterObjects(untrimmed) {
 		o = o.DeepCopyObject()
 		explain.Trim(o)
-		switch x := o.(type) {
-		case *v1.Node:
-			trimmed.Nodes = append(trimmed.Nodes, x)
-		case *v1.Pod:
-			trimmed.Pods = append(trimmed.Pods, x)
-		case *v1.Namespace:
-			trimmed.Namespaces = append(trimmed.Namespaces, x)
-		}
+		objs = append(objs, o)
 	}
+	trimmed := explain.ClusterFrom(objs)
 	before, after := size(t, clusterObjects(untrimmed)), size(t, clusterObjects(trimmed))
 	if after*2 > before {
 		t.Errorf("trimmed cluster is %d bytes as JSON, untrimmed %d: want less than half", after, before)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
@@ -42,8 +43,27 @@ func (s *Snapshot) FrameworkOptions() []frameworkruntime.Option {
 	}
 }
 
-// StartMutations opens a mutation session.
-func (s *Snapshot) StartMutations() error { return s.s.StartMutations() }
+// StartMutations opens a mutation session. The session works on clones
+// of the NodeInfos, which keep their image counts (keepImageCounts).
+func (s *Snapshot) StartMutations() error {
+	before, err := s.s.NodeInfos().List()
+	if err != nil {
+		return err
+	}
+	if err := s.s.StartMutations(); err != nil {
+		return err
+	}
+	for _, orig := range before {
+		got, err := s.s.Get(orig.Node().Name)
+		if err != nil {
+			return err
+		}
+		if clone, ok := got.(*framework.NodeInfo); ok {
+			keepImageCounts(orig, clone)
+		}
+	}
+	return nil
+}
 
 // EndMutations takes back every change of the session.
 func (s *Snapshot) EndMutations() error { return s.s.EndMutations() }

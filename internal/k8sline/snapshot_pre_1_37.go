@@ -104,7 +104,9 @@ func (s *Snapshot) touch(node, op string) (*framework.NodeInfo, error) {
 		return nil, fmt.Errorf("node %q: unexpected NodeInfo type %T", node, got)
 	}
 	if _, done := s.saved[ni]; !done {
-		s.saved[ni] = ni.Snapshot().(*framework.NodeInfo)
+		was := ni.Snapshot().(*framework.NodeInfo)
+		keepImageCounts(ni, was)
+		s.saved[ni] = was
 	}
 	return ni, nil
 }

@@ -87,3 +87,18 @@ func TestSimulateCapacityAndCompareOnlyRead(t *testing.T) {
 		}
 	}
 }
+
+// --max-replicas picks the profile by the workload's schedulerName, as a
+// run of its replicas does.
+func TestSimulateMaxReplicasPicksTheWorkloadsProfile(t *testing.T) {
+	deploy := mustRead(t, "testdata/simulate/zone-affinity-hostname-anti-affinity/workload.yaml")
+	foo := fileWriter(t)("foo.yaml", strings.Replace(deploy, "schedulerName: placement-scheduler", "schedulerName: placement-scheduler-foo", 1))
+	out, err := runCLI(t, "", "simulate", "--max-replicas", "-f", foo, "--config", "../../manifests/examples/profile-pool/scheduler-config.yaml",
+		"--from-file", "testdata/zone-affinity-anti-affinity/cluster.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "with profile placement-scheduler-foo of --config"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}

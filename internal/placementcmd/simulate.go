@@ -156,7 +156,7 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	schedName := ""
+	schedName := w.schedulerName
 	if len(w.replicas) > 0 {
 		schedName = w.replicas[0].Pod.Spec.SchedulerName
 	}
@@ -242,11 +242,13 @@ func (o *simulateOptions) checkModes() error {
 type simulated struct {
 	cluster  *explain.Cluster
 	replicas []simulate.Replica
-	// workload is --max-replicas' one workload.
-	workload runtime.Object
-	drain    *simulate.DrainReport
-	edits    []string
-	notes    []string
+	// workload is --max-replicas' one workload, and schedulerName its
+	// pods' (which picks the profile, as the first replica's does).
+	workload      runtime.Object
+	schedulerName string
+	drain         *simulate.DrainReport
+	edits         []string
+	notes         []string
 }
 
 // prepare applies the what-if edits and the drain to cluster, and turns
@@ -287,8 +289,12 @@ func (o *simulateOptions) prepare(ctx context.Context, cluster *explain.Cluster,
 			// Bad input fails here, naming the file, before anything is
 			// placed: a trial replica over the cluster's PriorityClasses.
 			trial := &explain.Cluster{Others: slices.Clip(w.cluster.Others)}
-			if _, _, err := simulate.Workloads([]runtime.Object{objs[0].DeepCopyObject()}, src.namespace, trial); err != nil {
+			replicas, _, err := simulate.Workloads([]runtime.Object{objs[0].DeepCopyObject()}, src.namespace, trial)
+			if err != nil {
 				return nil, fmt.Errorf("%s: %w", workloads.source, err)
+			}
+			if len(replicas) > 0 {
+				w.schedulerName = replicas[0].Pod.Spec.SchedulerName
 			}
 			return w, nil
 		}

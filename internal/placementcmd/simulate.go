@@ -68,7 +68,7 @@ func newSimulateWith(o *simulateOptions) *cobra.Command {
 		o.newClient = o.client
 	}
 	cmd := &cobra.Command{
-		Use:   "simulate [-f WORKLOAD] [--drain NODE | -l SELECTOR] [what-if edits] [--from-file SNAPSHOT] [-o table|json|yaml]",
+		Use:   "simulate [-f WORKLOAD [--max-replicas]] [--drain NODE | -l SELECTOR] [what-if edits] [--compare-config FILE | --compare-profile NAME] [--from-file SNAPSHOT] [-o table|json|yaml]",
 		Short: "Where every replica of a workload, or every pod of drained nodes, would land: placed, Pending or preempting",
 		Long: `Places pods one by one through the scheduler's real framework, built from the
 placement-scheduler profile, over the cluster; each placement is reserved
@@ -89,6 +89,17 @@ What is placed:
 What-if edits change the snapshot before anything is placed (NODE is a node
 name or a label selector): --add-nodes N --like NODE, --label NODE:k=v,
 --taint NODE:k=v:Effect, --cordon NODE, --remove-node NODE.
+
+How many more fit: --max-replicas -f FILE places replicas of the file's one
+workload until one stays Pending (its reason and breakdown follow) or
+--max-replicas-limit is reached; it reports those that fit as the cluster is
+(nothing preempted) and those the scheduler would add by preempting
+lower-priority pods, per node and per --by value.
+
+Another profile: --compare-config FILE (its profile of the same name, or its
+only one) or --compare-profile NAME runs the same what-if again under that
+profile, on its own copy of the snapshot, and lists the replicas that land
+differently, with the Pending side's reason or each side's scores.
 
 The profile and cluster are found as explain finds them (--config, the
 installed ConfigMap, or the shipped default; kubeconfig or --from-file).

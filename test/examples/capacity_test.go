@@ -49,8 +49,11 @@ func TestSimulateMaxReplicasAgreesWithTheScheduler(t *testing.T) {
 	configFile := writeFile(t, "scheduler-config.yaml", mustExample(t, "profile-pool/scheduler-config.yaml"))
 	predicted := simulateCapacity(t, "--max-replicas", "-f", writeYAML(t, workload), "--config", configFile, "--kubeconfig", env.Kubeconfig)
 	c := predicted.Capacity
-	if c == nil || c.Fits != 4 || c.Preempting != 0 || c.StoppedBy != "Unschedulable" {
-		t.Fatalf("simulate --max-replicas: %+v, want 4 fit, stopped Unschedulable", c)
+	if c == nil {
+		t.Fatal("simulate --max-replicas: no capacity in the output")
+	}
+	if c.Fits != 4 || c.Preempting != 0 || c.StoppedBy != "Unschedulable" {
+		t.Errorf("simulate --max-replicas: %+v, want 4 fit, stopped Unschedulable", c)
 	}
 	for _, want := range []string{"didn't match pod anti-affinity rules", "Insufficient cpu", "untolerated taint"} {
 		if !strings.Contains(c.Reason, want) {

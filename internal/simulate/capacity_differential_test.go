@@ -3,7 +3,6 @@ package simulate
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -24,17 +23,10 @@ import (
 // same priority. SIMULATE_DIFF_CASES and SIMULATE_DIFF_SEED as there.
 func TestMaxReplicasDifferentialAgainstInTree(t *testing.T) {
 	const limit = 30
-	cases := envInt(t, "SIMULATE_DIFF_CASES", 200)
-	seed := envInt(t, "SIMULATE_DIFF_SEED", 1)
-	if testing.Short() {
-		cases = 30
-	}
 	prof := shipped(t)
 	ctx := klog.NewContext(context.Background(), logr.Discard())
 	mismatches, stopped, limited := 0, 0, 0
-	for i := 0; i < cases; i++ {
-		r := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
-		c, objs := generate(r)
+	cases := eachCase(t, func(i, seed int, c *explain.Cluster, objs []runtime.Object) {
 		res, _, err := MaxReplicas(ctx, CopyCluster(c), prof, objs[0], "default", limit, Options{})
 		if err != nil {
 			t.Fatalf("case %d: max-replicas: %v", i, err)
@@ -78,7 +70,7 @@ func TestMaxReplicasDifferentialAgainstInTree(t *testing.T) {
 		} else {
 			stopped++
 		}
-	}
+	})
 	t.Logf("%d cases, %d mismatches; %d stopped by a Pending replica, %d by the limit", cases, mismatches, stopped, limited)
 	if stopped == 0 || limited == 0 {
 		t.Errorf("the generator stopped %d by a Pending replica, %d by the limit: it must reach both", stopped, limited)
@@ -92,11 +84,6 @@ func TestMaxReplicasDifferentialAgainstInTree(t *testing.T) {
 // strategy, and reports as moved exactly the replicas whose in-tree nodes
 // differ.
 func TestCompareDifferentialAgainstInTree(t *testing.T) {
-	cases := envInt(t, "SIMULATE_DIFF_CASES", 200)
-	seed := envInt(t, "SIMULATE_DIFF_SEED", 1)
-	if testing.Short() {
-		cases = 30
-	}
 	a := shipped(t)
 	b := mostAllocated(t, a)
 	def, err := latest.Default()
@@ -107,9 +94,7 @@ func TestCompareDifferentialAgainstInTree(t *testing.T) {
 	inB := mostAllocated(t, inA)
 	ctx := klog.NewContext(context.Background(), logr.Discard())
 	mismatches, moves := 0, 0
-	for i := 0; i < cases; i++ {
-		r := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
-		c, objs := generate(r)
+	cases := eachCase(t, func(i, seed int, c *explain.Cluster, objs []runtime.Object) {
 		replicasOn := func(cc *explain.Cluster) []Replica {
 			cp := make([]runtime.Object, len(objs))
 			for j, o := range objs {
@@ -153,7 +138,7 @@ func TestCompareDifferentialAgainstInTree(t *testing.T) {
 				t.Errorf("case %d (seed %d): compare A %q, B %q, moved %q; in-tree A %q, B %q, moved %q", i, seed, got, got2, gotMoved, wantA, wantB, wantMoved)
 			}
 		}
-	}
+	})
 	t.Logf("%d cases, %d mismatches; %d replicas moved in all", cases, mismatches, moves)
 	if moves == 0 {
 		t.Error("no replica moved between the two scoring strategies: the generator must reach that")

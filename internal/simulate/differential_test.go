@@ -49,17 +49,10 @@ import (
 //
 //	SIMULATE_DIFF_CASES=10000 go test ./internal/simulate -run TestDifferentialAgainstInTree -timeout 2h
 func TestDifferentialAgainstInTree(t *testing.T) {
-	cases := envInt(t, "SIMULATE_DIFF_CASES", 200)
-	seed := envInt(t, "SIMULATE_DIFF_SEED", 1)
-	if testing.Short() {
-		cases = 30
-	}
 	prof := shipped(t)
 	ctx := klog.NewContext(context.Background(), logr.Discard())
 	mismatches, placed, pending := 0, 0, 0
-	for i := 0; i < cases; i++ {
-		r := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
-		c, objs := generate(r)
+	cases := eachCase(t, func(i, seed int, c *explain.Cluster, objs []runtime.Object) {
 		replicas, _, err := Workloads(objs, "default", c)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
@@ -91,11 +84,28 @@ func TestDifferentialAgainstInTree(t *testing.T) {
 					i, seed, res.Placed, res.Pending, res.Preempting, got, wantPlaced, len(want)-wantPlaced, want)
 			}
 		}
-	}
+	})
 	t.Logf("%d cases, %d mismatches; %d replicas placed, %d pending in all", cases, mismatches, placed, pending)
 	if placed == 0 || pending == 0 {
 		t.Errorf("the generator produced placed %d, pending %d: it must reach both outcomes", placed, pending)
 	}
+}
+
+// eachCase calls f on each generated case: SIMULATE_DIFF_CASES of them
+// (default 200, 30 with -short) from SIMULATE_DIFF_SEED (default 1). It
+// returns how many.
+func eachCase(t *testing.T, f func(i, seed int, c *explain.Cluster, objs []runtime.Object)) int {
+	t.Helper()
+	cases := envInt(t, "SIMULATE_DIFF_CASES", 200)
+	seed := envInt(t, "SIMULATE_DIFF_SEED", 1)
+	if testing.Short() {
+		cases = 30
+	}
+	for i := 0; i < cases; i++ {
+		c, objs := generate(rand.New(rand.NewPCG(uint64(seed), uint64(i))))
+		f(i, seed, c, objs)
+	}
+	return cases
 }
 
 func envInt(t *testing.T, name string, def int) int {

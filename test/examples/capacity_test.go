@@ -45,7 +45,7 @@ func TestSimulateMaxReplicasAgreesWithTheScheduler(t *testing.T) {
 	s := capacitySpec(ns, pool, "anti", "placement-scheduler")
 	s.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "anti"}}, TopologyKey: v1.LabelHostname}}}}
-	workload := capacityDeployment(ns, "anti", 1, s)
+	workload := newDeployment(ns, "anti", 1, s)
 	configFile := writeFile(t, "scheduler-config.yaml", mustExample(t, "profile-pool/scheduler-config.yaml"))
 	predicted := simulateCapacity(t, "--max-replicas", "-f", writeYAML(t, workload), "--config", configFile, "--kubeconfig", env.Kubeconfig)
 	c := predicted.Capacity
@@ -112,7 +112,7 @@ func TestSimulateCompareConfigAgreesWithTheScheduler(t *testing.T) {
 	// side's Deployment, on side's pool: the same workload but for the
 	// pool, the name and the profile.
 	workload := func(side string) *appsv1.Deployment {
-		return capacityDeployment(ns, "packed-"+side[:4], 2, capacitySpec(ns, "pool-"+side, "packed-"+side[:4], side))
+		return newDeployment(ns, "packed-"+side[:4], 2, capacitySpec(ns, "pool-"+side, "packed-"+side[:4], side))
 	}
 	predicted := simulateCapacity(t, "-f", writeYAML(t, workload(least)),
 		"--config", writeFile(t, "least.yaml", schedulerConfig(t, ns, leastProfile)),
@@ -183,7 +183,8 @@ func capacitySpec(ns, pool, app, scheduler string) v1.PodSpec {
 	return p.Spec
 }
 
-func capacityDeployment(ns, name string, replicas int32, s v1.PodSpec) *appsv1.Deployment {
+// newDeployment is Deployment name in ns, its pods labelled app=name.
+func newDeployment(ns, name string, replicas int32, s v1.PodSpec) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},

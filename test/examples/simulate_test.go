@@ -69,13 +69,7 @@ func TestSimulateAgreesWithTheScheduler(t *testing.T) {
 		return v1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, TopologyKey: key}
 	}
 	deployment := func(name string, replicas int32, s v1.PodSpec) *appsv1.Deployment {
-		labels := map[string]string{"app": name}
-		return &appsv1.Deployment{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: s}},
-		}
+		return newDeployment(ns, name, replicas, s)
 	}
 
 	anti := spec("anti", "100m")

@@ -42,15 +42,23 @@ type profileFramework struct {
 
 // newFramework builds the real framework runtime for profile over the
 // cluster: a snapshot for the scheduler cache, and a fake clientset and an
-// informer factory over c's objects for everything plugins list (as
+// informer factory over c's other objects for what plugins list (as
 // upstream's scheduler tests do). Its informers run until ctx ends.
+//
+// Pods and nodes go into the snapshot only. Filter, Score and the
+// preemption dry run read them there; the pod and node informers some
+// plugins register serve only what explain never runs (preemption's
+// actuation, VolumeBinding's PreBind, DynamicResources' queueing hints),
+// on every line. A copy of each in the fake clientset's tracker and
+// another in the informers' stores would triple the memory of the largest
+// kinds of a large cluster for nothing.
 func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, prof *config.KubeSchedulerProfile) (*profileFramework, error) {
 	// The pod being explained is not part of the cluster it is placed in
 	// (when it is bound, we answer "why there" as if it were not yet).
 	// Terminal pods hold no resources: the scheduler's informer drops them.
 	pods := make([]*v1.Pod, 0, len(c.Pods))
 	nom := &nominator{byNode: map[string][]fwk.PodInfo{}}
-	objs := make([]runtime.Object, 0, len(c.Pods)+len(c.Nodes)+len(c.Namespaces)+len(c.Others))
+	objs := make([]runtime.Object, 0, len(c.Namespaces)+len(c.Others))
 	for _, p := range c.Pods {
 		if p.UID == self.UID && p.Namespace == self.Namespace && p.Name == self.Name {
 			continue
@@ -61,11 +69,12 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, prof *config.Ku
 		if p.UID == "" {
 			// A hand-written snapshot may omit what the apiserver always
 			// sets; the scheduler's cache keys pods by UID (the preemption
-			// dry run removes victims from a node by it).
-			p = p.DeepCopy()
-			p.UID = types.UID("explain-" + p.Namespace + "/" + p.Name)
+			// dry run removes victims from a node by it). A shallow copy:
+			// nothing here writes below the pod's top level.
+			cp := *p
+			cp.UID = types.UID("explain-" + p.Namespace + "/" + p.Name)
+			p = &cp
 		}
-		objs = append(objs, p)
 		if p.Spec.NodeName != "" {
 			pods = append(pods, p)
 		} else if n := p.Status.NominatedNodeName; n != "" {
@@ -75,9 +84,6 @@ func newFramework(ctx context.Context, c *Cluster, self *v1.Pod, prof *config.Ku
 			}
 			nom.byNode[n] = append(nom.byNode[n], pi)
 		}
-	}
-	for _, n := range c.Nodes {
-		objs = append(objs, n)
 	}
 	for _, ns := range c.Namespaces {
 		objs = append(objs, ns)

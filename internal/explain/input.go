@@ -23,6 +23,18 @@ import (
 // Lists (what `kubectl get ... -o yaml` writes), flattened. source names the
 // input in errors.
 func DecodeObjects(r io.Reader, source string) ([]runtime.Object, error) {
+	return decodeObjects(r, source, func(runtime.Object) {})
+}
+
+// DecodeSnapshot is DecodeObjects for a cluster snapshot: each object is
+// trimmed (Trim) as soon as it is decoded, as the live lists are page by
+// page, so what placement never reads does not pile up while a large
+// snapshot is read.
+func DecodeSnapshot(r io.Reader, source string) ([]runtime.Object, error) {
+	return decodeObjects(r, source, Trim)
+}
+
+func decodeObjects(r io.Reader, source string, each func(runtime.Object)) ([]runtime.Object, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(r), 4096)
 	deser := scheme.Codecs.UniversalDeserializer()
 	var out []runtime.Object
@@ -47,11 +59,15 @@ func DecodeObjects(r io.Reader, source string) ([]runtime.Object, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%s: document %d, items[%d]: %w", source, doc, i, err)
 				}
+				each(o)
 				out = append(out, o)
 			}
 			continue
 		}
-		out = append(out, flattenTypedList(obj)...)
+		for _, o := range flattenTypedList(obj) {
+			each(o)
+			out = append(out, o)
+		}
 	}
 }
 

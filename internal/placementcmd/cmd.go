@@ -315,7 +315,7 @@ func (o *explainOptions) loadSnapshot() (*explain.Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
-		objs, err := explain.DecodeObjects(fh, f)
+		objs, err := explain.DecodeSnapshot(fh, f)
 		fh.Close()
 		if err != nil {
 			return nil, err

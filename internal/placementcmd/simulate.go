@@ -78,7 +78,10 @@ nothing is created, evicted or changed.
 
 What is placed:
   -f FILE      every replica of the Deployments, StatefulSets, ReplicaSets,
-               Jobs, DaemonSets (or Pods) in FILE, in order (- for stdin);
+               Jobs, DaemonSets (or Pods) in FILE, in order (- for stdin),
+               with the claims their controllers create (a StatefulSet's
+               volumeClaimTemplates, existing ones as they are; ephemeral
+               volumes; ResourceClaimTemplates);
   --drain NODE / -l SELECTOR
                the nodes are cordoned and every pod a controller would
                re-create is placed elsewhere; DaemonSet, mirror and bare pods

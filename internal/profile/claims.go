@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core"
@@ -19,6 +20,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-helpers/storage/ephemeral"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 
@@ -112,7 +114,7 @@ func (f *Framework) AsCreated(ctx context.Context, pod *v1.Pod, fn func(*v1.Pod)
 	}
 	m.scope.Lock()
 	defer m.scope.Unlock()
-	created, pvcs, claims, err := m.model(ctx, f.ClientSet().ResourceV1(), pod)
+	created, pvcs, claims, err := m.model(ctx, f.ClientSet().ResourceV1(), f.defaultClass, pod)
 	if err != nil {
 		return err
 	}
@@ -147,7 +149,7 @@ const podClaimAnnotation = "resource.kubernetes.io/pod-claim-name"
 // for it, keyed namespace/name. A template is read through client (the
 // framework's clientset, which only reads): the one request a model makes,
 // for a pod with such a claim only.
-func (m *claimModels) model(ctx context.Context, client resourceclient.ResourceV1Interface, pod *v1.Pod) (*v1.Pod, map[string]*v1.PersistentVolumeClaim, map[string]*resourceapi.ResourceClaim, error) {
+func (m *claimModels) model(ctx context.Context, client resourceclient.ResourceV1Interface, defaultClass func() (*string, error), pod *v1.Pod) (*v1.Pod, map[string]*v1.PersistentVolumeClaim, map[string]*resourceapi.ResourceClaim, error) {
 	pvcs := map[string]*v1.PersistentVolumeClaim{}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true)}
 	if real := m.pvcIndexer(); real != nil {
@@ -166,7 +168,7 @@ func (m *claimModels) model(ctx context.Context, client resourceclient.ResourceV
 			tmpl := vol.Ephemeral.VolumeClaimTemplate
 			pvcOwner := owner
 			pvcOwner.BlockOwnerDeletion = ptr.To(true)
-			pvcs[key] = &v1.PersistentVolumeClaim{
+			pvc := &v1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{
 					Name:            name,
 					Namespace:       pod.Namespace,
@@ -178,6 +180,15 @@ func (m *claimModels) model(ctx context.Context, client resourceclient.ResourceV
 				Spec:   *tmpl.Spec.DeepCopy(),
 				Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending},
 			}
+			if !storagehelpers.PersistentVolumeClaimHasClass(pvc) {
+				// Admission gives the claim the default class, if any.
+				class, err := defaultClass()
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				pvc.Spec.StorageClassName = class
+			}
+			pvcs[key] = pvc
 		}
 	}
 	claims := map[string]*resourceapi.ResourceClaim{}
@@ -224,6 +235,21 @@ func (m *claimModels) model(ctx context.Context, client resourceclient.ResourceV
 			v1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: ptr.To(name)})
 	}
 	return created, pvcs, claims, nil
+}
+
+// defaultClass is the name of the class the DefaultStorageClass admission
+// plugin gives a new claim that names none (nil: the cluster has no
+// default), from the StorageClasses the framework's informers hold (every
+// profile with VolumeBinding reads them).
+func (f *Framework) defaultClass() (*string, error) {
+	classes, err := f.SharedInformerFactory().Storage().V1().StorageClasses().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing StorageClasses: %w", err)
+	}
+	if def := DefaultClass(classes); def != nil {
+		return &def.Name, nil
+	}
+	return nil, nil
 }
 
 func hasClaimStatus(pod *v1.Pod, name string) bool {

@@ -104,26 +104,12 @@ func boundEphemeralClaim(pod *v1.Pod, storageClass string) (*v1.PersistentVolume
 	pvc := tu.MakePVC(testNS, pod.Name+"-data", storageClass, "1Gi")
 	pvc.UID = types.UID("pvc-" + pod.Name)
 	pvc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true)}}
-	pvc.Spec.VolumeName = pv.Name
-	pvc.Annotations = map[string]string{"pv.kubernetes.io/bind-completed": "yes"}
-	pvc.Status.Phase = v1.ClaimBound
-	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: testNS, Name: pvc.Name, UID: pvc.UID}
-	pv.Status.Phase = v1.VolumeBound
+	tu.BindVolume(pvc, pv)
 	return pvc, pv
 }
 
 func provisioningClass(name string, zones ...string) *storagev1.StorageClass {
-	sc := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       "csi.example.com",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
-	}
-	if len(zones) > 0 {
-		sc.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
-			{Key: v1.LabelTopologyZone, Values: zones},
-		}}}
-	}
-	return sc
+	return tu.MakeProvisionedClass(name, "csi.example.com", zones...)
 }
 
 // feasible lists the nodes the replacement of pod passes PreFilter and

@@ -74,7 +74,7 @@ type Share struct {
 func MaxReplicas(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, obj runtime.Object, namespace string, limit int, opts Options) (*Result, []string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the placer's informers
-	src, notes, err := newReplicaSource(obj, namespace, c)
+	src, notes, err := newReplicaSource(obj, namespace, c, limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -169,7 +169,7 @@ type replicaSource struct {
 	i    int
 }
 
-func newReplicaSource(obj runtime.Object, namespace string, c *explain.Cluster) (*replicaSource, []string, error) {
+func newReplicaSource(obj runtime.Object, namespace string, c *explain.Cluster, limit int) (*replicaSource, []string, error) {
 	if _, ok := obj.(*appsv1.DaemonSet); ok {
 		return nil, nil, fmt.Errorf("DaemonSet/%s has no replica count (one pod per node)", obj.(*appsv1.DaemonSet).Name)
 	}
@@ -179,8 +179,24 @@ func newReplicaSource(obj runtime.Object, namespace string, c *explain.Cluster) 
 	}
 	s := &replicaSource{obj: obj.DeepCopyObject(), namespace: namespace, c: c, taken: taken}
 	// The first batch adds the workload's controller to c, before the
-	// placer is built over it; its notes are the workload's.
-	notes, err := s.grow(16)
+	// placer is built over it; its notes are the workload's. A
+	// StatefulSet's controller creates each replica's claims from its
+	// volumeClaimTemplates before the pod, and the placer sees only the
+	// claims in c when it is built: they are all made now, for as many
+	// replicas as the search can reach (the limit, else one more than the
+	// nodes hold pods).
+	first := 16
+	if set, ok := obj.(*appsv1.StatefulSet); ok && len(set.Spec.VolumeClaimTemplates) > 0 {
+		if first = limit; first == 0 {
+			first = podRoom(c) + 1
+		}
+		for name := range taken {
+			if strings.HasPrefix(name, set.Namespace+"/"+set.Name+"-") {
+				first++ // a running ordinal is skipped
+			}
+		}
+	}
+	notes, err := s.grow(first)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,6 +219,23 @@ func (s *replicaSource) next() (Replica, error) {
 			return Replica{}, err
 		}
 	}
+}
+
+// podRoom is how many more pods the nodes' allocatable pods admit.
+func podRoom(c *explain.Cluster) int {
+	on := map[string]int{}
+	for _, p := range c.Pods {
+		if p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+			on[p.Spec.NodeName]++
+		}
+	}
+	room := 0
+	for _, n := range c.Nodes {
+		if free := int(n.Status.Allocatable.Pods().Value()) - on[n.Name]; free > 0 {
+			room += free
+		}
+	}
+	return room
 }
 
 // grow builds the first n replicas of the workload (Workloads does, so they

@@ -1,13 +1,11 @@
 package simulate
 
 import (
-	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 
@@ -23,16 +21,16 @@ import (
 // same priority. SIMULATE_DIFF_CASES and SIMULATE_DIFF_SEED as there.
 func TestMaxReplicasDifferentialAgainstInTree(t *testing.T) {
 	const limit = 30
-	prof := shipped(t)
-	ctx := klog.NewContext(context.Background(), logr.Discard())
+	ctx, cases, seed, prof := diffRun(t)
 	mismatches, stopped, limited := 0, 0, 0
-	cases := eachCase(t, func(i, seed int, c *explain.Cluster, objs []runtime.Object) {
+	for i := 0; i < cases; i++ {
+		c, objs := generate(rand.New(rand.NewPCG(uint64(seed), uint64(i))))
 		res, _, err := MaxReplicas(ctx, CopyCluster(c), prof, objs[0], "default", limit, Options{})
 		if err != nil {
 			t.Fatalf("case %d: max-replicas: %v", i, err)
 		}
 		in := CopyCluster(c)
-		src, _, err := newReplicaSource(objs[0], "default", in)
+		src, _, err := newReplicaSource(objs[0], "default", in, limit)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -70,7 +68,7 @@ func TestMaxReplicasDifferentialAgainstInTree(t *testing.T) {
 		} else {
 			stopped++
 		}
-	})
+	}
 	t.Logf("%d cases, %d mismatches; %d stopped by a Pending replica, %d by the limit", cases, mismatches, stopped, limited)
 	if stopped == 0 || limited == 0 {
 		t.Errorf("the generator stopped %d by a Pending replica, %d by the limit: it must reach both", stopped, limited)
@@ -84,7 +82,7 @@ func TestMaxReplicasDifferentialAgainstInTree(t *testing.T) {
 // strategy, and reports as moved exactly the replicas whose in-tree nodes
 // differ.
 func TestCompareDifferentialAgainstInTree(t *testing.T) {
-	a := shipped(t)
+	ctx, cases, seed, a := diffRun(t)
 	b := mostAllocated(t, a)
 	def, err := latest.Default()
 	if err != nil {
@@ -92,9 +90,9 @@ func TestCompareDifferentialAgainstInTree(t *testing.T) {
 	}
 	inA := &def.Profiles[0]
 	inB := mostAllocated(t, inA)
-	ctx := klog.NewContext(context.Background(), logr.Discard())
 	mismatches, moves := 0, 0
-	cases := eachCase(t, func(i, seed int, c *explain.Cluster, objs []runtime.Object) {
+	for i := 0; i < cases; i++ {
+		c, objs := generate(rand.New(rand.NewPCG(uint64(seed), uint64(i))))
 		replicasOn := func(cc *explain.Cluster) []Replica {
 			cp := make([]runtime.Object, len(objs))
 			for j, o := range objs {
@@ -138,17 +136,9 @@ func TestCompareDifferentialAgainstInTree(t *testing.T) {
 				t.Errorf("case %d (seed %d): compare A %q, B %q, moved %q; in-tree A %q, B %q, moved %q", i, seed, got, got2, gotMoved, wantA, wantB, wantMoved)
 			}
 		}
-	})
+	}
 	t.Logf("%d cases, %d mismatches; %d replicas moved in all", cases, mismatches, moves)
 	if moves == 0 {
 		t.Error("no replica moved between the two scoring strategies: the generator must reach that")
 	}
-}
-
-func nodesOf(r *Result) []string {
-	out := make([]string, len(r.Replicas))
-	for i, rr := range r.Replicas {
-		out[i] = rr.Node
-	}
-	return out
 }

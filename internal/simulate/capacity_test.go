@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/utils/ptr"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
@@ -227,5 +228,25 @@ func TestCompare(t *testing.T) {
 	}
 	if m := pending.Comparison.Moved; len(m) != 1 || m[0].OtherNode != "" || !strings.HasPrefix(m[0].Why, "B leaves it Pending: 0/2 nodes are available: 2 node(s) didn't match") {
 		t.Errorf("moved %+v: want web-0 Pending under B, with its FailedScheduling message", m)
+	}
+}
+
+// A StatefulSet's claims from its volumeClaimTemplates exist for every
+// replica the search places, however many: replicas on a class allowed in
+// zone a fill zone a's two nodes by CPU (40 each), then stop there, none
+// in zone b.
+func TestMaxReplicasStatefulSetClaims(t *testing.T) {
+	c := twoZones()
+	c.Others = append(c.Others, provisionedIn("zonal", "a"))
+	set := statefulSet("web", 1, podTemplate("web"), claimTemplate("data", ptr.To("zonal")))
+	res, _, err := MaxReplicas(context.Background(), c, shipped(t), set, "default", 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if capy := res.Capacity; capy.Fits != 80 || capy.StoppedBy != StoppedUnschedulable || !reflect.DeepEqual(capy.ByTopology, []Share{{Name: "a", Fits: 80}}) {
+		t.Fatalf("capacity %+v: want 80 fit, all in zone a", capy)
+	}
+	if last := res.Replicas[80]; last.Pod != "default/web-80" || !strings.Contains(last.Reason, "Insufficient cpu") {
+		t.Errorf("the stopping replica %+v: want web-80, short of cpu in zone a", last)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
@@ -49,63 +50,88 @@ import (
 //
 //	SIMULATE_DIFF_CASES=10000 go test ./internal/simulate -run TestDifferentialAgainstInTree -timeout 2h
 func TestDifferentialAgainstInTree(t *testing.T) {
-	prof := shipped(t)
-	ctx := klog.NewContext(context.Background(), logr.Discard())
+	ctx, cases, seed, prof := diffRun(t)
 	mismatches, placed, pending := 0, 0, 0
-	cases := eachCase(t, func(i, seed int, c *explain.Cluster, objs []runtime.Object) {
-		replicas, _, err := Workloads(objs, "default", c)
-		if err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		res, err := Run(ctx, c, prof, replicas, Options{})
-		if err != nil {
-			t.Fatalf("case %d: simulate: %v", i, err)
-		}
-		want, err := inTreeOneByOne(ctx, c, replicas)
-		if err != nil {
-			t.Fatalf("case %d: in-tree loop: %v", i, err)
-		}
-		got := make([]string, len(res.Replicas))
-		for j, rr := range res.Replicas {
-			got[j] = rr.Node
-		}
-		wantPlaced := 0
-		for _, n := range want {
-			if n != "" {
-				wantPlaced++
-			}
-		}
+	for i := 0; i < cases; i++ {
+		r := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+		c, objs := generate(r)
+		res, _, ok := compareCase(ctx, t, fmt.Sprintf("case %d (seed %d)", i, seed), prof, c, objs, nil)
 		placed += res.Placed
 		pending += res.Pending
-		if res.Placed != wantPlaced || res.Pending != len(want)-wantPlaced || res.Preempting != 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		if !ok {
 			mismatches++
 			if mismatches <= 5 {
-				t.Errorf("case %d (seed %d): simulate placed %d pending %d preempting %d on %q; in-tree one by one placed %d pending %d on %q",
-					i, seed, res.Placed, res.Pending, res.Preempting, got, wantPlaced, len(want)-wantPlaced, want)
+				t.Errorf("case %d (seed %d): %s", i, seed, res.mismatch)
 			}
 		}
-	})
+	}
 	t.Logf("%d cases, %d mismatches; %d replicas placed, %d pending in all", cases, mismatches, placed, pending)
 	if placed == 0 || pending == 0 {
 		t.Errorf("the generator produced placed %d, pending %d: it must reach both outcomes", placed, pending)
 	}
 }
 
-// eachCase calls f on each generated case: SIMULATE_DIFF_CASES of them
-// (default 200, 30 with -short) from SIMULATE_DIFF_SEED (default 1). It
-// returns how many.
-func eachCase(t *testing.T, f func(i, seed int, c *explain.Cluster, objs []runtime.Object)) int {
+// diffRun is what a differential run takes: a quiet context, the number of
+// cases and the seed (SIMULATE_DIFF_CASES, SIMULATE_DIFF_SEED; 30 cases
+// with -short), and the shipped profile.
+func diffRun(t *testing.T) (context.Context, int, int, *config.KubeSchedulerProfile) {
 	t.Helper()
 	cases := envInt(t, "SIMULATE_DIFF_CASES", 200)
 	seed := envInt(t, "SIMULATE_DIFF_SEED", 1)
 	if testing.Short() {
 		cases = 30
 	}
-	for i := 0; i < cases; i++ {
-		c, objs := generate(rand.New(rand.NewPCG(uint64(seed), uint64(i))))
-		f(i, seed, c, objs)
+	prof := shipped(t)
+	ctx := klog.NewContext(context.Background(), logr.Discard())
+	return ctx, cases, seed, prof
+}
+
+// caseResult is simulate's result on one case, and how it differs from
+// the in-tree loop's when it does.
+type caseResult struct {
+	*Result
+	mismatch string
+}
+
+// compareCase places objs' replicas over c with simulate and with the
+// in-tree loop (over inTree(c, replicas) when inTree is set: what the
+// controllers simulate models inside its placer have created by then) and
+// says whether every replica got the same node; name names the case in
+// errors.
+func compareCase(ctx context.Context, t *testing.T, name string, prof *config.KubeSchedulerProfile, c *explain.Cluster, objs []runtime.Object,
+	inTree func(*explain.Cluster, []Replica) *explain.Cluster) (caseResult, []Replica, bool) {
+	t.Helper()
+	replicas, _, err := Workloads(objs, "default", c)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
-	return cases
+	res, err := Run(ctx, c, prof, replicas, Options{})
+	if err != nil {
+		t.Fatalf("%s: simulate: %v", name, err)
+	}
+	inTreeC := c
+	if inTree != nil {
+		inTreeC = inTree(c, replicas)
+	}
+	want, err := inTreeOneByOne(ctx, inTreeC, replicas)
+	if err != nil {
+		t.Fatalf("%s: in-tree loop: %v", name, err)
+	}
+	got := make([]string, len(res.Replicas))
+	for j, rr := range res.Replicas {
+		got[j] = rr.Node
+	}
+	wantPlaced := 0
+	for _, n := range want {
+		if n != "" {
+			wantPlaced++
+		}
+	}
+	if res.Placed != wantPlaced || res.Pending != len(want)-wantPlaced || res.Preempting != 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		return caseResult{Result: res, mismatch: fmt.Sprintf("simulate placed %d pending %d preempting %d on %q; in-tree one by one placed %d pending %d on %q",
+			res.Placed, res.Pending, res.Preempting, got, wantPlaced, len(want)-wantPlaced, want)}, replicas, false
+	}
+	return caseResult{Result: res}, replicas, true
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -161,6 +187,7 @@ func inTreeOneByOneWith(ctx context.Context, c *explain.Cluster, replicas []Repl
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
 		frameworkruntime.WithPodNominator(noNominations{}),
 		frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, nil, inf)),
+		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(inf.Storage().V1().CSINodes().Lister())),
 		frameworkruntime.WithMetricsRecorder(metrics.NewMetricsAsyncRecorder(1000, 1<<62, ctx.Done())),
 	)
 	if err != nil {

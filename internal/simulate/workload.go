@@ -37,7 +37,9 @@ const templateHash = "simulated"
 // a Job's parallelism (at most its completions), a DaemonSet's pod per node
 // it should run on, a Pod as itself. Each workload's own controller object
 // is added to c (as the apiserver will hold it once created), since default
-// topology spreading finds a pod's siblings through it. Priorities are
+// topology spreading finds a pod's siblings through it; so is each claim a
+// StatefulSet's controller creates from its volumeClaimTemplates before
+// the pod (statefulStorage), for the volume plugins to judge. Priorities are
 // resolved from c's PriorityClasses as admission would; the notes say what
 // could not be.
 func Workloads(objs []runtime.Object, namespace string, c *explain.Cluster) ([]Replica, []string, error) {
@@ -77,12 +79,31 @@ func Workloads(objs []runtime.Object, namespace string, c *explain.Cluster) ([]R
 			out = append(out, daemonPods(meta, tmpl, owner, c)...)
 			continue
 		}
+		var storage *statefulStorage
+		if set, ok := obj.(*appsv1.StatefulSet); ok {
+			storage = newStatefulStorage(set, meta.Namespace, c)
+		}
 		for i := 0; i < count; i++ {
+			idx := i
+			if storage != nil {
+				idx = ordinal(storage.set, i)
+			}
 			pod := &v1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 			pod.Namespace = meta.Namespace
-			pod.Name = podName(obj, meta.Name, i)
-			pod.Labels = withLabels(pod.Labels, podLabels(obj, meta.Name, i))
+			pod.Name = podName(obj, meta.Name, idx)
+			pod.Labels = withLabels(pod.Labels, podLabels(obj, meta.Name, idx))
+			if storage != nil {
+				// The controller creates the claims before the pod.
+				for _, pvc := range storage.attach(pod, idx) {
+					c.Others = append(c.Others, pvc)
+				}
+			}
 			out = append(out, Replica{Pod: finish(pod, owner), Workload: what})
+		}
+		if storage != nil {
+			if n := storage.note(); n != "" {
+				notes = append(notes, n)
+			}
 		}
 	}
 	return out, notes, nil
@@ -136,8 +157,9 @@ func template(obj runtime.Object, c *explain.Cluster) (*v1.PodTemplateSpec, int,
 	return nil, 0, fmt.Errorf("no pod template")
 }
 
-// podName is the pod's name: StatefulSet pods are NAME-ORDINAL, as their
-// controller names them; others get NAME-N (their real names are random).
+// podName is the pod's name: StatefulSet pods are NAME-ORDINAL (i is the
+// ordinal), as their controller names them; others get NAME-N (their real
+// names are random).
 func podName(obj runtime.Object, name string, i int) string {
 	if _, ok := obj.(*v1.Pod); ok {
 		return name

@@ -3,8 +3,6 @@ package examples
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
@@ -14,11 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
-	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
@@ -168,22 +164,8 @@ func TestSimulatePlacesReplicasWithEphemeralVolumes(t *testing.T) {
 			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
 	}
 	dir := t.TempDir()
-	file := filepath.Join(dir, "web.yaml")
-	raw, err := yaml.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	config, err := manifests.Example("profile-pool/scheduler-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	configFile := filepath.Join(dir, "scheduler-config.yaml")
-	if err := os.WriteFile(configFile, config, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeYAML(t, dir, "web.yaml", d)
+	configFile := profilePoolConfig(t, dir)
 
 	predicted := simulate(t, "-f", file, "--config", configFile, "--kubeconfig", env.Kubeconfig)
 	var want []string

@@ -23,7 +23,6 @@ import (
 
 	"github.com/placement-scheduler/placement-scheduler/internal/placementcmd"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
-	"github.com/placement-scheduler/placement-scheduler/manifests"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
 
@@ -50,14 +49,7 @@ func TestSimulateAgreesWithTheScheduler(t *testing.T) {
 		names = append(names, n.Name)
 	}
 	waitPoolUp(t, names)
-	config, err := manifests.Example("profile-pool/scheduler-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	configFile := filepath.Join(t.TempDir(), "scheduler-config.yaml")
-	if err := os.WriteFile(configFile, config, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	configFile := profilePoolConfig(t, t.TempDir())
 	zoneOf := func(node string) string { return zones[strings.TrimPrefix(node, ns+"-")] }
 
 	spec := func(app string, cpu string) v1.PodSpec {

@@ -46,8 +46,8 @@ func TestSimulateMaxReplicasAgreesWithTheScheduler(t *testing.T) {
 	s.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "anti"}}, TopologyKey: v1.LabelHostname}}}}
 	workload := newDeployment(ns, "anti", 1, s)
-	configFile := writeFile(t, "scheduler-config.yaml", mustExample(t, "profile-pool/scheduler-config.yaml"))
-	predicted := simulateCapacity(t, "--max-replicas", "-f", writeYAML(t, workload), "--config", configFile, "--kubeconfig", env.Kubeconfig)
+	configFile := profilePoolConfig(t, t.TempDir())
+	predicted := simulateCapacity(t, "--max-replicas", "-f", writeYAML(t, t.TempDir(), "workload.yaml", workload), "--config", configFile, "--kubeconfig", env.Kubeconfig)
 	c := predicted.Capacity
 	if c == nil {
 		t.Fatal("simulate --max-replicas: no capacity in the output")
@@ -114,7 +114,7 @@ func TestSimulateCompareConfigAgreesWithTheScheduler(t *testing.T) {
 	workload := func(side string) *appsv1.Deployment {
 		return newDeployment(ns, "packed-"+side[:4], 2, capacitySpec(ns, "pool-"+side, "packed-"+side[:4], side))
 	}
-	predicted := simulateCapacity(t, "-f", writeYAML(t, workload(least)),
+	predicted := simulateCapacity(t, "-f", writeYAML(t, t.TempDir(), "workload.yaml", workload(least)),
 		"--config", writeFile(t, "least.yaml", schedulerConfig(t, ns, leastProfile)),
 		"--compare-config", writeFile(t, "most.yaml", schedulerConfig(t, ns, mostProfile)), "--kubeconfig", env.Kubeconfig)
 	if predicted.Comparison == nil {
@@ -278,15 +278,6 @@ func taint(t *testing.T, node string, taint v1.Taint) {
 	}
 }
 
-func mustExample(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := manifests.Example(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func writeFile(t *testing.T, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -294,13 +285,4 @@ func writeFile(t *testing.T, name string, data []byte) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func writeYAML(t *testing.T, obj any) string {
-	t.Helper()
-	raw, err := yaml.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeFile(t, "workload.yaml", raw)
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,8 +21,10 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
+	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/internal/simulate"
 )
 
@@ -32,6 +37,14 @@ type simulateOptions struct {
 	by            string
 	failIfPending bool
 	edits         simulate.Edits
+	// maxReplicas asks how many more replicas of -f's workload fit, at
+	// most maxReplicasLimit (0: no limit).
+	maxReplicas      bool
+	maxReplicasLimit int
+	// compareConfig and compareProfile name the second profile a
+	// comparison runs the same what-if under.
+	compareConfig  string
+	compareProfile string
 	// Progress goes to stderr for runs of at least progressMin replicas,
 	// at most once per progressEvery.
 	progressMin   int
@@ -55,7 +68,7 @@ func newSimulateWith(o *simulateOptions) *cobra.Command {
 		o.newClient = o.client
 	}
 	cmd := &cobra.Command{
-		Use:   "simulate [-f WORKLOAD] [--drain NODE | -l SELECTOR] [what-if edits] [--from-file SNAPSHOT] [-o table|json|yaml]",
+		Use:   "simulate [-f WORKLOAD [--max-replicas]] [--drain NODE | -l SELECTOR] [what-if edits] [--compare-config FILE | --compare-profile NAME] [--from-file SNAPSHOT] [-o table|json|yaml]",
 		Short: "Where every replica of a workload, or every pod of drained nodes, would land: placed, Pending or preempting",
 		Long: `Places pods one by one through the scheduler's real framework, built from the
 placement-scheduler profile, over the cluster; each placement is reserved
@@ -80,6 +93,17 @@ What-if edits change the snapshot before anything is placed (NODE is a node
 name or a label selector): --add-nodes N --like NODE, --label NODE:k=v,
 --taint NODE:k=v:Effect, --cordon NODE, --remove-node NODE.
 
+How many more fit: --max-replicas -f FILE places replicas of the file's one
+workload until one stays Pending (its reason and breakdown follow) or
+--max-replicas-limit is reached; it reports those that fit as the cluster is
+(nothing preempted) and those the scheduler would add by preempting
+lower-priority pods, per node and per --by value.
+
+Another profile: --compare-config FILE (its profile of the same name, or its
+only one) or --compare-profile NAME runs the same what-if again under that
+profile, on its own copy of the snapshot, and lists the replicas that land
+differently, with the Pending side's reason or each side's scores.
+
 The profile and cluster are found as explain finds them (--config, the
 installed ConfigMap, or the shipped default; kubeconfig or --from-file).
 When several nodes tie on the top score the scheduler picks one at random:
@@ -101,6 +125,10 @@ the table shows the first by name and says so.`,
 	f.StringArrayVar(&o.edits.Cordon, "cordon", nil, "What-if: mark NODE unschedulable; repeatable")
 	f.StringArrayVar(&o.edits.Remove, "remove-node", nil, "What-if: remove NODE and its pods; repeatable")
 	f.StringVar(&o.by, "by", v1.LabelTopologyZone, "Node label to show per replica (e.g. kubernetes.io/hostname, or a pool label)")
+	f.BoolVar(&o.maxReplicas, "max-replicas", false, "How many more replicas of -f's one workload fit: place them one by one until one stays Pending")
+	f.IntVar(&o.maxReplicasLimit, "max-replicas-limit", simulate.DefaultCapacityLimit, "With --max-replicas, stop after this many replicas (0: no limit)")
+	f.StringVar(&o.compareConfig, "compare-config", "", "Run the same what-if under this KubeSchedulerConfiguration too, and show the replicas that land differently")
+	f.StringVar(&o.compareProfile, "compare-profile", "", "Run the same what-if under this profile too (of --compare-config, else of the config simulated)")
 	f.BoolVar(&o.failIfPending, "fail-if-pending", false, "Exit non-zero when a replica would stay Pending (for CI)")
 	o.addSourceFlags(cmd, "Profile (schedulerName) to place with (default: the pods' schedulerName)")
 	f.StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
@@ -113,6 +141,9 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	default:
 		return fmt.Errorf("-o %q: want table, json or yaml", o.output)
 	}
+	if err := o.checkModes(); err != nil {
+		return err
+	}
 	ctx = klog.NewContext(ctx, logr.Discard())
 	src, err := o.readCluster(ctx)
 	if err != nil {
@@ -121,72 +152,74 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	if src.offline && len(src.cluster.Namespaces) == 0 {
 		return errors.New("the snapshot has no namespaces (affinity namespaceSelectors and namespace checks need them): dump them too, e.g. kubectl get nodes,pods,namespaces,pdb,priorityclasses -A -o yaml")
 	}
-	cluster, client, namespace := src.cluster, src.client, src.namespace
 	workloads, err := o.readWorkloads()
 	if err != nil {
 		return err
 	}
-	cfg, err := o.loadConfig(ctx, client)
+	cfg, err := o.loadConfig(ctx, src.client)
 	if err != nil {
 		return err
 	}
-
-	var edits []string
-	if !o.edits.Empty() {
-		if cluster, edits, err = o.edits.Apply(cluster); err != nil {
-			return err
-		}
+	cluster := src.cluster
+	compare := o.compareConfig != "" || o.compareProfile != ""
+	if compare {
+		// Each side runs on its own copy; the original stays for the next.
+		cluster = simulate.CopyCluster(src.cluster)
 	}
-	var replicas []simulate.Replica
-	var drain *simulate.DrainReport
-	if len(o.drain) > 0 || o.selector != "" {
-		if cluster, replicas, drain, err = simulate.Drain(cluster, o.drain, o.selector); err != nil {
-			return err
-		}
+	w, err := o.prepare(ctx, cluster, src, workloads)
+	if err != nil {
+		return err
 	}
-	var notes []string
-	if workloads != nil {
-		var n []string
-		workloads.objs, cluster, n = simulate.FileNamespaces(workloads.objs, cluster)
-		notes = append(notes, n...)
-		if len(workloads.objs) == 0 {
-			return fmt.Errorf("%s: only namespaces: give a Deployment, StatefulSet, ReplicaSet, Job, DaemonSet or Pod", workloads.source)
-		}
-		if err := namespacesExist(ctx, cluster, client, workloads, namespace); err != nil {
-			return err
-		}
-		more, n, err := simulate.Workloads(workloads.objs, namespace, cluster)
-		if err != nil {
-			return fmt.Errorf("%s: %w", workloads.source, err)
-		}
-		replicas, notes = append(replicas, more...), append(notes, n...)
-	}
-	if workloads == nil && drain == nil {
-		cluster, replicas = simulate.PendingPods(cluster)
-		if len(replicas) == 0 {
-			notes = append(notes, "the cluster has no Pending pods: give -f for a workload or --drain for nodes to empty")
-		}
-	}
-
-	schedName := ""
-	if len(replicas) > 0 {
-		schedName = replicas[0].Pod.Spec.SchedulerName
+	schedName := w.schedulerName
+	if len(w.replicas) > 0 {
+		schedName = w.replicas[0].Pod.Spec.SchedulerName
 	}
 	profile, err := explain.PickProfile(cfg.cfg, o.profile, schedName)
 	if err != nil {
 		return err
 	}
-	notes = append(notes, otherSchedulers(replicas, profile.SchedulerName)...)
-	progress := o.progress(time.Now())
-	res, err := simulate.Run(ctx, cluster, profile, replicas, simulate.Options{TopologyKey: o.by, Progress: progress})
+	opts := simulate.Options{TopologyKey: o.by, Progress: o.progress(time.Now())}
+	var res *simulate.Result
+	switch {
+	case o.maxReplicas:
+		var notes []string
+		res, notes, err = simulate.MaxReplicas(ctx, w.cluster, profile, w.workload, src.namespace, o.maxReplicasLimit, opts)
+		w.notes = append(w.notes, notes...)
+	case compare:
+		var other *config.KubeSchedulerProfile
+		var otherCfg *judgedWith
+		if otherCfg, other, err = o.otherProfile(cfg, profile, schedName); err != nil {
+			return err
+		}
+		first := true
+		res, err = simulate.Compare(func(p *config.KubeSchedulerProfile, opts simulate.Options) (*simulate.Result, error) {
+			if first {
+				first = false
+				return simulate.Run(ctx, w.cluster, p, w.replicas, opts)
+			}
+			again, err := o.prepare(ctx, simulate.CopyCluster(src.cluster), src, workloads)
+			if err != nil {
+				return nil, err
+			}
+			return simulate.Run(ctx, again.cluster, p, again.replicas, opts)
+		}, profile, other, opts)
+		if err == nil {
+			res.Comparison.Config = otherCfg.source
+			res.Comparison.Result.Config = otherCfg.source
+			res.Comparison.Result.Warnings = otherCfg.warnings
+		}
+	default:
+		res, err = simulate.Run(ctx, w.cluster, profile, w.replicas, opts)
+	}
 	if err != nil {
 		return fmt.Errorf("simulating: %w", err)
 	}
+	w.notes = append(w.notes, otherSchedulers(w.replicas, profile.SchedulerName)...)
 	res.Config = cfg.source
 	res.Warnings = append(res.Warnings, cfg.warnings...)
-	res.Edits = edits
-	res.Drain = drain
-	res.Notes = append(append(res.Notes, cluster.Unseen...), notes...)
+	res.Edits = w.edits
+	res.Drain = w.drain
+	res.Notes = append(append(res.Notes, w.cluster.Unseen...), w.notes...)
 	if err := writeSimulation(o.streams.Out, res, o.output); err != nil {
 		return err
 	}
@@ -194,6 +227,137 @@ func (o *simulateOptions) run(ctx context.Context) error {
 		return fmt.Errorf("--fail-if-pending: %d of %d replica(s) would stay Pending", res.Pending, len(res.Replicas))
 	}
 	return nil
+}
+
+// checkModes refuses flag combinations with no meaning, before anything
+// is read.
+func (o *simulateOptions) checkModes() error {
+	if o.maxReplicasLimit < 0 {
+		return fmt.Errorf("--max-replicas-limit %d: want 0 (no limit) or more", o.maxReplicasLimit)
+	}
+	if !o.maxReplicas {
+		return nil
+	}
+	switch {
+	case o.file == "":
+		return errors.New("--max-replicas: give the workload to replicate with -f")
+	case len(o.drain) > 0 || o.selector != "":
+		return errors.New("--max-replicas counts replicas on the cluster as it is (with what-if edits): drop --drain/-l, or run the drain first and --max-replicas on its outcome")
+	case o.compareConfig != "" || o.compareProfile != "":
+		return errors.New("--max-replicas and --compare-config/--compare-profile: give one of them (compare the counts by running --max-replicas with each --profile or --config)")
+	case o.failIfPending:
+		return errors.New("--fail-if-pending with --max-replicas: the search always ends on a Pending replica: drop --fail-if-pending")
+	}
+	return nil
+}
+
+// simulated is what a run places and over which cluster, with what was
+// done to the snapshot first.
+type simulated struct {
+	cluster  *explain.Cluster
+	replicas []simulate.Replica
+	// workload is --max-replicas' one workload, and schedulerName its
+	// pods' (which picks the profile, as the first replica's does).
+	workload      runtime.Object
+	schedulerName string
+	drain         *simulate.DrainReport
+	edits         []string
+	notes         []string
+}
+
+// prepare applies the what-if edits and the drain to cluster, and turns
+// the workload file (or the cluster's Pending pods) into the replicas to
+// place. cluster becomes the run's own: it is changed.
+func (o *simulateOptions) prepare(ctx context.Context, cluster *explain.Cluster, src *source, workloads *workloadFile) (*simulated, error) {
+	w := &simulated{cluster: cluster}
+	var err error
+	if !o.edits.Empty() {
+		if w.cluster, w.edits, err = o.edits.Apply(w.cluster); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.drain) > 0 || o.selector != "" {
+		if w.cluster, w.replicas, w.drain, err = simulate.Drain(w.cluster, o.drain, o.selector); err != nil {
+			return nil, err
+		}
+	}
+	if workloads != nil {
+		var objs []runtime.Object
+		var n []string
+		objs, w.cluster, n = simulate.FileNamespaces(workloads.objs, w.cluster)
+		w.notes = append(w.notes, n...)
+		if len(objs) == 0 {
+			return nil, fmt.Errorf("%s: only namespaces: give a Deployment, StatefulSet, ReplicaSet, Job, DaemonSet or Pod", workloads.source)
+		}
+		if err := namespacesExist(ctx, w.cluster, src.client, &workloadFile{objs: objs, source: workloads.source}, src.namespace); err != nil {
+			return nil, err
+		}
+		if o.maxReplicas {
+			if len(objs) != 1 {
+				return nil, fmt.Errorf("%s: --max-replicas replicates one workload, the file has %d: give a file with one", workloads.source, len(objs))
+			}
+			w.workload = objs[0]
+			if _, ok := objs[0].(*appsv1.DaemonSet); ok {
+				return nil, fmt.Errorf("%s: --max-replicas: a DaemonSet runs one pod per node, not a replica count: give a Deployment, StatefulSet, ReplicaSet, Job or Pod", workloads.source)
+			}
+			// Bad input fails here, naming the file, before anything is
+			// placed: a trial replica over the cluster's PriorityClasses.
+			trial := &explain.Cluster{Others: slices.Clip(w.cluster.Others)}
+			replicas, _, err := simulate.Workloads([]runtime.Object{objs[0].DeepCopyObject()}, src.namespace, trial)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", workloads.source, err)
+			}
+			if len(replicas) > 0 {
+				w.schedulerName = replicas[0].Pod.Spec.SchedulerName
+			}
+			return w, nil
+		}
+		more, n, err := simulate.Workloads(objs, src.namespace, w.cluster)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", workloads.source, err)
+		}
+		w.replicas, w.notes = append(w.replicas, more...), append(w.notes, n...)
+	}
+	if workloads == nil && w.drain == nil {
+		w.cluster, w.replicas = simulate.PendingPods(w.cluster)
+		if len(w.replicas) == 0 {
+			w.notes = append(w.notes, "the cluster has no Pending pods: give -f for a workload or --drain for nodes to empty")
+		}
+	}
+	return w, nil
+}
+
+// otherProfile is the profile a comparison runs second: --compare-profile
+// of --compare-config (default: the config simulated), else the profile of
+// --compare-config picked as the first one was.
+func (o *simulateOptions) otherProfile(cfg *judgedWith, first *config.KubeSchedulerProfile, schedName string) (*judgedWith, *config.KubeSchedulerProfile, error) {
+	other := cfg
+	if o.compareConfig != "" {
+		data, err := os.ReadFile(o.compareConfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--compare-config: %w", err)
+		}
+		c, err := profile.LoadConfig(data, "--compare-config "+o.compareConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		other = &judgedWith{cfg: c, source: "--compare-config " + o.compareConfig}
+	}
+	name := o.compareProfile
+	if name == "" && o.compareConfig != "" {
+		name = first.SchedulerName
+		if len(other.cfg.Profiles) == 1 {
+			name = other.cfg.Profiles[0].SchedulerName
+		}
+	}
+	p, err := explain.PickProfile(other.cfg, name, schedName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--compare-profile: %w", err)
+	}
+	if o.compareConfig == "" && p.SchedulerName == first.SchedulerName {
+		return nil, nil, fmt.Errorf("--compare-profile %s is the profile simulated: name another of %s, or give --compare-config", p.SchedulerName, cfg.source)
+	}
+	return other, p, nil
 }
 
 // workloadFile is -f decoded, and what to call it in errors.

@@ -167,6 +167,9 @@ func TestSimulateBadInput(t *testing.T) {
 	empty := write("empty.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: hollow}\nspec: {replicas: 2}\n")
 	otherNS := write("other.yaml", strings.Replace(mustRead(t, deploy), "namespace: default", "namespace: absent", 1))
 	noNS := write("nons.json", `{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}]}`)
+	two := write("two.yaml", mustRead(t, deploy)+"\n---\n"+strings.Replace(mustRead(t, deploy), "name: api", "name: api2", 1))
+	ds := write("ds.yaml", "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: default}\nspec:\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec: {containers: [{name: c, image: x}]}\n")
+	notConfig := write("notconfig.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -182,6 +185,17 @@ func TestSimulateBadInput(t *testing.T) {
 		{"bad taint", []string{"-f", deploy, "--taint", "node-1:k=v"}, []string{"effect must be NoSchedule, PreferNoSchedule or NoExecute"}},
 		{"add-nodes without like", []string{"-f", deploy, "--add-nodes", "2"}, []string{"--add-nodes N and --like NODE go together"}},
 		{"bad output", []string{"-f", deploy, "-o", "wide"}, []string{`-o "wide"`, "table, json or yaml"}},
+		{"max-replicas without a workload", []string{"--max-replicas"}, []string{"--max-replicas", "-f"}},
+		{"max-replicas with a drain", []string{"--max-replicas", "-f", deploy, "--drain", "node-1"}, []string{"drop --drain/-l"}},
+		{"max-replicas with two workloads", []string{"--max-replicas", "-f", two}, []string{two, "one workload, the file has 2"}},
+		{"max-replicas of a DaemonSet", []string{"--max-replicas", "-f", ds}, []string{ds, "DaemonSet runs one pod per node"}},
+		{"max-replicas and a comparison", []string{"--max-replicas", "-f", deploy, "--compare-profile", "x"}, []string{"give one of them"}},
+		{"max-replicas and fail-if-pending", []string{"--max-replicas", "-f", deploy, "--fail-if-pending"}, []string{"drop --fail-if-pending"}},
+		{"negative limit", []string{"--max-replicas", "-f", deploy, "--max-replicas-limit", "-1"}, []string{"--max-replicas-limit -1", "0 (no limit)"}},
+		{"compare-config missing", []string{"-f", deploy, "--compare-config", "absent.yaml"}, []string{"--compare-config", "absent.yaml"}},
+		{"compare-config not a config", []string{"-f", deploy, "--compare-config", notConfig}, []string{"--compare-config " + notConfig, "KubeSchedulerConfiguration"}},
+		{"compare-profile unknown", []string{"-f", deploy, "--compare-profile", "other"}, []string{`--profile "other": no such profile`}},
+		{"compare-profile the same", []string{"-f", deploy, "--compare-profile", "placement-scheduler"}, []string{"--compare-profile placement-scheduler is the profile simulated", "name another"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"simulate"}, tc.args...)

@@ -152,13 +152,19 @@ func envInt(t *testing.T, name string, def int) int {
 // and Score on the feasible ones, the top total (first name on a tie),
 // then AssumePod in the cache. It returns each pod's node ("" Pending).
 func inTreeOneByOne(ctx context.Context, c *explain.Cluster, replicas []Replica) ([]string, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	logger := klog.FromContext(ctx)
 	cfg, err := latest.Default()
 	if err != nil {
 		return nil, err
 	}
+	return inTreeOneByOneWith(ctx, c, replicas, &cfg.Profiles[0])
+}
+
+// inTreeOneByOneWith is inTreeOneByOne under prof, a profile of in-tree
+// plugins.
+func inTreeOneByOneWith(ctx context.Context, c *explain.Cluster, replicas []Replica, prof *config.KubeSchedulerProfile) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logger := klog.FromContext(ctx)
 	objs := []runtime.Object{}
 	for _, n := range c.Nodes {
 		objs = append(objs, n)
@@ -175,7 +181,7 @@ func inTreeOneByOne(ctx context.Context, c *explain.Cluster, replicas []Replica)
 	claims := assumecache.NewAssumeCache(logger, inf.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
 	snapshot := cache.NewEmptySnapshot()
 	metrics.Register()
-	fw, err := frameworkruntime.NewFramework(ctx, intree.NewInTreeRegistry(), &cfg.Profiles[0],
+	fw, err := frameworkruntime.NewFramework(ctx, intree.NewInTreeRegistry(), prof,
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(inf),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),

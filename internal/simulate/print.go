@@ -31,13 +31,22 @@ func PrintTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "Note: %s.\n", n)
 	}
 	fmt.Fprintf(w, "Placed %d, pending %d, would preempt %d.\n", r.Placed, r.Pending, r.Preempting)
-	if len(r.Replicas) > 0 {
+	switch {
+	case r.Capacity != nil:
+		// Its replicas are many and alike: their distribution says more.
+		if err := printCapacity(w, r); err != nil {
+			return err
+		}
+	case len(r.Replicas) > 0:
 		fmt.Fprintln(w)
 		if err := replicaTable(w, r); err != nil {
 			return err
 		}
 	}
-	if r.Ties > 0 {
+	switch {
+	case r.Ties > 0 && r.Capacity != nil:
+		fmt.Fprintf(w, "Ties: %d replica(s) had several nodes on the top score; the scheduler picks one of them at random, this run the first by name, so the distribution is one possible outcome.\n", r.Ties)
+	case r.Ties > 0:
 		fmt.Fprintf(w, "Ties: %d replica(s) had several nodes on the top score (\"tied with\" in NOTE); the scheduler picks one of them at random, this table the first by name, so their node is one possible outcome.\n", r.Ties)
 	}
 	for i, pr := range r.Reasons {
@@ -53,6 +62,9 @@ func PrintTable(w io.Writer, r *Result) error {
 			}
 			fmt.Fprintln(w, "  "+line)
 		}
+	}
+	if r.Comparison != nil {
+		return printComparison(w, r)
 	}
 	return nil
 }

@@ -52,8 +52,12 @@ type Result struct {
 	Replicas []ReplicaResult `json:"replicas"`
 	Reasons  []PendingReason `json:"reasons,omitempty"`
 	Drain    *DrainReport    `json:"drain,omitempty"`
-	Warnings []string        `json:"warnings,omitempty"`
-	Notes    []string        `json:"notes,omitempty"`
+	// Capacity is the answer of a --max-replicas run.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	// Comparison is the same run under a second profile, and what differs.
+	Comparison *Comparison `json:"comparison,omitempty"`
+	Warnings   []string    `json:"warnings,omitempty"`
+	Notes      []string    `json:"notes,omitempty"`
 }
 
 var _ runtime.Object = &Result{}
@@ -106,6 +110,12 @@ type Options struct {
 	TopologyKey string
 	// Progress, when set, is called after each replica.
 	Progress func(done, total int)
+	// Explain names replicas (namespace/name) to explain just before they
+	// are placed; Explained receives each explanation (the ranking the
+	// placement is made on). A comparison asks it for the replicas that
+	// land differently.
+	Explain   map[string]bool
+	Explained func(pod string, e *explain.Result)
 }
 
 // Run places replicas in scheduling-queue order (priority first, then as
@@ -116,6 +126,49 @@ type Options struct {
 func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, replicas []Replica, opts Options) (*Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the placer's informers
+	s, err := newSession(ctx, c, profile, opts)
+	if err != nil {
+		return nil, err
+	}
+	order := make([]Replica, len(replicas))
+	copy(order, replicas)
+	sort.SliceStable(order, func(i, j int) bool {
+		return corev1helpers.PodPriority(order[i].Pod) > corev1helpers.PodPriority(order[j].Pod)
+	})
+	for i, r := range order {
+		if _, err := s.place(ctx, r); err != nil {
+			return nil, err
+		}
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(order))
+		}
+	}
+	return s.res, nil
+}
+
+// session places replicas one at a time on one placer, each reserved
+// before the next, and collects the Result.
+type session struct {
+	placer   *explain.Placer
+	opts     Options
+	labelsOf map[string]map[string]string
+	res      *Result
+	// An explanation holds for the next replica with the same labels and
+	// spec (the replicas of a workload but a DaemonSet's, pinned each to
+	// its node) as long as nothing was reserved in between.
+	explained  map[string]cached
+	generation int
+	reasons    map[string]int
+}
+
+type cached struct {
+	generation int
+	res        *explain.Result
+}
+
+// newSession builds profile's placer over c; its informers run until ctx
+// is cancelled.
+func newSession(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, opts Options) (*session, error) {
 	if opts.TopologyKey == "" {
 		opts.TopologyKey = v1.LabelTopologyZone
 	}
@@ -127,86 +180,87 @@ func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerP
 	for _, n := range c.Nodes {
 		labelsOf[n.Name] = n.Labels
 	}
-	res := &Result{
-		TypeMeta:    metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
-		Profile:     profile.SchedulerName,
-		Nodes:       len(c.Nodes),
-		TopologyKey: opts.TopologyKey,
-		Replicas:    []ReplicaResult{},
-	}
-	order := make([]Replica, len(replicas))
-	copy(order, replicas)
-	sort.SliceStable(order, func(i, j int) bool {
-		return corev1helpers.PodPriority(order[i].Pod) > corev1helpers.PodPriority(order[j].Pod)
-	})
-	// An explanation holds for the next replica with the same labels and
-	// spec (the replicas of a workload but a DaemonSet's, pinned each to
-	// its node) as long as nothing was reserved in between.
-	type cached struct {
-		generation int
-		res        *explain.Result
-	}
-	explained := map[string]cached{}
-	generation := 0
-	reasons := map[string]int{}
-	for i, r := range order {
-		rr := ReplicaResult{Pod: r.Pod.Namespace + "/" + r.Pod.Name, Workload: r.Workload, From: r.From}
-		node, tied, err := placer.Assign(ctx, r.Pod)
+	return &session{
+		placer:   placer,
+		opts:     opts,
+		labelsOf: labelsOf,
+		res: &Result{
+			TypeMeta:    metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+			Profile:     profile.SchedulerName,
+			Nodes:       len(c.Nodes),
+			TopologyKey: opts.TopologyKey,
+			Replicas:    []ReplicaResult{},
+		},
+		explained: map[string]cached{},
+		reasons:   map[string]int{},
+	}, nil
+}
+
+// place places one replica (preempting when that is what the scheduler
+// would do), records it in the Result and returns its row.
+func (s *session) place(ctx context.Context, r Replica) (ReplicaResult, error) {
+	res := s.res
+	rr := ReplicaResult{Pod: r.Pod.Namespace + "/" + r.Pod.Name, Workload: r.Workload, From: r.From}
+	if s.opts.Explained != nil && s.opts.Explain[rr.Pod] {
+		// Asked before the placement: the ranking it is made on.
+		e, err := s.placer.Explain(ctx, r.Pod)
 		if err != nil {
-			return nil, fmt.Errorf("placing %s: %w", rr.Pod, err)
+			return rr, fmt.Errorf("explaining %s: %w", rr.Pod, err)
 		}
-		if node != "" {
-			generation++
-			res.Placed++
-			rr.Node = node
-			if len(tied) > 1 {
-				rr.Tied = len(tied)
-				res.Ties++
+		s.opts.Explained(rr.Pod, e)
+	}
+	node, tied, err := s.placer.Assign(ctx, r.Pod)
+	if err != nil {
+		return rr, fmt.Errorf("placing %s: %w", rr.Pod, err)
+	}
+	if node != "" {
+		s.generation++
+		res.Placed++
+		rr.Node = node
+		if len(tied) > 1 {
+			rr.Tied = len(tied)
+			res.Ties++
+		}
+	} else {
+		key, err := sameAs(r.Pod)
+		if err != nil {
+			return rr, err
+		}
+		ex, ok := s.explained[key]
+		if !ok || ex.generation != s.generation {
+			e, err := s.placer.Explain(ctx, r.Pod)
+			if err != nil {
+				return rr, fmt.Errorf("explaining %s: %w", rr.Pod, err)
+			}
+			ex = cached{generation: s.generation, res: e}
+			s.explained[key] = ex
+		}
+		if pf := ex.res.PostFilter; pf != nil && pf.WouldPreempt {
+			if err := s.placer.Preempt(ctx, r.Pod, pf.Node, pf.Victims); err != nil {
+				return rr, err
+			}
+			s.generation++
+			res.Preempting++
+			rr.Node = pf.Node
+			for _, v := range pf.Victims {
+				rr.Preempts = append(rr.Preempts, v.Pod)
 			}
 		} else {
-			key, err := sameAs(r.Pod)
-			if err != nil {
-				return nil, err
-			}
-			ex, ok := explained[key]
-			if !ok || ex.generation != generation {
-				e, err := placer.Explain(ctx, r.Pod)
-				if err != nil {
-					return nil, fmt.Errorf("explaining %s: %w", rr.Pod, err)
-				}
-				ex = cached{generation: generation, res: e}
-				explained[key] = ex
-			}
-			if pf := ex.res.PostFilter; pf != nil && pf.WouldPreempt {
-				if err := placer.Preempt(ctx, r.Pod, pf.Node, pf.Victims); err != nil {
-					return nil, err
-				}
-				generation++
-				res.Preempting++
-				rr.Node = pf.Node
-				for _, v := range pf.Victims {
-					rr.Preempts = append(rr.Preempts, v.Pod)
-				}
+			res.Pending++
+			rr.Reason = reasonOf(ex.res)
+			if k, ok := s.reasons[rr.Reason]; ok {
+				res.Reasons[k].Replicas++
 			} else {
-				res.Pending++
-				rr.Reason = reasonOf(ex.res)
-				if k, ok := reasons[rr.Reason]; ok {
-					res.Reasons[k].Replicas++
-				} else {
-					reasons[rr.Reason] = len(res.Reasons)
-					res.Reasons = append(res.Reasons, PendingReason{Reason: rr.Reason, Replicas: 1, Explanation: ex.res})
-				}
+				s.reasons[rr.Reason] = len(res.Reasons)
+				res.Reasons = append(res.Reasons, PendingReason{Reason: rr.Reason, Replicas: 1, Explanation: ex.res})
 			}
-		}
-		if rr.Node != "" {
-			rr.Topology = labelsOf[rr.Node][opts.TopologyKey]
-		}
-		res.Replicas = append(res.Replicas, rr)
-		if opts.Progress != nil {
-			opts.Progress(i+1, len(order))
 		}
 	}
-	return res, nil
+	if rr.Node != "" {
+		rr.Topology = s.labelsOf[rr.Node][s.opts.TopologyKey]
+	}
+	res.Replicas = append(res.Replicas, rr)
+	return rr, nil
 }
 
 // sameAs keys pods that the scheduler cannot tell apart: same namespace,

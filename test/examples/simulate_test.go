@@ -61,13 +61,7 @@ func TestSimulateAgreesWithTheScheduler(t *testing.T) {
 		return v1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, TopologyKey: key}
 	}
 	deployment := func(name string, replicas int32, s v1.PodSpec) *appsv1.Deployment {
-		labels := map[string]string{"app": name}
-		return &appsv1.Deployment{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: s}},
-		}
+		return newDeployment(ns, name, replicas, s)
 	}
 
 	anti := spec("anti", "100m")
@@ -217,17 +211,24 @@ type simulateResult struct {
 // simulate runs `kubectl placement simulate ARGS -o json` in process.
 func simulate(t *testing.T, args ...string) simulateResult {
 	t.Helper()
+	var r simulateResult
+	decodeSimulate(t, &r, args...)
+	return r
+}
+
+// decodeSimulate runs `kubectl placement simulate ARGS -o json` in process
+// and decodes its output into r.
+func decodeSimulate(t *testing.T, r any, args ...string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := placementcmd.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, placementcmd.BuildInfo{})
 	cmd.SetArgs(append(append([]string{"simulate"}, args...), "-o", "json"))
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("simulate %v: %v", args, err)
 	}
-	var r simulateResult
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(out.Bytes(), r); err != nil {
 		t.Fatalf("simulate output is not JSON: %v\n%s", err, out.String())
 	}
-	return r
 }
 
 // settle waits until app has n live pods in ns, each bound or marked

@@ -283,10 +283,16 @@ func (noNominations) NominatedPodsForNode(string) []fwk.PodInfo                 
 // generate draws a small cluster (nodes over zones and pools, some tainted
 // or cordoned, pods already bound with labels, requests and anti-affinity)
 // and one or two workloads whose replicas constrain one another.
+// diffImage is the image some generated nodes hold and some workloads run.
+const diffImage = "registry.example/app:v1"
+
 func generate(r *rand.Rand) (*explain.Cluster, []runtime.Object) {
 	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
 	c := &explain.Cluster{Namespaces: []*v1.Namespace{tu.MakeNamespace("default", nil), tu.MakeNamespace("team", map[string]string{"team": "yes"})}}
 	nodes := 2 + r.IntN(9)
+	// One image, one size on every node that holds it (the scheduler's
+	// cache keeps one size an image).
+	imageSize := int64(100+r.IntN(900)) << 20
 	for i := 0; i < nodes; i++ {
 		name := fmt.Sprintf("n%02d", i)
 		w := tu.MakeNode(name).Capacity(strconv.Itoa(1+r.IntN(4)), "8Gi", int64(2+r.IntN(8))).Ready().Label("pool", pick("a", "b"))
@@ -298,6 +304,10 @@ func generate(r *rand.Rand) (*explain.Cluster, []runtime.Object) {
 		}
 		n := w.Obj()
 		n.Spec.Unschedulable = r.IntN(12) == 0
+		if r.IntN(2) == 0 {
+			// ImageLocality scores by the nodes holding an image.
+			n.Status.Images = []v1.ContainerImage{{Names: []string{diffImage}, SizeBytes: imageSize}}
+		}
 		c.Nodes = append(c.Nodes, n)
 	}
 	for i := r.IntN(12); i > 0; i-- {
@@ -342,6 +352,9 @@ func generate(r *rand.Rand) (*explain.Cluster, []runtime.Object) {
 		}
 		if r.IntN(3) == 0 {
 			tmpl.Spec.Tolerations = []v1.Toleration{tu.Tol("dedicated", v1.TolerationOpEqual, pick("x", "y"), "")}
+		}
+		if r.IntN(2) == 0 {
+			tmpl.Spec.Containers[0].Image = diffImage
 		}
 		if r.IntN(3) == 0 {
 			tmpl.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{

@@ -1,12 +1,10 @@
 package simulate
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,13 +26,7 @@ import (
 // (daemon.NodeShouldRunDaemonPod, daemon.NewPod, pinned as it pins them),
 // scheduled through the in-tree framework before the workload.
 func TestDifferentialAddNodesAgainstInTree(t *testing.T) {
-	cases := envInt(t, "SIMULATE_DIFF_CASES", 200)
-	seed := envInt(t, "SIMULATE_DIFF_SEED", 1)
-	if testing.Short() {
-		cases = 30
-	}
-	prof := shipped(t)
-	ctx := klog.NewContext(context.Background(), logr.Discard())
+	ctx, cases, seed, prof := diffRun(t)
 	logger := klog.FromContext(ctx)
 	mismatches, daemons := 0, 0
 	for i := 0; i < cases; i++ {

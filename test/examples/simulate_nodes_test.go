@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -24,7 +22,6 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/placementcmd"
 	sim "github.com/placement-scheduler/placement-scheduler/internal/simulate"
@@ -79,14 +76,7 @@ func TestSimulateAddNodesLikeACordonedNode(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](6), Selector: &metav1.LabelSelector{MatchLabels: webLabels},
 			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: webLabels}, Spec: web}},
 	}
-	file := filepath.Join(t.TempDir(), "web.yaml")
-	raw, err := yaml.Marshal(deploy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeYAML(t, t.TempDir(), "web.yaml", deploy)
 	predicted := simulateFull(t, "-f", file, "--add-nodes", "2", "--like", like, "--kubeconfig", env.Kubeconfig)
 	copies := []string{like + "-sim-1", like + "-sim-2"}
 	onCopy := map[string]int{}

@@ -3,7 +3,6 @@ package examples
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -18,12 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/utils/ptr"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/placementcmd"
 	sim "github.com/placement-scheduler/placement-scheduler/internal/simulate"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
@@ -243,16 +240,8 @@ func TestSimulateDrainRefusedAsKubectl(t *testing.T) {
 // and decodes the whole result.
 func simulateFull(t *testing.T, args ...string) *sim.Result {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := placementcmd.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, placementcmd.BuildInfo{})
-	cmd.SetArgs(append(append([]string{"simulate"}, args...), "-o", "json"))
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("simulate %v: %v", args, err)
-	}
 	r := &sim.Result{}
-	if err := json.Unmarshal(out.Bytes(), r); err != nil {
-		t.Fatalf("simulate output is not JSON: %v\n%s", err, out.String())
-	}
+	decodeSimulate(t, r, args...)
 	return r
 }
 

@@ -21,7 +21,8 @@ import (
 // of its own) with DaemonSets in the snapshot places a workload's replicas
 // on the same nodes as the in-tree loop of TestDifferentialAgainstInTree
 // does on the cluster as it is once K such nodes have really joined: built
-// here fresh (the node's labels, its operator taint, its capacity, Ready),
+// here fresh (the node's labels, its operator taint, its capacity and
+// images, Ready),
 // each with the pods the upstream DaemonSet controller decides to run there
 // (daemon.NodeShouldRunDaemonPod, daemon.NewPod, pinned as it pins them),
 // scheduled through the in-tree framework before the workload.
@@ -80,7 +81,9 @@ func TestDifferentialAddNodesAgainstInTree(t *testing.T) {
 				}
 			}
 			n := w.Obj()
-			n.Status.Capacity, n.Status.Allocatable = like.Status.Capacity, like.Status.Allocatable
+			// simulate's copies keep NODE's images (docs/simulate.md): the
+			// joined node is taken to come from the same machine image.
+			n.Status.Capacity, n.Status.Allocatable, n.Status.Images = like.Status.Capacity, like.Status.Allocatable, like.Status.Images
 			joined.Nodes = append(joined.Nodes, n)
 			for _, ds := range sets {
 				if run, _ := daemon.NodeShouldRunDaemonPod(logger, n, ds); !run {

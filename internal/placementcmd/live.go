@@ -94,6 +94,10 @@ func liveCluster(ctx context.Context, c kubernetes.Interface, namespace string) 
 		{"StatefulSets", true, func(ns string, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.AppsV1().StatefulSets(ns).List(ctx, opts)
 		}},
+		// simulate --add-nodes gives new nodes their DaemonSet pods.
+		{"DaemonSets", true, func(ns string, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.AppsV1().DaemonSets(ns).List(ctx, opts)
+		}},
 		{"CSIStorageCapacities", true, func(ns string, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.StorageV1().CSIStorageCapacities(ns).List(ctx, opts)
 		}},

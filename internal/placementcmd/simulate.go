@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -32,8 +33,7 @@ type simulateOptions struct {
 	// explainOptions holds what simulate shares with explain: the
 	// kubeconfig flags, snapshot, config and profile flags, -f and -o.
 	explainOptions
-	drain         []string
-	selector      string
+	drain         simulate.DrainOptions
 	by            string
 	failIfPending bool
 	edits         simulate.Edits
@@ -83,15 +83,24 @@ What is placed:
                volumeClaimTemplates, existing ones as they are; ephemeral
                volumes; ResourceClaimTemplates);
   --drain NODE / -l SELECTOR
-               the nodes are cordoned and every pod a controller would
-               re-create is placed elsewhere; DaemonSet, mirror and bare pods
-               are listed, PodDisruptionBudgets reported;
+               the nodes are cordoned and their pods judged as kubectl drain
+               --ignore-daemonsets judges them (pods with emptyDir volumes
+               need --delete-emptydir-data, pods without a controller
+               --force: a refusal is shown as kubectl words it, then the
+               drain with those flags); every pod a controller re-creates
+               is placed elsewhere, in eviction order; DaemonSet, mirror,
+               bare and finished pods are listed, and each
+               PodDisruptionBudget: what it lets go now, what it holds, and
+               a pod under several (the Eviction API never evicts it);
   neither      the cluster's Pending pods (e.g. with what-if edits: what
                would a new node or a relabelled pool change for them?).
 
 What-if edits change the snapshot before anything is placed (NODE is a node
 name or a label selector): --add-nodes N --like NODE, --label NODE:k=v,
---taint NODE:k=v:Effect, --cordon NODE, --remove-node NODE.
+--taint NODE:k=v:Effect, --cordon NODE, --remove-node NODE. Copies made with
+--like are Ready and schedulable (cordon and node-condition taints cleared,
+other taints kept) and get first the pods of every DaemonSet that would run
+on them.
 
 How many more fit: --max-replicas -f FILE places replicas of the file's one
 workload until one stays Pending (its reason and breakdown follow) or
@@ -116,10 +125,12 @@ the table shows the first by name and says so.`,
 	o.flags.AddFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "filename", "f", "", "Workloads to place: Deployment, StatefulSet, ReplicaSet, Job, DaemonSet, Pod or a List (- for stdin); not created")
-	f.StringSliceVar(&o.drain, "drain", nil, "Nodes to drain (repeatable, comma-separated): their pods are placed elsewhere")
-	f.StringVarP(&o.selector, "selector", "l", "", "Drain every node this label selector matches")
+	f.StringSliceVar(&o.drain.Nodes, "drain", nil, "Nodes to drain (repeatable, comma-separated): their pods are placed elsewhere")
+	f.StringVarP(&o.drain.Selector, "selector", "l", "", "Drain every node this label selector matches")
+	f.BoolVar(&o.drain.DeleteEmptyDirData, "delete-emptydir-data", false, "With --drain: as kubectl drain's flag: evict pods with emptyDir volumes (refused without it)")
+	f.BoolVar(&o.drain.Force, "force", false, "With --drain: as kubectl drain's flag: evict pods without a controller, for good (refused without it)")
 	f.IntVar(&o.edits.AddNodes, "add-nodes", 0, "What-if: add N empty nodes like --like")
-	f.StringVar(&o.edits.Like, "like", "", "What-if: the node --add-nodes copies (labels, taints, capacity)")
+	f.StringVar(&o.edits.Like, "like", "", "What-if: the node --add-nodes copies (labels, operator taints, capacity), Ready and uncordoned, with its DaemonSet pods")
 	f.StringArrayVar(&o.edits.Labels, "label", nil, "What-if: NODE:k=v[,k2-] relabels NODE (a name or label selector); repeatable")
 	f.StringArrayVar(&o.edits.Taints, "taint", nil, "What-if: NODE:k=v:Effect taints NODE, NODE:k:Effect- removes it; repeatable")
 	f.StringArrayVar(&o.edits.Cordon, "cordon", nil, "What-if: mark NODE unschedulable; repeatable")
@@ -129,7 +140,7 @@ the table shows the first by name and says so.`,
 	f.IntVar(&o.maxReplicasLimit, "max-replicas-limit", simulate.DefaultCapacityLimit, "With --max-replicas, stop after this many replicas (0: no limit)")
 	f.StringVar(&o.compareConfig, "compare-config", "", "Run the same what-if under this KubeSchedulerConfiguration too, and show the replicas that land differently")
 	f.StringVar(&o.compareProfile, "compare-profile", "", "Run the same what-if under this profile too (of --compare-config, else of the config simulated)")
-	f.BoolVar(&o.failIfPending, "fail-if-pending", false, "Exit non-zero when a replica would stay Pending (for CI)")
+	f.BoolVar(&o.failIfPending, "fail-if-pending", false, "Exit non-zero when a replica would stay Pending, or a --drain would not finish (for CI)")
 	o.addSourceFlags(cmd, "Profile (schedulerName) to place with (default: the pods' schedulerName)")
 	f.StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml")
 	return cmd
@@ -218,7 +229,10 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	res.Config = cfg.source
 	res.Warnings = append(res.Warnings, cfg.warnings...)
 	res.Edits = w.edits
-	res.Drain = w.drain
+	if w.drain != nil {
+		w.drain.Conclude(res)
+		res.Drain = w.drain
+	}
 	res.Notes = append(append(res.Notes, w.cluster.Unseen...), w.notes...)
 	if err := writeSimulation(o.streams.Out, res, o.output); err != nil {
 		return err
@@ -226,7 +240,15 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	if o.failIfPending && res.Pending > 0 {
 		return fmt.Errorf("--fail-if-pending: %d of %d replica(s) would stay Pending", res.Pending, len(res.Replicas))
 	}
+	if d := res.Drain; o.failIfPending && d != nil && d.Status != simulate.DrainCompletes && d.Status != simulate.DrainWaits {
+		return fmt.Errorf("--fail-if-pending: kubectl drain %s would not finish: %s", strings.Join(d.Flags, " "), d.Status)
+	}
 	return nil
+}
+
+// draining: --drain or -l names nodes to drain.
+func (o *simulateOptions) draining() bool {
+	return len(o.drain.Nodes) > 0 || o.drain.Selector != ""
 }
 
 // checkModes refuses flag combinations with no meaning, before anything
@@ -235,13 +257,16 @@ func (o *simulateOptions) checkModes() error {
 	if o.maxReplicasLimit < 0 {
 		return fmt.Errorf("--max-replicas-limit %d: want 0 (no limit) or more", o.maxReplicasLimit)
 	}
+	if !o.draining() && (o.drain.DeleteEmptyDirData || o.drain.Force) {
+		return errors.New("--delete-emptydir-data and --force judge a drain: give --drain NODE or -l SELECTOR with them")
+	}
 	if !o.maxReplicas {
 		return nil
 	}
 	switch {
 	case o.file == "":
 		return errors.New("--max-replicas: give the workload to replicate with -f")
-	case len(o.drain) > 0 || o.selector != "":
+	case o.draining():
 		return errors.New("--max-replicas counts replicas on the cluster as it is (with what-if edits): drop --drain/-l, or run the drain first and --max-replicas on its outcome")
 	case o.compareConfig != "" || o.compareProfile != "":
 		return errors.New("--max-replicas and --compare-config/--compare-profile: give one of them (compare the counts by running --max-replicas with each --profile or --config)")
@@ -276,8 +301,8 @@ func (o *simulateOptions) prepare(ctx context.Context, cluster *explain.Cluster,
 			return nil, err
 		}
 	}
-	if len(o.drain) > 0 || o.selector != "" {
-		if w.cluster, w.replicas, w.drain, err = simulate.Drain(w.cluster, o.drain, o.selector); err != nil {
+	if o.draining() {
+		if w.cluster, w.replicas, w.drain, err = simulate.Drain(w.cluster, o.drain); err != nil {
 			return nil, err
 		}
 	}

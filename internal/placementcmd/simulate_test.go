@@ -137,7 +137,7 @@ func TestSimulateOnlyReads(t *testing.T) {
 			t.Errorf("simulate made a %s request on %s", v, a.GetResource().Resource)
 		}
 	}
-	if !strings.Contains(out.String(), "Drain: node-1 cordoned") {
+	if !strings.Contains(out.String(), "Drain (kubectl drain --ignore-daemonsets): node-1 cordoned") {
 		t.Errorf("output:\n%s", out.String())
 	}
 }

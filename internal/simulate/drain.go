@@ -2,7 +2,9 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -13,22 +15,81 @@ import (
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
+// DrainOptions name the nodes to drain and the kubectl drain flags to
+// judge the drain with. --ignore-daemonsets is always assumed: without it
+// kubectl drain refuses every node that runs a DaemonSet pod.
+type DrainOptions struct {
+	// Nodes are drained in the order given, then the nodes Selector
+	// matches by name, as kubectl drain visits them.
+	Nodes    []string
+	Selector string
+	// DeleteEmptyDirData and Force mean what kubectl drain's flags of
+	// the same names mean.
+	DeleteEmptyDirData bool
+	Force              bool
+}
+
+// kubectl drain's flags, and the refusals of its pod filters as it words
+// them ("cannot delete " + refusal + ": " + pods).
+const (
+	flagIgnoreDaemonSets   = "--ignore-daemonsets"
+	flagDeleteEmptyDirData = "--delete-emptydir-data"
+	flagForce              = "--force"
+
+	refuseLocalStorage = "Pods with local storage (use --delete-emptydir-data to override)"
+	refuseUnmanaged    = "Pods that declare no controller (use --force to override)"
+)
+
+// A drain's outcome, worst first: kubectl drain refuses a node (it cordons
+// it and evicts none of its pods), fails on a pod the Eviction API never
+// evicts, waits on a PodDisruptionBudget for replacements that stay
+// Pending (until --timeout), waits for replacements to become ready, or
+// completes.
+const (
+	DrainRefused   = "refused"
+	DrainFails     = "fails"
+	DrainStuck     = "stuck"
+	DrainWaits     = "waits"
+	DrainCompletes = "completes"
+)
+
 // DrainReport is what draining the nodes does besides placing the pods.
 type DrainReport struct {
+	// Nodes in the order kubectl drain drains them.
 	Nodes []string `json:"nodes"`
-	// Evicted counts the pods drain evicts and their controllers re-create.
+	// Flags are the kubectl drain flags the drain is judged with.
+	Flags []string `json:"flags"`
+	// Status is one of the Drain* outcomes.
+	Status string `json:"status"`
+	// Refused is what kubectl drain with Flags refuses, as it says it.
+	// The rest of the report, and the placement, are the drain with the
+	// Allow flags added.
+	Refused []Refusal `json:"refused,omitempty"`
+	Allow   []string  `json:"allow,omitempty"`
+	// Evicted counts the pods evicted for their controllers to re-create.
 	Evicted int `json:"evicted"`
-	// Staying are the pods drain leaves, or deletes for good, and why.
+	// Staying are the other pods of the drained nodes: left, deleted for
+	// good, already going, or never evicted; and why.
 	Staying []StayingPod `json:"staying,omitempty"`
-	// PDBs are the PodDisruptionBudgets covering evicted pods.
+	// PDBs are the PodDisruptionBudgets that decide evictions.
 	PDBs []PDBReport `json:"pdbs,omitempty"`
 }
 
-// StayingPod is a pod on a drained node that is not re-created elsewhere.
+// Refusal is one error of kubectl drain's pod filters on one node.
+type Refusal struct {
+	Node string `json:"node"`
+	// Message is kubectl's: "cannot delete Pods with local storage (use
+	// --delete-emptydir-data to override): ns/a, ns/b".
+	Message string   `json:"message"`
+	Flag    string   `json:"flag"`
+	Pods    []string `json:"pods"`
+}
+
+// StayingPod is a pod of a drained node that is not re-created elsewhere.
 type StayingPod struct {
 	Pod  string `json:"pod"`
 	Node string `json:"node"`
-	// Kind is daemonset, mirror or bare.
+	// Kind is one of the Stay* kinds.
 	Kind string `json:"kind"`
 	Why  string `json:"why"`
 }
@@ -39,41 +100,47 @@ type PDBReport struct {
 	// Allowed is status.disruptionsAllowed now: how many evictions it
 	// lets through before replacements become ready.
 	Allowed int32 `json:"allowed"`
-	// Evicting counts the drained pods it covers.
-	Evicting int `json:"evicting"`
-	// Blocks is set when Evicting > Allowed: drain waits (the eviction API
-	// refuses) until replacements are ready, or forever if they stay Pending.
-	Blocks bool `json:"blocks,omitempty"`
+	// Evicting are the drained pods whose eviction it decides, in
+	// eviction order.
+	Evicting []string `json:"evicting"`
+	// Blocks are those beyond Allowed: the Eviction API answers 429 until
+	// replacements become ready, and kubectl drain retries.
+	Blocks []string `json:"blocks,omitempty"`
+	// Forever are those of Blocks it never lets go: too few of the
+	// replacements that would free the budget get a node.
+	Forever []string `json:"forever,omitempty"`
 }
 
-// Kinds of pods a drain does not re-create.
+// Kinds of pods a drain does not re-create elsewhere.
 const (
-	StayDaemonSet = "daemonset"
-	StayMirror    = "mirror"
-	StayBare      = "bare"
+	StayDaemonSet   = "daemonset"
+	StayMirror      = "mirror"
+	StayBare        = "bare"
+	StayFinished    = "finished"
+	StayTerminating = "terminating"
+	StayPDBs        = "pdbs"
 )
 
-// Drain returns c as it is once the nodes named (names, or every node
-// selector matches) are cordoned and their pods evicted, the replacements
-// their controllers create (to be placed), and the report. Pods that are
-// finished or already terminating are left out; DaemonSet, mirror and
-// bare pods stay where they are and are listed.
-func Drain(c *explain.Cluster, names []string, selector string) (*explain.Cluster, []Replica, *DrainReport, error) {
-	drained := map[string]bool{}
-	for _, name := range names {
-		if find(c.Nodes, name) == nil {
-			return nil, nil, nil, fmt.Errorf("--drain %s: no such node in the cluster: check the name with kubectl get nodes", name)
-		}
-		drained[name] = true
+// Drain returns c as it is once the nodes o names are cordoned and their
+// pods evicted as kubectl drain evicts them, the replacements their
+// controllers create (to be placed, in the order the evictions happen),
+// and the report (Conclude completes it once the replacements are placed).
+//
+// The pods of each node are judged by kubectl drain's filters in its
+// order: DaemonSet pods stay (--ignore-daemonsets), mirror pods are
+// skipped, pods with emptyDir volumes need --delete-emptydir-data and pods
+// without a controller --force (evicted for good), finished pods are
+// deleted. Then the Eviction API: a pod under more than one
+// PodDisruptionBudget is never evicted; a running pod under one is evicted
+// while the budget allows, and the rest wait for replacements.
+func Drain(c *explain.Cluster, o DrainOptions) (*explain.Cluster, []Replica, *DrainReport, error) {
+	order, err := drainOrder(c.Nodes, o)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if selector != "" {
-		hit, err := match(c.Nodes, "--selector", selector)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		for n := range hit {
-			drained[n] = true
-		}
+	drained := map[string]bool{}
+	for _, n := range order {
+		drained[n] = true
 	}
 	out := *c
 	out.Nodes = make([]*v1.Node, len(c.Nodes))
@@ -84,83 +151,324 @@ func Drain(c *explain.Cluster, names []string, selector string) (*explain.Cluste
 		}
 		out.Nodes[i] = n
 	}
-	rep := &DrainReport{Nodes: sortedKeys(drained)}
-	var evicted []*v1.Pod
+	rep := &DrainReport{Nodes: order, Flags: []string{flagIgnoreDaemonSets}}
+	if o.DeleteEmptyDirData {
+		rep.Flags = append(rep.Flags, flagDeleteEmptyDirData)
+	}
+	if o.Force {
+		rep.Flags = append(rep.Flags, flagForce)
+	}
+	onNode := map[string][]*v1.Pod{}
 	out.Pods = make([]*v1.Pod, 0, len(c.Pods))
 	for _, p := range c.Pods {
-		if !drained[p.Spec.NodeName] || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed || p.DeletionTimestamp != nil {
-			out.Pods = append(out.Pods, p)
-			continue
+		if drained[p.Spec.NodeName] {
+			onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
 		}
-		if kind, why := stays(p); kind != "" {
-			rep.Staying = append(rep.Staying, StayingPod{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Kind: kind, Why: why})
-			out.Pods = append(out.Pods, p)
-			continue
-		}
-		evicted = append(evicted, p)
+		out.Pods = append(out.Pods, p)
 	}
-	rep.Evicted = len(evicted)
-	sort.Slice(evicted, func(i, j int) bool {
-		a, b := evicted[i], evicted[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	budgets := pdbsOf(c)
+	left := map[*policyv1.PodDisruptionBudget]int32{}
+	reports := map[*policyv1.PodDisruptionBudget]*PDBReport{}
+	allow := map[string]bool{}
+	evicted := map[*v1.Pod]bool{}
+	var replicas []Replica
+	for _, node := range order {
+		pods := onNode[node]
+		// The apiserver lists pods by namespace and name; kubectl drain
+		// evicts them in that order, all at once.
+		sort.Slice(pods, func(i, j int) bool { return podKey(pods[i]) < podKey(pods[j]) })
+		var refusals []Refusal
+		var now, later []*v1.Pod
+		for _, p := range pods {
+			stay, refusal, needs := filterPod(p, o)
+			if refusal != "" {
+				refusals = refuse(refusals, node, refusal, podKey(p))
+			}
+			for _, f := range needs {
+				allow[f] = true
+			}
+			blocked := false
+			if stay == "" {
+				stay, blocked = evictPod(p, budgets, left, reports)
+			}
+			if stay != "" {
+				rep.Staying = append(rep.Staying, StayingPod{Pod: podKey(p), Node: node, Kind: stay, Why: stayWhy(p, stay, budgets)})
+				continue
+			}
+			evicted[p] = true
+			if metav1.GetControllerOf(p) == nil {
+				rep.Staying = append(rep.Staying, StayingPod{Pod: podKey(p), Node: node, Kind: StayBare, Why: stayWhy(p, StayBare, budgets)})
+				continue
+			}
+			if blocked {
+				later = append(later, p)
+			} else {
+				now = append(now, p)
+			}
 		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-	})
-	replicas := make([]Replica, 0, len(evicted))
-	for _, p := range evicted {
-		owner := metav1.GetControllerOf(p)
-		repl := p.DeepCopy()
-		repl.UID = types.UID("simulate-replacement-" + string(p.UID))
-		repl.Spec.NodeName = ""
-		repl.Status = v1.PodStatus{Phase: v1.PodPending}
-		replicas = append(replicas, Replica{Pod: repl, Workload: owner.Kind + "/" + owner.Name, From: p.Spec.NodeName})
+		rep.Refused = append(rep.Refused, refusals...)
+		for _, p := range append(now, later...) {
+			owner := metav1.GetControllerOf(p)
+			repl := p.DeepCopy()
+			repl.UID = types.UID("simulate-replacement-" + string(p.UID))
+			repl.Spec.NodeName = ""
+			repl.Status = v1.PodStatus{Phase: v1.PodPending}
+			replicas = append(replicas, Replica{Pod: repl, Workload: owner.Kind + "/" + owner.Name, From: node})
+		}
 	}
-	rep.PDBs = pdbs(c, evicted)
+	// The evicted pods are gone; the rest stay where they are.
+	kept := out.Pods[:0]
+	for _, p := range out.Pods {
+		if !evicted[p] {
+			kept = append(kept, p)
+		}
+	}
+	out.Pods = kept
+	rep.Evicted = len(replicas)
+	for _, f := range []string{flagDeleteEmptyDirData, flagForce} {
+		if allow[f] {
+			rep.Allow = append(rep.Allow, f)
+		}
+	}
+	for _, r := range reports {
+		rep.PDBs = append(rep.PDBs, *r)
+	}
+	sort.Slice(rep.PDBs, func(i, j int) bool { return rep.PDBs[i].PDB < rep.PDBs[j].PDB })
+	rep.Status = rep.status()
 	return &out, replicas, rep, nil
 }
 
-// stays says why drain does not hand p to a controller to re-create.
-func stays(p *v1.Pod) (string, string) {
-	if p.Annotations[v1.MirrorPodAnnotationKey] != "" {
-		return StayMirror, "a static pod's mirror: the kubelet runs it, drain skips it"
+// drainOrder is the nodes o names: the names in order, then the nodes
+// the selector matches, by name.
+func drainOrder(nodes []*v1.Node, o DrainOptions) ([]string, error) {
+	var order []string
+	seen := map[string]bool{}
+	for _, name := range o.Nodes {
+		if find(nodes, name) == nil {
+			return nil, fmt.Errorf("--drain %s: no such node in the cluster: check the name with kubectl get nodes", name)
+		}
+		if !seen[name] {
+			seen[name] = true
+			order = append(order, name)
+		}
 	}
-	owner := metav1.GetControllerOf(p)
-	switch {
-	case owner == nil:
-		return StayBare, "no controller re-creates it: kubectl drain refuses without --force, which deletes it for good"
-	case owner.Kind == "DaemonSet":
-		return StayDaemonSet, "a DaemonSet pod: kubectl drain --ignore-daemonsets leaves it; the node is its only place"
+	if o.Selector != "" {
+		hit, err := match(nodes, "--selector", o.Selector)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range sortedKeys(hit) {
+			if !seen[name] {
+				seen[name] = true
+				order = append(order, name)
+			}
+		}
 	}
-	return "", ""
+	return order, nil
 }
 
-// pdbs reports every PodDisruptionBudget covering evicted pods.
-func pdbs(c *explain.Cluster, evicted []*v1.Pod) []PDBReport {
-	var out []PDBReport
+func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// filterPod is kubectl drain's pod filters, in its order, with
+// --ignore-daemonsets: why p stays (daemonset, mirror) or "" if it goes;
+// the refusal kubectl reports for it with o's flags (only the first
+// filter's: the others do not run); and every flag p needs to go.
+func filterPod(p *v1.Pod, o DrainOptions) (stay, refusal string, needs []string) {
+	finished := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+	owner := metav1.GetControllerOf(p)
+	if owner != nil && owner.Kind == "DaemonSet" && owner.APIVersion == "apps/v1" && !finished {
+		return StayDaemonSet, "", nil
+	}
+	if _, ok := p.Annotations[v1.MirrorPodAnnotationKey]; ok {
+		return StayMirror, "", nil
+	}
+	if finished {
+		return StayFinished, "", nil
+	}
+	if hasEmptyDir(p) && !o.DeleteEmptyDirData {
+		refusal, needs = refuseLocalStorage, append(needs, flagDeleteEmptyDirData)
+	}
+	if owner == nil && !o.Force {
+		if refusal == "" {
+			refusal = refuseUnmanaged
+		}
+		needs = append(needs, flagForce)
+	}
+	return "", refusal, needs
+}
+
+func hasEmptyDir(p *v1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse adds pod to the node's refusal for reason, kubectl's way: one
+// error per reason, naming its pods.
+func refuse(rs []Refusal, node, reason, pod string) []Refusal {
+	flag := flagForce
+	if reason == refuseLocalStorage {
+		flag = flagDeleteEmptyDirData
+	}
+	for i := range rs {
+		if rs[i].Flag == flag {
+			rs[i].Pods = append(rs[i].Pods, pod)
+			rs[i].Message = "cannot delete " + reason + ": " + strings.Join(rs[i].Pods, ", ")
+			return rs
+		}
+	}
+	return append(rs, Refusal{Node: node, Message: "cannot delete " + reason + ": " + pod, Flag: flag, Pods: []string{pod}})
+}
+
+// pdbsOf returns c's PodDisruptionBudgets.
+func pdbsOf(c *explain.Cluster) []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
 	for _, o := range c.Others {
-		pdb, ok := o.(*policyv1.PodDisruptionBudget)
-		if !ok {
+		if pdb, ok := o.(*policyv1.PodDisruptionBudget); ok {
+			out = append(out, pdb)
+		}
+	}
+	return out
+}
+
+// covering returns the budgets the Eviction API finds for p: those of its
+// namespace whose selector matches its labels (a missing selector matches
+// nothing, an empty one everything).
+func covering(p *v1.Pod, budgets []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
+	for _, pdb := range budgets {
+		if pdb.Namespace != p.Namespace {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || pdb.Spec.Selector == nil {
-			continue // the disruption controller ignores it too
-		}
-		n := 0
-		for _, p := range evicted {
-			if p.Namespace == pdb.Namespace && sel.Matches(labels.Set(p.Labels)) {
-				n++
-			}
-		}
-		if n == 0 {
+		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		allowed := pdb.Status.DisruptionsAllowed
-		out = append(out, PDBReport{PDB: pdb.Namespace + "/" + pdb.Name, Allowed: allowed, Evicting: n, Blocks: int32(n) > allowed})
+		out = append(out, pdb)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PDB < out[j].PDB })
 	return out
+}
+
+// evictPod is the Eviction API's answer for p: "" when it evicts it (the
+// budget that decides is charged, and the pod recorded in its report;
+// blocked when the budget is spent), terminating when p is going already,
+// pdbs when it never evicts it.
+func evictPod(p *v1.Pod, budgets []*policyv1.PodDisruptionBudget, left map[*policyv1.PodDisruptionBudget]int32, reports map[*policyv1.PodDisruptionBudget]*PDBReport) (stay string, blocked bool) {
+	if p.DeletionTimestamp != nil {
+		return StayTerminating, false
+	}
+	if p.Status.Phase == v1.PodPending {
+		return "", false // not started: evicted without asking a budget
+	}
+	pdbs := covering(p, budgets)
+	switch {
+	case len(pdbs) > 1:
+		return StayPDBs, false
+	case len(pdbs) == 0:
+		return "", false
+	}
+	pdb := pdbs[0]
+	if !ready(p) {
+		// An unhealthy pod goes without using the budget when the policy
+		// says so, or when the budget is met without it.
+		if pol := pdb.Spec.UnhealthyPodEvictionPolicy; pol != nil && *pol == policyv1.AlwaysAllow ||
+			pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0 {
+			return "", false
+		}
+	}
+	r := reports[pdb]
+	if r == nil {
+		r = &PDBReport{PDB: pdb.Namespace + "/" + pdb.Name, Allowed: pdb.Status.DisruptionsAllowed, Evicting: []string{}}
+		reports[pdb] = r
+		left[pdb] = pdb.Status.DisruptionsAllowed
+	}
+	r.Evicting = append(r.Evicting, podKey(p))
+	if left[pdb] > 0 {
+		left[pdb]--
+		return "", false
+	}
+	r.Blocks = append(r.Blocks, podKey(p))
+	return "", true
+}
+
+// ready is the pod's Ready condition; a snapshot that leaves conditions
+// out (hand-written) is taken as ready.
+func ready(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return true
+}
+
+// stayWhy says what happens to a pod that is not re-created elsewhere.
+func stayWhy(p *v1.Pod, kind string, budgets []*policyv1.PodDisruptionBudget) string {
+	switch kind {
+	case StayDaemonSet:
+		return "a DaemonSet pod: kubectl drain --ignore-daemonsets leaves it; the node is its only place"
+	case StayMirror:
+		return "a static pod's mirror: the kubelet runs it, drain skips it"
+	case StayFinished:
+		return "finished: drain deletes it, nothing re-creates it"
+	case StayTerminating:
+		return "already terminating: drain waits for it to go; its controller has created its replacement already"
+	case StayPDBs:
+		var names []string
+		for _, pdb := range covering(p, budgets) {
+			names = append(names, pdb.Name)
+		}
+		return fmt.Sprintf("under PodDisruptionBudgets %s: the Eviction API refuses it (500: This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.), so it stays and kubectl drain fails", strings.Join(names, ", "))
+	default:
+		return "no controller re-creates it: kubectl drain --force evicts it for good"
+	}
+}
+
+func (d *DrainReport) status() string {
+	switch {
+	case len(d.Refused) > 0:
+		return DrainRefused
+	case slices.ContainsFunc(d.Staying, func(s StayingPod) bool { return s.Kind == StayPDBs }):
+		return DrainFails
+	case slices.ContainsFunc(d.PDBs, func(p PDBReport) bool { return len(p.Forever) > 0 }):
+		return DrainStuck
+	case slices.ContainsFunc(d.PDBs, func(p PDBReport) bool { return len(p.Blocks) > 0 }):
+		return DrainWaits
+	}
+	return DrainCompletes
+}
+
+// Conclude completes the report once the replacements are placed: a pod
+// a budget blocks is evicted when a replacement under the same budget
+// becomes ready, so each replacement placed frees one more eviction; the
+// pods left when none is freed wait forever (kubectl drain until its
+// --timeout).
+func (d *DrainReport) Conclude(res *Result) {
+	placed := map[string]bool{}
+	for _, r := range res.Replicas {
+		if r.From != "" && r.Node != "" {
+			placed[r.Pod] = true
+		}
+	}
+	for i := range d.PDBs {
+		p := &d.PDBs[i]
+		p.Forever = nil
+		budget := p.Allowed
+		for _, pod := range p.Evicting {
+			if budget <= 0 {
+				p.Forever = append(p.Forever, pod)
+				continue
+			}
+			budget--
+			if placed[pod] {
+				budget++
+			}
+		}
+	}
+	d.Status = d.status()
 }
 
 // PendingPods returns c without its Pending pods (unbound, not finished,

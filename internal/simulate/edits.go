@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
@@ -19,8 +18,9 @@ import (
 // node name, or a label selector (anything with =, != or " in ") naming
 // every node it matches.
 type Edits struct {
-	// AddNodes copies of Like: empty nodes with its labels, taints and
-	// capacity, fresh names (LIKE-sim-N) and hostname labels.
+	// AddNodes copies of Like: empty nodes with its labels, operator
+	// taints and capacity, fresh names (LIKE-sim-N) and hostname labels,
+	// Ready and schedulable, each with the DaemonSet pods it would get.
 	AddNodes int
 	Like     string
 	// Labels are "TARGET:k=v[,k2=v2,k3-]" (k- removes k), Taints
@@ -45,11 +45,14 @@ func (e *Edits) Apply(c *explain.Cluster) (*explain.Cluster, []string, error) {
 	out := *c
 	out.Nodes = append([]*v1.Node(nil), c.Nodes...)
 	var done []string
+	var like *v1.Node
+	var added []string
+	var cleared []v1.Taint
 	if e.AddNodes != 0 || e.Like != "" {
 		if e.AddNodes <= 0 || e.Like == "" {
 			return nil, nil, fmt.Errorf("--add-nodes N and --like NODE go together, with N > 0")
 		}
-		like := find(out.Nodes, e.Like)
+		like = find(out.Nodes, e.Like)
 		if like == nil {
 			return nil, nil, fmt.Errorf("--like %s: no such node in the cluster: name an existing node to copy", e.Like)
 		}
@@ -57,16 +60,17 @@ func (e *Edits) Apply(c *explain.Cluster) (*explain.Cluster, []string, error) {
 		for _, n := range out.Nodes {
 			names[n.Name] = true
 		}
-		var added []string
 		for i := 1; len(added) < e.AddNodes; i++ {
 			name := like.Name + "-sim-" + strconv.Itoa(i)
 			if names[name] {
 				continue
 			}
-			out.Nodes = append(out.Nodes, copyNode(like, name))
+			var cp *v1.Node
+			cp, cleared = copyNode(like, name)
+			out.Nodes = append(out.Nodes, cp)
 			added = append(added, name)
 		}
-		done = append(done, fmt.Sprintf("added %d node(s) like %s: %s", len(added), like.Name, nodeList(added)))
+		done = append(done, "") // said once the copies have their DaemonSet pods, below
 	}
 	for _, l := range e.Labels {
 		target, change, err := split("--label", l, "NODE:k=v")
@@ -114,6 +118,15 @@ func (e *Edits) Apply(c *explain.Cluster) (*explain.Cluster, []string, error) {
 		}
 		out.Pods = pods
 		done = append(done, fmt.Sprintf("removed %s with its %d pod(s) (not re-placed: --drain places a node's pods elsewhere)", nodeList(sortedKeys(gone)), dropped))
+	}
+	if like != nil {
+		// The DaemonSet controller judges each copy as the other edits
+		// left it.
+		daemons, err := bindDaemonPods(&out, added)
+		if err != nil {
+			return nil, nil, err
+		}
+		done[0] = fmt.Sprintf("added %d node(s) like %s: %s (%s)", len(added), like.Name, nodeList(added), describeCopies(like, cleared, added, daemons))
 	}
 	return &out, done, nil
 }
@@ -185,22 +198,6 @@ func find(nodes []*v1.Node, name string) *v1.Node {
 		}
 	}
 	return nil
-}
-
-// copyNode is a new, empty, schedulable node like n named name.
-func copyNode(n *v1.Node, name string) *v1.Node {
-	cp := n.DeepCopy()
-	cp.Name = name
-	cp.UID = types.UID("simulate-node-" + name)
-	cp.ResourceVersion = ""
-	cp.Spec.Unschedulable = false
-	cp.Spec.ProviderID = ""
-	cp.Spec.PodCIDR, cp.Spec.PodCIDRs = "", nil
-	if cp.Labels == nil {
-		cp.Labels = map[string]string{}
-	}
-	cp.Labels[v1.LabelHostname] = name
-	return cp
 }
 
 // relabel applies kubectl-label style changes: k=v sets, k- removes.

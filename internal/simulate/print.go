@@ -102,24 +102,6 @@ func replicaTable(w io.Writer, r *Result) error {
 	return tw.Flush()
 }
 
-func printDrain(w io.Writer, d *DrainReport) {
-	if d == nil {
-		return
-	}
-	fmt.Fprintf(w, "Drain: %s cordoned; %d pod(s) evicted for their controllers to re-create, %d left as they are.\n",
-		nodeList(d.Nodes), d.Evicted, len(d.Staying))
-	for _, s := range d.Staying {
-		fmt.Fprintf(w, "  stays: %s on %s (%s): %s\n", s.Pod, s.Node, s.Kind, s.Why)
-	}
-	for _, p := range d.PDBs {
-		verdict := "evictions go through now"
-		if p.Blocks {
-			verdict = "drain waits for replacements to become ready before evicting the rest (forever if they stay Pending)"
-		}
-		fmt.Fprintf(w, "  PodDisruptionBudget %s allows %d eviction(s) now and covers %d drained pod(s): %s\n", p.PDB, p.Allowed, p.Evicting, verdict)
-	}
-}
-
 // topologyHeader names the topology column after the label key's name
 // without its prefix: ZONE, HOSTNAME, POOL.
 func topologyHeader(key string) string {

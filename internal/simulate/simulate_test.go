@@ -259,16 +259,17 @@ func TestDrain(t *testing.T) {
 		Nodes:  []*v1.Node{zoned("old", "z1", 110), zoned("new", "z1", 2)},
 		Pods:   []*v1.Pod{owned("w1", "ReplicaSet"), owned("w2", "ReplicaSet"), owned("ds", "DaemonSet"), mirror, owned("bare", ""), owned("busy", "ReplicaSet")},
 		Others: []runtime.Object{pdb}}
+	c.Pods[4].Labels = map[string]string{"run": "debug"}
 	c.Pods[5].Spec.NodeName = "new"
 	c.Pods[5].Labels = map[string]string{"app": "busy"}
-	drained, replicas, rep, err := Drain(c, []string{"old"}, "")
+	drained, replicas, rep, err := Drain(c, DrainOptions{Nodes: []string{"old"}, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Evicted != 2 || len(replicas) != 2 || len(rep.Staying) != 3 {
 		t.Fatalf("evicted %d, replicas %d, staying %+v: want 2, 2 and the daemonset, mirror and bare pods", rep.Evicted, len(replicas), rep.Staying)
 	}
-	if want := []PDBReport{{PDB: "default/web", Allowed: 1, Evicting: 2, Blocks: true}}; !reflect.DeepEqual(rep.PDBs, want) {
+	if want := []PDBReport{{PDB: "default/web", Allowed: 1, Evicting: []string{"default/w1", "default/w2"}, Blocks: []string{"default/w2"}}}; !reflect.DeepEqual(rep.PDBs, want) {
 		t.Errorf("PDBs %+v, want %+v", rep.PDBs, want)
 	}
 	res, err := Run(context.Background(), drained, shipped(t), replicas, Options{})
@@ -283,7 +284,7 @@ func TestDrain(t *testing.T) {
 	if !strings.Contains(res.Replicas[1].Reason, "Too many pods") || !strings.Contains(res.Replicas[1].Reason, "unschedulable") {
 		t.Errorf("pending reason %q", res.Replicas[1].Reason)
 	}
-	if _, _, _, err := Drain(c, []string{"gone"}, ""); err == nil || !strings.Contains(err.Error(), "--drain gone: no such node") {
+	if _, _, _, err := Drain(c, DrainOptions{Nodes: []string{"gone"}}); err == nil || !strings.Contains(err.Error(), "--drain gone: no such node") {
 		t.Errorf("draining a missing node: %v", err)
 	}
 }

@@ -8,9 +8,10 @@
 // With -demo it applies the fleet, asks `kubectl placement simulate` where
 // one example's replicas would go before applying anything, applies every
 // manifests/examples scenario, waits for what each README promises, prints
-// where everything landed and stops; it fails if any example did not do
-// what its README says or the scheduler did not place the simulated
-// example where simulate said.
+// where everything landed, asks docs/simulate.md's what-ifs of the running
+// fleet (every mode of simulate) and stops; it fails if any example did not
+// do what its README says, the scheduler did not place the simulated
+// example where simulate said, or a what-if could not be answered.
 package main
 
 import (
@@ -213,6 +214,7 @@ func runDemo(ctx context.Context, env *framework.Env) error {
 	if err := examples.PrintTable(os.Stdout, rows, results); err != nil {
 		return err
 	}
+	whatIfErr := askWhatIfs(ctx, env)
 	var failed []error
 	for _, ex := range exs {
 		if err := results[ex.Name]; err != nil {
@@ -221,5 +223,5 @@ func runDemo(ctx context.Context, env *framework.Env) error {
 	}
 	fmt.Printf("\n%d/%d examples placed as their README says (%s after the cluster was up).\n",
 		len(exs)-len(failed), len(exs), time.Since(start).Round(100*time.Millisecond))
-	return errors.Join(failed...)
+	return errors.Join(append(failed, whatIfErr)...)
 }

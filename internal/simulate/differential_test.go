@@ -165,18 +165,7 @@ func inTreeOneByOneWith(ctx context.Context, c *explain.Cluster, replicas []Repl
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	logger := klog.FromContext(ctx)
-	objs := []runtime.Object{}
-	for _, n := range c.Nodes {
-		objs = append(objs, n)
-	}
-	for _, p := range c.Pods {
-		objs = append(objs, p)
-	}
-	for _, ns := range c.Namespaces {
-		objs = append(objs, ns)
-	}
-	objs = append(objs, c.Others...)
-	client := fake.NewSimpleClientset(objs...) //nolint:staticcheck // read-only; NewClientset's field management buys nothing here
+	client := fake.NewSimpleClientset(clusterObjects(c)...) //nolint:staticcheck // read-only; NewClientset's field management buys nothing here
 	inf := informers.NewSharedInformerFactory(client, 0)
 	claims := assumecache.NewAssumeCache(logger, inf.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
 	snapshot := cache.NewEmptySnapshot()

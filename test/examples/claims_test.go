@@ -156,13 +156,7 @@ func TestSimulatePlacesReplicasWithEphemeralVolumes(t *testing.T) {
 		{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: v1.LabelHostname},
 	}}}
 	withEphemeralVolume(&spec, class)
-	labels := map[string]string{"app": "web"}
-	d := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
-	}
+	d := newDeployment(ns, "web", 2, spec)
 	dir := t.TempDir()
 	file := writeYAML(t, dir, "web.yaml", d)
 	configFile := profilePoolConfig(t, dir)

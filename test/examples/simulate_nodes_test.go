@@ -66,13 +66,7 @@ func TestSimulateAddNodesLikeACordonedNode(t *testing.T) {
 	web := testutil.MakePod(ns, "web").Placement().NodeSelector(map[string]string{pool: "yes"}).Obj().Spec
 	web.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
 	web.Tolerations = tolerate
-	webLabels := map[string]string{"app": "web"}
-	deploy := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](6), Selector: &metav1.LabelSelector{MatchLabels: webLabels},
-			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: webLabels}, Spec: web}},
-	}
+	deploy := newDeployment(ns, "web", 6, web)
 	file := writeYAML(t, t.TempDir(), "web.yaml", deploy)
 	predicted := simulateFull(t, "-f", file, "--add-nodes", "2", "--like", like, "--kubeconfig", env.Kubeconfig)
 	copies := []string{like + "-sim-1", like + "-sim-2"}

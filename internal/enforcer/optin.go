@@ -54,25 +54,16 @@ const AllRules RuleSet = 7
 // rule kinds separated by commas (spaces allowed). An unknown kind is an
 // error naming it and the valid ones.
 func ParseRules(value string) (RuleSet, error) {
-	v := strings.TrimSpace(value)
-	switch v {
-	case "all":
+	all, kinds, err := enforcerv1alpha1.ParseRuleList(value)
+	if err != nil {
+		return 0, err
+	}
+	if all {
 		return AllRules, nil
-	case "none":
-		return 0, nil
 	}
 	var s RuleSet
-	for _, part := range strings.Split(v, ",") {
-		r := enforcerv1alpha1.Rule(strings.TrimSpace(part))
-		b := ruleBit(r)
-		if b == 0 {
-			valid := []string{"all", "none"}
-			for _, k := range enforcerv1alpha1.Rules() {
-				valid = append(valid, string(k))
-			}
-			return 0, fmt.Errorf("unknown rule kind %q (valid: %s)", r, strings.Join(valid, ", "))
-		}
-		s |= b
+	for _, r := range kinds {
+		s |= ruleBit(r)
 	}
 	return s, nil
 }

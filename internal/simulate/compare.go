@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
@@ -88,11 +89,11 @@ func Compare(run RunFunc, a, b *config.KubeSchedulerProfile, opts Options) (*Res
 	return resA, nil
 }
 
-func explainAgain(run RunFunc, prof *config.KubeSchedulerProfile, opts Options, pods map[string]bool) (map[string]*explain.Result, error) {
-	out := map[string]*explain.Result{}
+func explainAgain(run RunFunc, prof *config.KubeSchedulerProfile, opts Options, pods map[string]bool) (map[string]*explainv1alpha1.PlacementExplanation, error) {
+	out := map[string]*explainv1alpha1.PlacementExplanation{}
 	opts.Progress = nil
 	opts.Explain = pods
-	opts.Explained = func(pod string, e *explain.Result) { out[pod] = e }
+	opts.Explained = func(pod string, e *explainv1alpha1.PlacementExplanation) { out[pod] = e }
 	if _, err := run(prof, opts); err != nil {
 		return nil, err
 	}
@@ -128,11 +129,11 @@ func diff(a, b *Result) []Move {
 // rather than other, from the explanation made just before: other fails a
 // filter there, or the scores rank chosen first (with the plugin that
 // makes the largest difference).
-func decided(side string, e *explain.Result, chosen, other string) string {
+func decided(side string, e *explainv1alpha1.PlacementExplanation, chosen, other string) string {
 	if e == nil {
 		return side + ": no explanation"
 	}
-	var c, o *explain.NodeScore
+	var c, o *explainv1alpha1.NodeScore
 	for i := range e.Ranking {
 		switch e.Ranking[i].Node {
 		case chosen:

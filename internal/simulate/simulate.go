@@ -18,6 +18,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
@@ -99,9 +100,9 @@ type ReplicaResult struct {
 // PendingReason is one distinct reason replicas stay Pending, with the
 // explanation of the first replica it held for.
 type PendingReason struct {
-	Reason      string          `json:"reason"`
-	Replicas    int             `json:"replicas"`
-	Explanation *explain.Result `json:"explanation"`
+	Reason      string                                `json:"reason"`
+	Replicas    int                                   `json:"replicas"`
+	Explanation *explainv1alpha1.PlacementExplanation `json:"explanation"`
 }
 
 // Options tune a run.
@@ -115,7 +116,7 @@ type Options struct {
 	// placement is made on). A comparison asks it for the replicas that
 	// land differently.
 	Explain   map[string]bool
-	Explained func(pod string, e *explain.Result)
+	Explained func(pod string, e *explainv1alpha1.PlacementExplanation)
 }
 
 // Run places replicas in scheduling-queue order (priority first, then as
@@ -163,7 +164,7 @@ type session struct {
 
 type cached struct {
 	generation int
-	res        *explain.Result
+	res        *explainv1alpha1.PlacementExplanation
 }
 
 // newSession builds profile's placer over c; its informers run until ctx
@@ -278,7 +279,7 @@ func sameAs(p *v1.Pod) (string, error) {
 }
 
 // reasonOf is the FailedScheduling message the scheduler would give.
-func reasonOf(e *explain.Result) string {
+func reasonOf(e *explainv1alpha1.PlacementExplanation) string {
 	msg := e.SchedulerMessage
 	if e.PostFilter != nil && e.PostFilter.Message != "" {
 		msg += " " + e.PostFilter.Message

@@ -30,7 +30,7 @@ const DefaultCapacityLimit = 1000
 // the next as Run does, until one stays Pending or limit replicas are
 // placed (limit 0: no bound but the nodes' room, which ends the search
 // anyway). The replicas come after any the cluster runs: the workload's
-// own spec.replicas is not placed first. The Result holds every replica
+// own spec.replicas is not placed first. The PlacementSimulation holds every replica
 // placed and the one that stays Pending, with its explanation.
 func MaxReplicas(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, obj runtime.Object, namespace string, limit int, opts Options) (*simulatev1alpha1.PlacementSimulation, []string, error) {
 	ctx, cancel := context.WithCancel(ctx)

@@ -21,7 +21,7 @@ import (
 type RunFunc func(profile *config.KubeSchedulerProfile, opts Options) (*simulatev1alpha1.PlacementSimulation, error)
 
 // Compare runs the same what-if under profiles a and b and returns a's
-// Result with b's run and the moved replicas in its Comparison. When some
+// PlacementSimulation with b's run and the moved replicas in its Comparison. When some
 // replica lands on a node under each profile but not the same one, each
 // side runs once more, explaining those replicas just before they are
 // placed, for the scores that decided.

@@ -65,7 +65,7 @@ func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerP
 }
 
 // session places replicas one at a time on one placer, each reserved
-// before the next, and collects the Result.
+// before the next, and collects the PlacementSimulation.
 type session struct {
 	placer   *explain.Placer
 	opts     Options
@@ -115,7 +115,7 @@ func newSession(ctx context.Context, c *explain.Cluster, profile *config.KubeSch
 }
 
 // place places one replica (preempting when that is what the scheduler
-// would do), records it in the Result and returns its row.
+// would do), records it in the PlacementSimulation and returns its row.
 func (s *session) place(ctx context.Context, r Replica) (simulatev1alpha1.ReplicaResult, error) {
 	res := s.res
 	rr := simulatev1alpha1.ReplicaResult{Pod: r.Pod.Namespace + "/" + r.Pod.Name, Workload: r.Workload, From: r.From}

@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/examples"
 	"github.com/placement-scheduler/placement-scheduler/internal/placementcmd"
 	"github.com/placement-scheduler/placement-scheduler/internal/simulate"
@@ -54,7 +55,7 @@ func simulateFirst(ctx context.Context, env *framework.Env, fsys fs.FS, name str
 	if err := placement(ctx, &out, append(args, "-o", "json")...); err != nil {
 		return nil, err
 	}
-	var res simulate.Result
+	var res simulatev1alpha1.PlacementSimulation
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return nil, fmt.Errorf("decoding simulate -o json: %w", err)
 	}

@@ -8,6 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 )
 
 // Ten pods of the namespace that another tool evicted and that stay
@@ -24,7 +27,7 @@ func TestOthersStuckEvictionsDoNotPinTheCaps(t *testing.T) {
 		{"evicted a minute ago", time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(c *Config) {
+			r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 				c.GracePeriod.NodeAffinity.Duration = 0
 				c.Limits.PerNamespace = 5
 				c.Limits.OtherEvictionsFor = &metav1.Duration{Duration: 5 * time.Minute}
@@ -44,26 +47,26 @@ func TestOthersStuckEvictionsDoNotPinTheCaps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got Report
+			var got violationsv1alpha1.Report
 			for _, rep := range r.e.Reports() {
 				if rep.Pod == "ns/p" {
 					got = rep
 				}
 			}
 			if tc.ago > 5*time.Minute {
-				if got.State != StateEvicting || len(r.evictions) != 1 {
+				if got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != 1 {
 					t.Fatalf("%+v, evictions %v; want evicted, the stuck pods not counted", got, r.evicted())
 				}
 				return
 			}
-			if got.State != StatePaced || got.Wait != "limits.perNamespace" || len(r.evictions) != 0 {
+			if got.State != violationsv1alpha1.StatePaced || got.Wait != "limits.perNamespace" || len(r.evictions) != 0 {
 				t.Fatalf("%+v, evictions %v; want paced by limits.perNamespace", got, r.evicted())
 			}
 			if want := 4 * time.Minute; next <= 0 || next > want {
 				t.Fatalf("next pass in %s, want within %s (when the evictions age out)", next, want)
 			}
 			r.clock.Step(next)
-			if got := r.pass()["p"]; got.State != StateEvicting || len(r.evictions) != 1 {
+			if got := r.pass()["p"]; got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != 1 {
 				t.Fatalf("once they aged out: %+v, evictions %v; want evicted", got, r.evicted())
 			}
 		})

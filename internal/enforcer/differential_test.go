@@ -26,6 +26,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
@@ -73,7 +75,7 @@ func TestDifferentialAgainstUpstream(t *testing.T) {
 				t.Fatalf("scenario %d pod %s: upstream: %v", i, p.Name, werr)
 			}
 			judged++
-			gotNode, gotAff, gotAnti := hasRule(got, NodeAffinity), hasRule(got, PodAffinity), hasRule(got, PodAntiAffinity)
+			gotNode, gotAff, gotAnti := hasRule(got, enforcerv1alpha1.NodeAffinity), hasRule(got, enforcerv1alpha1.PodAffinity), hasRule(got, enforcerv1alpha1.PodAntiAffinity)
 			var msg string
 			switch {
 			case want.unparsable:
@@ -130,8 +132,8 @@ func TestDifferentialWhateverEnforcementStates(t *testing.T) {
 	if testing.Short() {
 		scenarios = 40
 	}
-	states := []string{"", StateGrace, StateProtected, StateWaitingOwner, StatePaced, StateNoFit, StatePDBBlocked,
-		StateEvicting, StateDryRun, StateError, StateUnjudged}
+	states := []string{"", violationsv1alpha1.StateGrace, violationsv1alpha1.StateProtected, violationsv1alpha1.StateWaitingOwner, violationsv1alpha1.StatePaced, violationsv1alpha1.StateNoFit, violationsv1alpha1.StatePDBBlocked,
+		violationsv1alpha1.StateEvicting, violationsv1alpha1.StateDryRun, violationsv1alpha1.StateError, violationsv1alpha1.StateUnjudged}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logger := klog.FromContext(ctx)
@@ -179,7 +181,7 @@ func TestDifferentialWhateverEnforcementStates(t *testing.T) {
 		e := New(r.e.cfg, schedCfg, fake.NewClientset(), r.events, r.clock)
 		for uid, st := range state {
 			if st != "" {
-				e.tracked[uid] = &tracked{since: map[Rule]time.Time{}, state: st}
+				e.tracked[uid] = &tracked{since: map[enforcerv1alpha1.Rule]time.Time{}, state: st}
 			}
 		}
 		p := &pass{Enforcer: e, s: s, seen: map[types.UID]bool{}, logger: logger}
@@ -207,7 +209,7 @@ func TestDifferentialWhateverEnforcementStates(t *testing.T) {
 				}
 				wantAnti = without.anti
 			}
-			if wantAnti && !want.unparsable && (state[pod.UID] == StateEvicting || state[pod.UID] == StateDryRun) {
+			if wantAnti && !want.unparsable && (state[pod.UID] == violationsv1alpha1.StateEvicting || state[pod.UID] == violationsv1alpha1.StateDryRun) {
 				gone = append(gone, pod)
 			}
 			judged++
@@ -225,12 +227,12 @@ func TestDifferentialWhateverEnforcementStates(t *testing.T) {
 				}
 			case jd != nil && jd.err != nil:
 				msg = fmt.Sprintf("we refused to judge: %v", jd.err)
-			case hasRule(got, NodeAffinity) != want.node:
-				msg = fmt.Sprintf("node-affinity: ours %v, upstream %v", hasRule(got, NodeAffinity), want.node)
-			case hasRule(got, PodAffinity) != want.affinity:
-				msg = fmt.Sprintf("pod-affinity: ours %v, upstream %v", hasRule(got, PodAffinity), want.affinity)
-			case hasRule(got, PodAntiAffinity) != wantAnti:
-				msg = fmt.Sprintf("pod-anti-affinity: ours %v, upstream %v", hasRule(got, PodAntiAffinity), wantAnti)
+			case hasRule(got, enforcerv1alpha1.NodeAffinity) != want.node:
+				msg = fmt.Sprintf("node-affinity: ours %v, upstream %v", hasRule(got, enforcerv1alpha1.NodeAffinity), want.node)
+			case hasRule(got, enforcerv1alpha1.PodAffinity) != want.affinity:
+				msg = fmt.Sprintf("pod-affinity: ours %v, upstream %v", hasRule(got, enforcerv1alpha1.PodAffinity), want.affinity)
+			case hasRule(got, enforcerv1alpha1.PodAntiAffinity) != wantAnti:
+				msg = fmt.Sprintf("pod-anti-affinity: ours %v, upstream %v", hasRule(got, enforcerv1alpha1.PodAntiAffinity), wantAnti)
 			}
 			for name, on := range map[string]bool{"node": want.node, "affinity": want.affinity, "anti": wantAnti} {
 				if on {
@@ -464,7 +466,7 @@ func upstreamFramework(ctx context.Context, name string, args runtime.Object, fa
 		frameworkruntime.WithSnapshotSharedLister(snapshot))
 }
 
-func hasRule(vs []Verdict, r Rule) bool {
+func hasRule(vs []Verdict, r enforcerv1alpha1.Rule) bool {
 	for _, v := range vs {
 		if v.Rule == r {
 			return true

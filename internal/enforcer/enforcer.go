@@ -38,6 +38,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/utils/clock"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 )
 
@@ -48,7 +50,7 @@ import (
 // leader continues where the last one stopped; everything else is read
 // from the cluster.
 type Enforcer struct {
-	cfg      *Config
+	cfg      *enforcerv1alpha1.EnforcerConfiguration
 	sched    *config.KubeSchedulerConfiguration
 	client   kubernetes.Interface
 	recorder record.EventRecorder
@@ -76,7 +78,7 @@ type Enforcer struct {
 	loops *loops
 	// reports are the last pass's, published when it ends: /violations
 	// reads them without waiting for the pass under way.
-	reports atomic.Pointer[[]Report]
+	reports atomic.Pointer[[]violationsv1alpha1.Report]
 	// records keeps the leader's record on each violating pod (grace
 	// clocks, backoffs) and flights the book, from which a successor
 	// restores them; restored: this Enforcer has.
@@ -90,7 +92,7 @@ type Enforcer struct {
 
 // New returns an Enforcer. sched is placement-scheduler's configuration;
 // clk is the clock grace periods, backoff and the rate limit read.
-func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernetes.Interface, recorder record.EventRecorder, clk clock.Clock) *Enforcer {
+func New(cfg *enforcerv1alpha1.EnforcerConfiguration, sched *config.KubeSchedulerConfiguration, client kubernetes.Interface, recorder record.EventRecorder, clk clock.Clock) *Enforcer {
 	b := flowcontrol.NewBackOff(cfg.Backoff.Initial.Duration, cfg.Backoff.Max.Duration)
 	b.Clock = clk
 	return &Enforcer{
@@ -111,10 +113,10 @@ func New(cfg *Config, sched *config.KubeSchedulerConfiguration, client kubernete
 
 // Reports returns the last pass's reports, sorted by pod. It never waits
 // for a pass under way. Never nil: no report is [] in JSON, not null.
-func (e *Enforcer) Reports() []Report {
+func (e *Enforcer) Reports() []violationsv1alpha1.Report {
 	last := e.reports.Load()
 	if last == nil || len(*last) == 0 {
-		return []Report{}
+		return []violationsv1alpha1.Report{}
 	}
 	return slices.Clone(*last)
 }
@@ -127,7 +129,7 @@ type pass struct {
 	placing  *placing
 	mutating bool // the placers' mutation session on the snapshot is open
 	next     time.Duration
-	reports  []Report
+	reports  []violationsv1alpha1.Report
 	seen     map[types.UID]bool
 	logger   klog.Logger
 }
@@ -221,7 +223,7 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 			continue // judged again below: it breaks nothing now
 		}
 		if jd.err != nil {
-			p.report(pod, Report{State: StateUnjudged, Detail: jd.err.Error()}, nil)
+			p.report(pod, violationsv1alpha1.Report{State: violationsv1alpha1.StateUnjudged, Detail: jd.err.Error()}, nil)
 			continue
 		}
 		p.decide(ctx, pod, jd.verdicts)
@@ -250,7 +252,7 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 		}
 		delete(e.tracked, uid)
 		e.backoff.Reset(string(uid))
-		if t.state == StateGrace && s.pods[uid] != nil {
+		if t.state == violationsv1alpha1.StateGrace && s.pods[uid] != nil {
 			logger.V(2).Info("Violation cleared", "uid", uid)
 		}
 	}
@@ -258,13 +260,13 @@ func (e *Enforcer) pass(ctx context.Context, s *clusterState, j *Judge, pl *plac
 	sort.Slice(p.reports, func(i, j int) bool { return p.reports[i].Pod < p.reports[j].Pod })
 	e.reports.Store(&p.reports)
 	e.metrics.violations.Reset()
-	looping := map[Rule]sets.Set[types.UID]{}
-	for _, r := range Rules() {
+	looping := map[enforcerv1alpha1.Rule]sets.Set[types.UID]{}
+	for _, r := range enforcerv1alpha1.Rules() {
 		looping[r] = sets.New[types.UID]()
 	}
 	for _, r := range p.reports {
 		e.metrics.violations.WithLabelValues(string(r.Rule), r.State).Inc()
-		if pod := s.pods[r.UID]; r.State == StateLooping && pod != nil {
+		if pod := s.pods[r.UID]; r.State == violationsv1alpha1.StateLooping && pod != nil {
 			if o := metav1.GetControllerOf(pod); o != nil {
 				looping[r.Rule].Insert(o.UID)
 			}
@@ -340,7 +342,7 @@ func (p *pass) judgeOne(ctx context.Context, j *Judge, pod *v1.Pod) *judgement {
 	if !inCache(pod) {
 		return nil
 	}
-	rules, err := OptIn(pod, p.cfg.namespaceRules(p.s.nsLabels(pod.Namespace)))
+	rules, err := OptIn(pod, namespaceRules(p.cfg, p.s.nsLabels(pod.Namespace)))
 	if err != nil {
 		return &judgement{err: err}
 	}
@@ -417,7 +419,7 @@ func (jd *judgement) asIfGone() bool {
 		return false
 	}
 	for _, v := range jd.verdicts {
-		if v.Rule == PodAntiAffinity {
+		if v.Rule == enforcerv1alpha1.PodAntiAffinity {
 			return true
 		}
 	}
@@ -428,7 +430,7 @@ func (jd *judgement) asIfGone() bool {
 // seen terminating) or, in a dry run, would be.
 func (e *Enforcer) leaving(uid types.UID) bool {
 	t := e.tracked[uid]
-	return t != nil && (t.state == StateEvicting || t.state == StateDryRun)
+	return t != nil && (t.state == violationsv1alpha1.StateEvicting || t.state == violationsv1alpha1.StateDryRun)
 }
 
 // younger orders pods youngest first (then by namespace and name).
@@ -449,10 +451,10 @@ func younger(a, b *v1.Pod) bool {
 func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	t := p.tracked[pod.UID]
 	if t == nil {
-		t = &tracked{since: map[Rule]time.Time{}}
+		t = &tracked{since: map[enforcerv1alpha1.Rule]time.Time{}}
 		p.tracked[pod.UID] = t
 	}
-	violated := map[Rule]bool{}
+	violated := map[enforcerv1alpha1.Rule]bool{}
 	for _, v := range verdicts {
 		violated[v.Rule] = true
 		if _, ok := t.since[v.Rule]; !ok {
@@ -466,13 +468,13 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	}
 	// The verdict whose grace ends first decides.
 	v := verdicts[0]
-	due := t.since[v.Rule].Add(p.cfg.grace(v.Rule))
+	due := t.since[v.Rule].Add(grace(p.cfg, v.Rule))
 	for _, w := range verdicts[1:] {
-		if d := t.since[w.Rule].Add(p.cfg.grace(w.Rule)); d.Before(due) {
+		if d := t.since[w.Rule].Add(grace(p.cfg, w.Rule)); d.Before(due) {
 			v, due = w, d
 		}
 	}
-	base := Report{Rule: v.Rule, Reason: v.Reason, Terms: v.Terms, Since: metav1.NewTime(t.since[v.Rule])}
+	base := violationsv1alpha1.Report{Rule: v.Rule, Reason: v.Reason, Terms: v.Terms, Since: metav1.NewTime(t.since[v.Rule])}
 	if p.book.Has(pod.UID) && t.last != nil {
 		// Its eviction was accepted: it stays evicting until it is seen
 		// terminating (a dry run's stays dry-run while it is booked).
@@ -482,12 +484,12 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	}
 	if wait := due.Sub(p.now); wait > 0 {
 		p.after(wait)
-		base.State = StateGrace
+		base.State = violationsv1alpha1.StateGrace
 		p.report(pod, base, t)
 		return
 	}
 	if why := protection(pod, p.s.nodes[pod.Spec.NodeName], p.cfg, p.s.job(pod)); why != "" {
-		base.State, base.Detail = StateProtected, why
+		base.State, base.Detail = violationsv1alpha1.StateProtected, why
 		p.report(pod, base, t)
 		return
 	}
@@ -505,16 +507,16 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		// Another rule it is due to go for may still move it.
 		w := p.notLooping(pod, owner.UID, verdicts, t, v.Rule)
 		if w == nil {
-			base.State, base.Detail = StateLooping, why
+			base.State, base.Detail = violationsv1alpha1.StateLooping, why
 			p.after(until.Sub(p.now))
 			p.report(pod, base, t)
 			return
 		}
 		v = *w
-		base = Report{Rule: v.Rule, Reason: v.Reason, Terms: v.Terms, Since: metav1.NewTime(t.since[v.Rule])}
+		base = violationsv1alpha1.Report{Rule: v.Rule, Reason: v.Reason, Terms: v.Terms, Since: metav1.NewTime(t.since[v.Rule])}
 	}
 	if busy := p.book.OwnerBusy(p.s, pod, owner.UID); busy != "" {
-		base.State, base.Detail, base.Wait = StateWaitingOwner, fmt.Sprintf("%s %s %s", owner.Kind, owner.Name, busy), string(evictions.HoldOwner)
+		base.State, base.Detail, base.Wait = violationsv1alpha1.StateWaitingOwner, fmt.Sprintf("%s %s %s", owner.Kind, owner.Name, busy), string(evictions.HoldOwner)
 		p.report(pod, base, t)
 		return
 	}
@@ -522,14 +524,14 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		// The evictions that hold the cap settle on their pods' events,
 		// which start a pass; only their timeout, and another actor's
 		// eviction leaving the count, need a timer.
-		base.State, base.Detail, base.Wait = StatePaced, why, string(hold)
+		base.State, base.Detail, base.Wait = violationsv1alpha1.StatePaced, why, string(hold)
 		p.after(p.book.NextTimeout(p.now))
 		p.after(aging)
 		p.report(pod, base, t)
 		return
 	}
 	if tokens := p.limiter.TokensAt(p.now); tokens < 1 {
-		base.State, base.Detail, base.Wait = StatePaced, "rate limit", WaitRateLimit
+		base.State, base.Detail, base.Wait = violationsv1alpha1.StatePaced, "rate limit", violationsv1alpha1.WaitRateLimit
 		p.after(time.Duration((1 - tokens) / float64(p.limiter.Limit()) * float64(time.Second)))
 		p.report(pod, base, t)
 		return
@@ -537,20 +539,20 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	if t.noFit != nil && *t.noFit == p.s.fitGeneration {
 		// Nothing that could give its replacement a node changed since
 		// the last placement found none.
-		base.State = StateNoFit
+		base.State = violationsv1alpha1.StateNoFit
 		p.report(pod, base, t)
 		return
 	}
 	t.noFit = nil
 	target, err := p.place(ctx, pod)
 	if err != nil {
-		base.State, base.Detail = StateError, "finding a node for its replacement: "+err.Error()
+		base.State, base.Detail = violationsv1alpha1.StateError, "finding a node for its replacement: "+err.Error()
 		p.report(pod, base, t)
 		return
 	}
 	base.Target = target
 	if target == "" && !p.cfg.EvictWithoutFit {
-		base.State = StateNoFit
+		base.State = violationsv1alpha1.StateNoFit
 		gen := p.s.fitGeneration
 		t.noFit = &gen
 		p.report(pod, base, t)
@@ -563,7 +565,7 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 	// In the history before it is asked for, and saved with it (evict).
 	undo := p.loops.add(owner.UID, v.Rule, pod, f.Before.Newest, target, p.now)
 	base.State, base.Detail = p.evict(ctx, pod, v.Rule, t, f)
-	leaving := base.State == StateEvicting || base.State == StateDryRun
+	leaving := base.State == violationsv1alpha1.StateEvicting || base.State == violationsv1alpha1.StateDryRun
 	if !leaving {
 		undo()
 		p.unplace(ctx, pod, target)
@@ -574,7 +576,7 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 		// A dry run books its evictions as the live run does, so the
 		// caps, the owner's one-in-flight and the room held for
 		// replacements apply to it alike (evictions.Book.Add).
-		f.Simulated = base.State == StateDryRun
+		f.Simulated = base.State == violationsv1alpha1.StateDryRun
 		p.book.Add(f)
 	}
 	p.report(pod, base, t)
@@ -582,9 +584,9 @@ func (p *pass) decide(ctx context.Context, pod *v1.Pod, verdicts []Verdict) {
 
 // notLooping is a verdict of pod other than rule's whose grace is over and
 // for which its owner is not looping (nil: none).
-func (p *pass) notLooping(pod *v1.Pod, owner types.UID, verdicts []Verdict, t *tracked, rule Rule) *Verdict {
+func (p *pass) notLooping(pod *v1.Pod, owner types.UID, verdicts []Verdict, t *tracked, rule enforcerv1alpha1.Rule) *Verdict {
 	for i, w := range verdicts {
-		if w.Rule == rule || t.since[w.Rule].Add(p.cfg.grace(w.Rule)).After(p.now) {
+		if w.Rule == rule || t.since[w.Rule].Add(grace(p.cfg, w.Rule)).After(p.now) {
 			continue
 		}
 		if why, until := p.loops.looping(owner, w.Rule, pod, p.now); why != "" {

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
@@ -40,14 +42,14 @@ type rig struct {
 	c         *Cluster
 }
 
-func newRig(t testing.TB, mutate func(*Config)) *rig {
+func newRig(t testing.TB, mutate func(*enforcerv1alpha1.EnforcerConfiguration)) *rig {
 	t.Helper()
-	cfg, err := LoadConfig([]byte("apiVersion: "+ConfigAPIVersion+"\nkind: "+ConfigKind+"\nschedulerConfig: x\n"), "test")
+	cfg, err := LoadConfig([]byte("apiVersion: "+enforcerv1alpha1.ConfigAPIVersion+"\nkind: "+enforcerv1alpha1.ConfigKind+"\nschedulerConfig: x\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.EvictionsPerSecond, cfg.Burst = 1000, 1000
-	cfg.Limits = Limits{PerNode: 100, PerNamespace: 100, Total: 100}
+	cfg.Limits = enforcerv1alpha1.Limits{PerNode: 100, PerNamespace: 100, Total: 100}
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -129,12 +131,12 @@ type recordPatch struct {
 }
 
 // pass runs one pass and returns the reports by pod name.
-func (r *rig) pass() map[string]Report {
+func (r *rig) pass() map[string]violationsv1alpha1.Report {
 	r.t.Helper()
 	if _, err := r.e.Pass(context.Background(), r.c); err != nil {
 		r.t.Fatal(err)
 	}
-	out := map[string]Report{}
+	out := map[string]violationsv1alpha1.Report{}
 	for _, rep := range r.e.Reports() {
 		out[strings.TrimPrefix(rep.Pod, "ns/")] = rep
 	}
@@ -189,11 +191,11 @@ func TestGracePeriodAndFlapping(t *testing.T) {
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
 
-	if got := r.pass()["p"].State; got != StateGrace {
-		t.Fatalf("state %q, want %q", got, StateGrace)
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StateGrace {
+		t.Fatalf("state %q, want %q", got, violationsv1alpha1.StateGrace)
 	}
 	r.clock.Step(29 * time.Second)
-	if got := r.pass()["p"].State; got != StateGrace || len(r.evictions) != 0 {
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StateGrace || len(r.evictions) != 0 {
 		t.Fatalf("29s in: state %q, evictions %v", got, r.evicted())
 	}
 	// The label comes back inside the grace period: forgotten.
@@ -203,12 +205,12 @@ func TestGracePeriodAndFlapping(t *testing.T) {
 	}
 	r.c.Nodes[0] = node("a", nil)
 	r.clock.Step(2 * time.Second)
-	if got := r.pass()["p"].State; got != StateGrace || len(r.evictions) != 0 {
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StateGrace || len(r.evictions) != 0 {
 		t.Fatalf("grace restarted: state %q, evictions %v", got, r.evicted())
 	}
 	r.clock.Step(30 * time.Second)
 	rep := r.pass()["p"]
-	if rep.State != StateEvicting || rep.Target != "b" || rep.Rule != NodeAffinity {
+	if rep.State != violationsv1alpha1.StateEvicting || rep.Target != "b" || rep.Rule != enforcerv1alpha1.NodeAffinity {
 		t.Fatalf("after grace: %+v", rep)
 	}
 	ev := r.evictions[0]
@@ -221,20 +223,20 @@ func TestGracePeriodAndFlapping(t *testing.T) {
 }
 
 func TestNoFitThenFits(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", nil)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
-	if got := r.pass()["p"].State; got != StateNoFit || len(r.evictions) != 0 {
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StateNoFit || len(r.evictions) != 0 {
 		t.Fatalf("state %q, evictions %v; want no-fit and none", got, r.evicted())
 	}
 	r.c.Nodes[1] = node("b", ssd)
-	if got := r.pass()["p"]; got.State != StateEvicting || got.Target != "b" {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateEvicting || got.Target != "b" {
 		t.Fatalf("once b fits: %+v", got)
 	}
 }
 
 func TestPlacementCountsTerminatingPods(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	// b's only room is held by a pod still terminating there: the
 	// scheduler counts it until it is deleted, so must the placement.
@@ -242,17 +244,17 @@ func TestPlacementCountsTerminatingPods(t *testing.T) {
 	leaving.DeletionTimestamp = &metav1.Time{Time: r.clock.Now()}
 	p := pod("p", "rs", "a").NodeSelector(ssd).Request("4", "1Gi").Obj()
 	r.c.Pods = []*v1.Pod{leaving, p}
-	if got := r.pass()["p"]; got.State != StateNoFit || len(r.evictions) != 0 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateNoFit || len(r.evictions) != 0 {
 		t.Fatalf("with b held by a terminating pod: %+v, evictions %v; want no-fit and none", got, r.evicted())
 	}
 	r.c.Pods = []*v1.Pod{p}
-	if got := r.pass()["p"]; got.State != StateEvicting || got.Target != "b" {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateEvicting || got.Target != "b" {
 		t.Fatalf("once the terminating pod is gone: %+v", got)
 	}
 }
 
 func TestPlacementUndoneWhenNotEvicted(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	// The first eviction asked is refused; that pod's reservation on b
 	// must not keep the other, which b also has room for, from going.
 	r.refuse = func(*policyv1.Eviction) error {
@@ -271,25 +273,28 @@ func TestPlacementUndoneWhenNotEvicted(t *testing.T) {
 		t.Fatalf("eviction requests %v, want both pods asked for", r.evicted())
 	}
 	refused, next := r.evictions[0].Name, r.evictions[1].Name
-	if got := reps[refused]; got.State != StatePDBBlocked {
+	if got := reps[refused]; got.State != violationsv1alpha1.StatePDBBlocked {
 		t.Errorf("%s: %+v, want pdb-blocked", refused, got)
 	}
-	if got := reps[next]; got.State != StateEvicting || got.Target != "b" {
+	if got := reps[next]; got.State != violationsv1alpha1.StateEvicting || got.Target != "b" {
 		t.Errorf("%s: %+v, want evicting to b (the refused eviction holds nothing)", next, got)
 	}
 }
 
 func TestEvictWithoutFit(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.EvictWithoutFit = true })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.EvictWithoutFit = true
+	})
 	r.c.Nodes = []*v1.Node{node("a", nil)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
-	if got := r.pass()["p"]; got.State != StateEvicting || got.Target != "" {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateEvicting || got.Target != "" {
 		t.Fatalf("evictWithoutFit: %+v", got)
 	}
 }
 
 func TestProtectedPodsAreNeverEvicted(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	notReady := tu.MakeNode("down").Capacity("8", "16Gi", 10).Obj()
 	notReady.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionUnknown}}
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd), notReady}
@@ -315,7 +320,7 @@ func TestProtectedPodsAreNeverEvicted(t *testing.T) {
 	want := map[string]string{"ds": SkipDaemonSet, "mirror": SkipMirror, "bare": SkipBare, "critical": SkipCritical, "prio": SkipCritical, "on-down": SkipNodeNotReady,
 		"scratch": SkipLocalStorage, "host-path": SkipLocalStorage}
 	for name, why := range want {
-		if got := reps[name]; got.State != StateProtected || got.Detail != why {
+		if got := reps[name]; got.State != violationsv1alpha1.StateProtected || got.Detail != why {
 			t.Errorf("%s: %+v, want protected (%s)", name, got, why)
 		}
 	}
@@ -335,7 +340,7 @@ func TestProtectedPodsAreNeverEvicted(t *testing.T) {
 }
 
 func TestLocalStorageEvictedOnlyWithConsent(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
 		c.EvictLocalStoragePods = true
 	})
@@ -343,7 +348,7 @@ func TestLocalStorageEvictedOnlyWithConsent(t *testing.T) {
 	scratch := ssdPod("scratch", "s", "a")
 	scratch.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
 	r.c.Pods = []*v1.Pod{scratch}
-	if rep := r.pass()["scratch"]; rep.State == StateProtected {
+	if rep := r.pass()["scratch"]; rep.State == violationsv1alpha1.StateProtected {
 		t.Fatalf("scratch with evictLocalStoragePods: %+v, want it judged like any pod", rep)
 	}
 	if got := r.evicted(); len(got) != 1 || got[0] != "scratch" {
@@ -354,7 +359,7 @@ func TestLocalStorageEvictedOnlyWithConsent(t *testing.T) {
 // pdbBlocked is a rig with pod p due for eviction (no grace period) and
 // every eviction refused by a PodDisruptionBudget.
 func pdbBlocked(t *testing.T) *rig {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.refuse = func(*policyv1.Eviction) error {
 		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 	}
@@ -365,44 +370,44 @@ func pdbBlocked(t *testing.T) *rig {
 
 func TestPDBRefusalBacksOff(t *testing.T) {
 	r := pdbBlocked(t)
-	if got := r.pass()["p"].State; got != StatePDBBlocked {
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StatePDBBlocked {
 		t.Fatalf("state %q, want pdb-blocked", got)
 	}
-	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 1 {
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StatePDBBlocked || len(r.evictions) != 1 {
 		t.Fatalf("right after a refusal: state %q, %d eviction requests; want pdb-blocked and no new request", got, len(r.evictions))
 	}
 	r.clock.Step(11 * time.Second)
-	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 2 {
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StatePDBBlocked || len(r.evictions) != 2 {
 		t.Fatalf("after the backoff: state %q, %d requests; want a retry", got, len(r.evictions))
 	}
 	r.clock.Step(11 * time.Second) // the backoff doubled to 20s
-	if got := r.pass()["p"].State; got != StatePDBBlocked || len(r.evictions) != 2 {
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StatePDBBlocked || len(r.evictions) != 2 {
 		t.Fatalf("inside the doubled backoff: state %q, %d requests", got, len(r.evictions))
 	}
 	r.refuse = nil
 	r.clock.Step(10 * time.Second)
-	if got := r.pass()["p"].State; got != StateEvicting {
+	if got := r.pass()["p"].State; got != violationsv1alpha1.StateEvicting {
 		t.Fatalf("once the PDB allows: state %q", got)
 	}
 }
 
 func TestOtherRefusals(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.refuse = func(*policyv1.Eviction) error {
 		return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", fmt.Errorf("uid precondition failed"))
 	}
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
-	if got := r.pass()["p"]; got.State != StateError || !strings.Contains(got.Detail, "replaced") {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateError || !strings.Contains(got.Detail, "replaced") {
 		t.Fatalf("conflict: %+v", got)
 	}
 	r.refuse = func(*policyv1.Eviction) error { return apierrors.NewInternalError(fmt.Errorf("two PDBs")) }
 	r.c.Pods = []*v1.Pod{ssdPod("q", "rs2", "a")}
-	if got := r.pass()["q"]; got.State != StateError {
+	if got := r.pass()["q"]; got.State != violationsv1alpha1.StateError {
 		t.Fatalf("500: %+v", got)
 	}
 	before := len(r.evictions)
-	if got := r.pass()["q"]; got.State != StateError || len(r.evictions) != before {
+	if got := r.pass()["q"]; got.State != violationsv1alpha1.StateError || len(r.evictions) != before {
 		t.Fatalf("after a 500: %+v and %d new requests, want error and no retry inside the backoff", got, len(r.evictions)-before)
 	}
 }
@@ -410,7 +415,7 @@ func TestOtherRefusals(t *testing.T) {
 // An eviction whose answer is lost (a 500) but whose pod is leaving is an
 // eviction: reported evicting, and it holds its node's cap.
 func TestLostAnswerCountsAsEvicted(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
 		c.Limits.PerNode = 1
 	})
@@ -427,13 +432,13 @@ func TestLostAnswerCountsAsEvicted(t *testing.T) {
 		return apierrors.NewInternalError(fmt.Errorf("etcdserver: request timed out"))
 	}
 	got := r.pass()
-	if got["p"].State != StateEvicting || got["q"].State != StatePaced || got["q"].Wait != "limits.perNode" {
+	if got["p"].State != violationsv1alpha1.StateEvicting || got["q"].State != violationsv1alpha1.StatePaced || got["q"].Wait != "limits.perNode" {
 		t.Fatalf("p %s, q %s (%s); want p evicting and q paced by limits.perNode", got["p"].State, got["q"].State, got["q"].Wait)
 	}
 }
 
 func TestOnePodPerOwnerInFlight(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs", "a"), ssdPod("p2", "rs", "a")}
 	reps := r.pass()
@@ -444,7 +449,7 @@ func TestOnePodPerOwnerInFlight(t *testing.T) {
 	if r.evictions[0].Name == "p2" {
 		other = "p1"
 	}
-	if reps[other].State != StateWaitingOwner {
+	if reps[other].State != violationsv1alpha1.StateWaitingOwner {
 		t.Errorf("%s: %+v, want waiting-owner", other, reps[other])
 	}
 	r.terminate()
@@ -458,26 +463,26 @@ func TestOnePodPerOwnerInFlight(t *testing.T) {
 		}
 	}
 	r.c.Pods = keep
-	if got := r.pass()[other]; got.State != StateWaitingOwner || len(r.evictions) != 1 {
+	if got := r.pass()[other]; got.State != violationsv1alpha1.StateWaitingOwner || len(r.evictions) != 1 {
 		t.Fatalf("replacement not created yet: %+v, evictions %v", got, r.evicted())
 	}
 	// The replacement exists, not Ready yet.
 	repl := pod("p3", "rs", "b").NodeSelector(ssd).Obj()
 	repl.Status.Conditions = nil
 	r.c.Pods = append(keep, repl)
-	if got := r.pass()[other]; got.State != StateWaitingOwner || len(r.evictions) != 1 {
+	if got := r.pass()[other]; got.State != violationsv1alpha1.StateWaitingOwner || len(r.evictions) != 1 {
 		t.Fatalf("replacement not Ready: %+v, evictions %v", got, r.evicted())
 	}
 	repl.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
-	if got := r.pass()[other]; got.State != StateEvicting || len(r.evictions) != 2 {
+	if got := r.pass()[other]; got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != 2 {
 		t.Fatalf("replacement Ready: %+v, evictions %v", got, r.evicted())
 	}
 }
 
 func TestCapsAndRateLimit(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
-		c.Limits = Limits{PerNode: 2, PerNamespace: 100, Total: 3}
+		c.Limits = enforcerv1alpha1.Limits{PerNode: 2, PerNamespace: 100, Total: 3}
 	})
 	r.c.Nodes = []*v1.Node{node("a", nil), node("a2", nil), node("b", ssd)}
 	for i := range 3 {
@@ -493,7 +498,7 @@ func TestCapsAndRateLimit(t *testing.T) {
 	}
 	paced := 0
 	for _, rep := range reps {
-		if rep.State == StatePaced {
+		if rep.State == violationsv1alpha1.StatePaced {
 			paced++
 		}
 	}
@@ -503,14 +508,20 @@ func TestCapsAndRateLimit(t *testing.T) {
 	// The evictions stay in flight while their pods terminate, even for
 	// an enforcer that did not make them (a new leader).
 	r.terminate()
-	r2 := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.Limits.Total = 3 })
+	r2 := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.Limits.Total = 3
+	})
 	r2.c = r.c
 	r2.pass()
 	if len(r2.evictions) != 0 {
 		t.Errorf("a new enforcer evicted %v past the total cap", r2.evicted())
 	}
 
-	rl := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.EvictionsPerSecond, c.Burst = 1, 1 })
+	rl := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.EvictionsPerSecond, c.Burst = 1, 1
+	})
 	rl.c.Nodes = r.c.Nodes
 	rl.c.Pods = []*v1.Pod{ssdPod("x", "rs-x", "a"), ssdPod("y", "rs-y", "a2")}
 	rl.pass()
@@ -520,7 +531,7 @@ func TestCapsAndRateLimit(t *testing.T) {
 }
 
 func TestBatchReservesCapacity(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
 	r.c.Nodes = []*v1.Node{node("a", nil), small}
 	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a")}
@@ -529,7 +540,7 @@ func TestBatchReservesCapacity(t *testing.T) {
 		t.Fatalf("room for one, evicted %v", r.evicted())
 	}
 	states := []string{reps["p1"].State, reps["p2"].State}
-	if !(states[0] == StateEvicting && states[1] == StateNoFit || states[0] == StateNoFit && states[1] == StateEvicting) {
+	if !(states[0] == violationsv1alpha1.StateEvicting && states[1] == violationsv1alpha1.StateNoFit || states[0] == violationsv1alpha1.StateNoFit && states[1] == violationsv1alpha1.StateEvicting) {
 		t.Errorf("states %v, want one evicting and one no-fit", states)
 	}
 }
@@ -538,7 +549,7 @@ func TestBatchReservesCapacity(t *testing.T) {
 // younger, whose zone anti-affinity rejects each other; b1 in zone b is
 // free. mutate, if set, changes the younger pod.
 func mutualPair(t *testing.T, mutate func(*v1.Pod)) *rig {
-	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
 	zone := func(n, z string) *v1.Node { return node(n, map[string]string{"zone": z}) }
 	r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
 	anti := tu.AffinityTerm("zone", tu.Selector(map[string]string{"app": "x"}))
@@ -574,8 +585,8 @@ func TestMutualAntiAffinityYoungerKept(t *testing.T) {
 		refuse bool
 		state  string
 	}{
-		{"protected", func(p *v1.Pod) { p.OwnerReferences = nil }, false, StateProtected},
-		{"pdb-blocked", nil, true, StatePDBBlocked},
+		{"protected", func(p *v1.Pod) { p.OwnerReferences = nil }, false, violationsv1alpha1.StateProtected},
+		{"pdb-blocked", nil, true, violationsv1alpha1.StatePDBBlocked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mutualPair(t, tc.mutate)
@@ -591,7 +602,7 @@ func TestMutualAntiAffinityYoungerKept(t *testing.T) {
 			if got := reps["younger"]; got.State != tc.state {
 				t.Errorf("younger: %+v, want %s", got, tc.state)
 			}
-			if got := reps["older"]; got.Rule != PodAntiAffinity || got.State != StateEvicting || got.Target != "b1" {
+			if got := reps["older"]; got.Rule != enforcerv1alpha1.PodAntiAffinity || got.State != violationsv1alpha1.StateEvicting || got.Target != "b1" {
 				t.Errorf("older: %+v, want pod-anti-affinity, evicting to b1", got)
 			}
 			var evicted []string
@@ -608,7 +619,7 @@ func TestMutualAntiAffinityYoungerKept(t *testing.T) {
 }
 
 func TestOnlyTheOptedInOwnerOfATermIsEvicted(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.PodAntiAffinity.Duration = 0 })
 	r.c.Nodes = []*v1.Node{node("a1", map[string]string{"zone": "a"}), node("b1", map[string]string{"zone": "b"})}
 	// The owner of the term did not opt in; its target did, but breaks
 	// nothing of its own.
@@ -622,9 +633,9 @@ func TestOnlyTheOptedInOwnerOfATermIsEvicted(t *testing.T) {
 }
 
 func TestNamespaceOptInAndOptOut(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
-		c.Namespaces = &NamespaceOptIn{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"enforce": "yes"}}, Rules: []string{"node-affinity"}}
+		c.Namespaces = &enforcerv1alpha1.NamespaceOptIn{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"enforce": "yes"}}, Rules: []string{"node-affinity"}}
 	})
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Namespaces = []*v1.Namespace{tu.MakeNamespace("ns", map[string]string{"enforce": "yes"})}
@@ -640,10 +651,13 @@ func TestNamespaceOptInAndOptOut(t *testing.T) {
 }
 
 func TestDryRun(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.DryRun = true })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.DryRun = true
+	})
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
-	if got := r.pass()["p"]; got.State != StateDryRun || got.Target != "b" {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateDryRun || got.Target != "b" {
 		t.Fatalf("dry run: %+v", got)
 	}
 	if ev := r.evictions[0]; len(ev.DeleteOptions.DryRun) != 1 || ev.DeleteOptions.DryRun[0] != metav1.DryRunAll {
@@ -651,14 +665,17 @@ func TestDryRun(t *testing.T) {
 	}
 	// The report holds, asking nothing again, while its simulated
 	// eviction is in flight.
-	if got := r.pass()["p"]; got.State != StateDryRun || got.Target != "b" || len(r.evictions) != 1 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateDryRun || got.Target != "b" || len(r.evictions) != 1 {
 		t.Errorf("second dry-run pass: %+v, %d requests", got, len(r.evictions))
 	}
 	// A dry-run PDB refusal is reported as the live run would see it.
-	r2 := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.DryRun = true })
+	r2 := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.DryRun = true
+	})
 	r2.refuse = func(*policyv1.Eviction) error { return apierrors.NewTooManyRequests("pdb", 0) }
 	r2.c = r.c
-	if got := r2.pass()["p"].State; got != StatePDBBlocked {
+	if got := r2.pass()["p"].State; got != violationsv1alpha1.StatePDBBlocked {
 		t.Errorf("dry run under a PDB: %q", got)
 	}
 }
@@ -683,14 +700,14 @@ func TestEventsOnStateChanges(t *testing.T) {
 }
 
 func TestLoadConfig(t *testing.T) {
-	head := "apiVersion: " + ConfigAPIVersion + "\nkind: " + ConfigKind + "\nschedulerConfig: /etc/s.yaml\n"
+	head := "apiVersion: " + enforcerv1alpha1.ConfigAPIVersion + "\nkind: " + enforcerv1alpha1.ConfigKind + "\nschedulerConfig: /etc/s.yaml\n"
 	c, err := LoadConfig([]byte(head), "f")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GracePeriod.PodAffinity.Duration != 30*time.Second || c.Limits.Total != 10 || c.LeaderElection.LeaseName != "placement-scheduler-enforcer" ||
-		c.ClientConnection != (ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) || c.CacheSyncTimeout.Duration != 10*time.Minute ||
-		c.Loops != (LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}}) ||
+		c.ClientConnection != (enforcerv1alpha1.ClientConnection{QPS: 50, Burst: 100, EventQPS: 5, EventBurst: 25}) || c.CacheSyncTimeout.Duration != 10*time.Minute ||
+		c.Loops != (enforcerv1alpha1.LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}}) ||
 		c.Limits.OtherEvictionsFor == nil || c.Limits.OtherEvictionsFor.Duration != 5*time.Minute {
 		t.Errorf("defaults not applied: %+v", c)
 	}
@@ -698,22 +715,22 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("limits.otherEvictionsFor: 0s (others' evictions never count): %v, %+v", err, c)
 	}
 	for in, wantErr := range map[string]string{
-		head + "gracePeriod: {nodeAfinity: 1s}\n":                          `unknown field "gracePeriod.nodeAfinity"`,
-		head + "dryrun: true\n":                                            `unknown field "dryrun"`,
-		"apiVersion: v1\nkind: " + ConfigKind + "\nschedulerConfig: x\n":   "apiVersion/kind",
-		"apiVersion: " + ConfigAPIVersion + "\nkind: " + ConfigKind + "\n": "schedulerConfig: required",
-		head + "namespaces: {selector: {}, rules: [nodes]}\n":              `namespaces.rules: unknown rule kind "nodes"`,
-		head + "backoff: {initial: 1m, max: 1s}\n":                         "backoff.max",
-		head + "clientConnection: {qps: -1}\n":                             "clientConnection.qps: must be positive",
-		head + "clientConnection: {qps: 100, burst: 10}\n":                 "clientConnection.burst (10) must be at least clientConnection.qps (100)",
-		head + "clientConnection: {eventBurst: -2}\n":                      "clientConnection.eventBurst: must be positive",
-		head + "metricsBindAddress: \":10261\"\n":                          "metricsBindAddress: removed: the endpoints are served over HTTPS with delegated authentication and authorization; delete the field and use the flags --secure-port",
-		head + "loops: {evictions: 1}\n":                                   "loops.evictions: want 2 to 100",
-		head + "loops: {evictions: 101}\n":                                 "loops.evictions: want 2 to 100",
-		head + "loops: {window: -1m}\n":                                    "loops.window: must not be negative",
-		head + "loops: {evictons: 3}\n":                                    `unknown field "loops.evictons"`,
-		head + "limits: {otherEvictionsFor: -1m}\n":                        "limits.otherEvictionsFor: must not be negative",
-		head + "cacheSyncTimeout: -1s\n":                                   "cacheSyncTimeout: must not be negative",
+		head + "gracePeriod: {nodeAfinity: 1s}\n": `unknown field "gracePeriod.nodeAfinity"`,
+		head + "dryrun: true\n":                   `unknown field "dryrun"`,
+		"apiVersion: v1\nkind: " + enforcerv1alpha1.ConfigKind + "\nschedulerConfig: x\n":                    "apiVersion/kind",
+		"apiVersion: " + enforcerv1alpha1.ConfigAPIVersion + "\nkind: " + enforcerv1alpha1.ConfigKind + "\n": "schedulerConfig: required",
+		head + "namespaces: {selector: {}, rules: [nodes]}\n":                                                `namespaces.rules: unknown rule kind "nodes"`,
+		head + "backoff: {initial: 1m, max: 1s}\n":                                                           "backoff.max",
+		head + "clientConnection: {qps: -1}\n":                                                               "clientConnection.qps: must be positive",
+		head + "clientConnection: {qps: 100, burst: 10}\n":                                                   "clientConnection.burst (10) must be at least clientConnection.qps (100)",
+		head + "clientConnection: {eventBurst: -2}\n":                                                        "clientConnection.eventBurst: must be positive",
+		head + "metricsBindAddress: \":10261\"\n":                                                            "metricsBindAddress: removed: the endpoints are served over HTTPS with delegated authentication and authorization; delete the field and use the flags --secure-port",
+		head + "loops: {evictions: 1}\n":                                                                     "loops.evictions: want 2 to 100",
+		head + "loops: {evictions: 101}\n":                                                                   "loops.evictions: want 2 to 100",
+		head + "loops: {window: -1m}\n":                                                                      "loops.window: must not be negative",
+		head + "loops: {evictons: 3}\n":                                                                      `unknown field "loops.evictons"`,
+		head + "limits: {otherEvictionsFor: -1m}\n":                                                          "limits.otherEvictionsFor: must not be negative",
+		head + "cacheSyncTimeout: -1s\n":                                                                     "cacheSyncTimeout: must not be negative",
 	} {
 		_, err := LoadConfig([]byte(in), "f")
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
@@ -741,7 +758,7 @@ func TestShippedConfigLoads(t *testing.T) {
 // A new leader (an Enforcer without its predecessor's memory) sees the pod
 // its predecessor evicted as terminating and does not evict it again.
 func TestNewLeaderDoesNotEvictTwice(t *testing.T) {
-	first := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	first := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	first.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	first.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
 	first.pass()
@@ -749,7 +766,7 @@ func TestNewLeaderDoesNotEvictTwice(t *testing.T) {
 		t.Fatalf("first leader evicted %v", first.evicted())
 	}
 	first.terminate()
-	second := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	second := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	second.c = first.c
 	second.pass()
 	if len(second.evictions) != 0 {
@@ -767,16 +784,16 @@ func TestPodAffinityTargetGone(t *testing.T) {
 		db         []*v1.Pod
 		state, tgt string
 	}{
-		{"target in another zone", []*v1.Pod{pod("db", "rs-db", "b1").Label("app", "db").Obj()}, StateEvicting, "b1"},
-		{"no target anywhere", nil, StateNoFit, ""},
+		{"target in another zone", []*v1.Pod{pod("db", "rs-db", "b1").Label("app", "db").Obj()}, violationsv1alpha1.StateEvicting, "b1"},
+		{"no target anywhere", nil, violationsv1alpha1.StateNoFit, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(c *Config) { c.GracePeriod.PodAffinity.Duration = 0 })
+			r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.PodAffinity.Duration = 0 })
 			r.c.Nodes = []*v1.Node{zone("a1", "a"), zone("a2", "a"), zone("b1", "b")}
 			web := pod("web", "rs-web", "a1").Label("app", "web").RequiredPodAffinity(term).Obj()
 			r.c.Pods = append([]*v1.Pod{web}, tc.db...)
 			got := r.pass()["web"]
-			if got.Rule != PodAffinity || got.State != tc.state || got.Target != tc.tgt {
+			if got.Rule != enforcerv1alpha1.PodAffinity || got.State != tc.state || got.Target != tc.tgt {
 				t.Errorf("%+v, want %s to %q", got, tc.state, tc.tgt)
 			}
 		})
@@ -788,7 +805,7 @@ func TestPodAffinityTargetGone(t *testing.T) {
 // pod and its owner, and the pod that stays.
 func oneSlot(t *testing.T) (r *rig, gone, owner, stays string) {
 	t.Helper()
-	r = newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r = newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	small := tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 1).Ready().Obj()
 	r.c.Nodes = []*v1.Node{node("a", nil), small}
 	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs1", "a"), ssdPod("p2", "rs2", "a")}
@@ -822,7 +839,7 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	r, gone, owner, stays := oneSlot(t)
 	check := func(when string) {
 		t.Helper()
-		if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 1 {
+		if got := r.pass()[stays]; got.State != violationsv1alpha1.StateNoFit || len(r.evictions) != 1 {
 			t.Fatalf("%s: %s %+v, evictions %v; want no-fit and one eviction", when, stays, got, r.evicted())
 		}
 	}
@@ -842,7 +859,7 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 	check("replacement Ready")
 	// The slot frees: the other pod may go now.
 	r.c.Nodes[1] = tu.MakeNode("b").Label("disk", "ssd").Capacity("8", "16Gi", 2).Ready().Obj()
-	if got := r.pass()[stays]; got.State != StateEvicting || got.Target != "b" {
+	if got := r.pass()[stays]; got.State != violationsv1alpha1.StateEvicting || got.Target != "b" {
 		t.Fatalf("once b has room again: %+v", got)
 	}
 }
@@ -856,9 +873,9 @@ func TestReservationHeldUntilReplacementBound(t *testing.T) {
 // while the second's is Pending: the only free slot, on the first's
 // target, is the second's.
 func TestReservationFollowsTheRoomLeft(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
-		c.Limits = Limits{PerNode: 5, PerNamespace: 100, Total: 5}
+		c.Limits = enforcerv1alpha1.Limits{PerNode: 5, PerNamespace: 100, Total: 5}
 	})
 	slot := func(name string) *v1.Node {
 		return tu.MakeNode(name).Label("disk", "ssd").Capacity("8", "16Gi", 2).Ready().Obj()
@@ -871,9 +888,9 @@ func TestReservationFollowsTheRoomLeft(t *testing.T) {
 	stays := ""
 	for _, name := range []string{"p1", "p2", "p3"} {
 		switch reps[name].State {
-		case StateEvicting:
+		case violationsv1alpha1.StateEvicting:
 			moved = append(moved, name)
-		case StateNoFit:
+		case violationsv1alpha1.StateNoFit:
 			stays = name
 		}
 	}
@@ -892,13 +909,13 @@ func TestReservationFollowsTheRoomLeft(t *testing.T) {
 	r2 := pod(second+"-r", owner(second), "").NodeSelector(ssd).Obj()
 	r2.Status.Conditions = nil
 	r.c.Pods = append(pods, r1, r2)
-	if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 2 {
+	if got := r.pass()[stays]; got.State != violationsv1alpha1.StateNoFit || len(r.evictions) != 2 {
 		t.Fatalf("%s's replacement on %s, %s's Pending: %s %+v, evictions %v; want no-fit and two evictions",
 			first, reps[second].Target, second, stays, got, r.evicted())
 	}
 	// The second's replacement bound where room was left: still none.
 	r2.Spec.NodeName = reps[first].Target
-	if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 2 {
+	if got := r.pass()[stays]; got.State != violationsv1alpha1.StateNoFit || len(r.evictions) != 2 {
 		t.Fatalf("both replacements bound: %s %+v, evictions %v", stays, got, r.evicted())
 	}
 }
@@ -916,13 +933,13 @@ func TestAffinityTargetThatCannotLeaveStillCounts(t *testing.T) {
 		grace  time.Duration
 		state  string
 	}{
-		{"pdb-blocked", false, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), 0, StatePDBBlocked},
-		{"pdb-blocked, dry run", true, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), 0, StatePDBBlocked},
-		{"error", false, apierrors.NewInternalError(fmt.Errorf("boom")), 0, StateError},
-		{"grace", false, nil, time.Hour, StateGrace},
+		{"pdb-blocked", false, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), 0, violationsv1alpha1.StatePDBBlocked},
+		{"pdb-blocked, dry run", true, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), 0, violationsv1alpha1.StatePDBBlocked},
+		{"error", false, apierrors.NewInternalError(fmt.Errorf("boom")), 0, violationsv1alpha1.StateError},
+		{"grace", false, nil, time.Hour, violationsv1alpha1.StateGrace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(c *Config) {
+			r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 				c.DryRun = tc.dryRun
 				c.GracePeriod.NodeAffinity.Duration, c.GracePeriod.PodAffinity.Duration = 0, 0
 				c.GracePeriod.PodAntiAffinity.Duration = tc.grace
@@ -946,7 +963,7 @@ func TestAffinityTargetThatCannotLeaveStillCounts(t *testing.T) {
 				if got, ok := reps["x"]; ok {
 					t.Fatalf("pass %d: x reported: %+v", i, got)
 				}
-				if got := reps["y"]; got.Rule != PodAntiAffinity || got.State != tc.state {
+				if got := reps["y"]; got.Rule != enforcerv1alpha1.PodAntiAffinity || got.State != tc.state {
 					t.Fatalf("pass %d: y %+v, want pod-anti-affinity %s", i, got, tc.state)
 				}
 				for _, name := range r.evicted() {

@@ -11,6 +11,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // newRecorder returns the enforcer's event recorder and the function that
@@ -29,7 +31,7 @@ import (
 // Both broadcasters' correlators aggregate similar events on one object
 // and cap each object's rate (client-go's defaults): an owner whose pods
 // move by the hundred gets its first 25 events, then one per 5 minutes.
-func newRecorder(ctx context.Context, restConfig *rest.Config, cfg *Config) (record.EventRecorder, func(), error) {
+func newRecorder(ctx context.Context, restConfig *rest.Config, cfg *enforcerv1alpha1.EnforcerConfiguration) (record.EventRecorder, func(), error) {
 	cc := cfg.ClientConnection
 	evictQPS, evictBurst := evictionEventBudget(cfg)
 	evictions, stopEvictions, err := broadcast(ctx, restConfig, evictQPS, evictBurst)
@@ -47,7 +49,7 @@ func newRecorder(ctx context.Context, restConfig *rest.Config, cfg *Config) (rec
 // evictionEventBudget is the client budget of the eviction requests'
 // events: at least the events' own, and enough for two events per request
 // at the eviction rate and burst.
-func evictionEventBudget(cfg *Config) (float32, int) {
+func evictionEventBudget(cfg *enforcerv1alpha1.EnforcerConfiguration) (float32, int) {
 	cc := cfg.ClientConnection
 	return float32(math.Max(float64(cc.EventQPS), 2*cfg.EvictionsPerSecond)), max(cc.EventBurst, 2*cfg.Burst)
 }

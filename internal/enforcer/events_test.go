@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // Every reason the reports emit goes to exactly one broadcaster, and the
@@ -47,7 +49,7 @@ func TestEvictionEventBudgetFollowsTheRate(t *testing.T) {
 		{rate: 20, burst: 20, eventQPS: 5, eventBurst: 25, wantQPS: 40, wantBurst: 40},
 		{rate: 0.5, burst: 30, eventQPS: 10, eventBurst: 10, wantQPS: 10, wantBurst: 60},
 	} {
-		cfg := &Config{EvictionsPerSecond: tc.rate, Burst: tc.burst, ClientConnection: ClientConnection{EventQPS: tc.eventQPS, EventBurst: tc.eventBurst}}
+		cfg := &enforcerv1alpha1.EnforcerConfiguration{EvictionsPerSecond: tc.rate, Burst: tc.burst, ClientConnection: enforcerv1alpha1.ClientConnection{EventQPS: tc.eventQPS, EventBurst: tc.eventBurst}}
 		if qps, burst := evictionEventBudget(cfg); qps != tc.wantQPS || burst != tc.wantBurst {
 			t.Errorf("rate %v burst %d, events %v/%d: budget %v/%d, want %v/%d", tc.rate, tc.burst, tc.eventQPS, tc.eventBurst, qps, burst, tc.wantQPS, tc.wantBurst)
 		}

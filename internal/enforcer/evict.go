@@ -11,6 +11,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
@@ -21,7 +23,7 @@ import (
 // so that a new leader holds the room promised to its replacement and
 // counts it toward the caps; when it cannot be saved, the pod is not
 // evicted.
-func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f evictions.InFlight) (string, string) {
+func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule enforcerv1alpha1.Rule, t *tracked, f evictions.InFlight) (string, string) {
 	id := string(pod.UID)
 	retry := func() {
 		p.backoff.Next(id, p.now)
@@ -34,34 +36,34 @@ func (p *pass) evict(ctx context.Context, pod *v1.Pod, rule Rule, t *tracked, f 
 			err = p.flights.save(ctx, data)
 		}
 		if err != nil {
-			p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()
+			p.metrics.evictions.WithLabelValues(string(rule), violationsv1alpha1.StateError).Inc()
 			retry()
-			return StateError, "saving the eviction in flight before asking for it: " + err.Error()
+			return violationsv1alpha1.StateError, "saving the eviction in flight before asking for it: " + err.Error()
 		}
 	}
 	res, err := evictions.Request(ctx, p.client, pod, p.cfg.DryRun)
 	switch res {
 	case evictions.DryRun:
-		p.metrics.evictions.WithLabelValues(string(rule), StateDryRun).Inc()
-		return StateDryRun, "" // booked in flight: reported again while it is
+		p.metrics.evictions.WithLabelValues(string(rule), violationsv1alpha1.StateDryRun).Inc()
+		return violationsv1alpha1.StateDryRun, "" // booked in flight: reported again while it is
 	case evictions.Accepted:
 		if err != nil {
 			p.logger.Info("Eviction request failed, yet the pod is leaving: counted as evicted", "pod", klog.KObj(pod), "err", err)
 		}
 		p.metrics.evictions.WithLabelValues(string(rule), resultEvicted).Inc()
 		p.metrics.latency.WithLabelValues(string(rule)).Observe(p.now.Sub(t.since[rule]).Seconds())
-		return StateEvicting, ""
+		return violationsv1alpha1.StateEvicting, ""
 	case evictions.Refused:
-		p.metrics.evictions.WithLabelValues(string(rule), StatePDBBlocked).Inc()
+		p.metrics.evictions.WithLabelValues(string(rule), violationsv1alpha1.StatePDBBlocked).Inc()
 		retry()
-		return StatePDBBlocked, err.Error()
+		return violationsv1alpha1.StatePDBBlocked, err.Error()
 	case evictions.Gone:
 		p.metrics.evictions.WithLabelValues(string(rule), resultGone).Inc()
-		return StateError, "the pod is gone or was replaced: " + err.Error()
+		return violationsv1alpha1.StateError, "the pod is gone or was replaced: " + err.Error()
 	}
-	p.metrics.evictions.WithLabelValues(string(rule), StateError).Inc()
+	p.metrics.evictions.WithLabelValues(string(rule), violationsv1alpha1.StateError).Inc()
 	retry()
-	return StateError, err.Error()
+	return violationsv1alpha1.StateError, err.Error()
 }
 
 // place asks the pod's profile's framework where its replacement would go,

@@ -18,6 +18,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 )
 
 // newLeader replaces the rig's Enforcer by a new one on the same clientset
@@ -31,7 +34,7 @@ func (r *rig) newLeader() {
 // handOver replaces the rig's leader by a new one running cfg, whose term
 // begins now, after the old leader's last renewal at lastRenewal (its
 // release, when released), as the Lease would tell it (termLock).
-func (r *rig) handOver(cfg *Config, lastRenewal time.Time, released bool) {
+func (r *rig) handOver(cfg *enforcerv1alpha1.EnforcerConfiguration, lastRenewal time.Time, released bool) {
 	old := r.e.term
 	prev := resourcelock.LeaderElectionRecord{HolderIdentity: old.leader, LeaderTransitions: old.transitions, RenewTime: metav1.NewTime(lastRenewal)}
 	if released {
@@ -72,23 +75,23 @@ func TestGraceSurvivesLeaderChanges(t *testing.T) {
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
 	first := r.clock.Now()
-	if got := r.pass()["p"]; got.State != StateGrace {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateGrace {
 		t.Fatalf("first detection: %+v", got)
 	}
-	if rec := r.recordOn("p"); rec == nil || !rec.Since[NodeAffinity].Equal(first) {
+	if rec := r.recordOn("p"); rec == nil || !rec.Since[enforcerv1alpha1.NodeAffinity].Equal(first) {
 		t.Fatalf("record after the first detection: %+v, want since %s", rec, first)
 	}
 	for i := 0; i < 3; i++ { // a new leader every 9s
 		r.clock.Step(9 * time.Second)
 		r.newLeader()
 		got := r.pass()["p"]
-		if got.State != StateGrace || !got.Since.Time.Equal(first) || len(r.evictions) != 0 {
+		if got.State != violationsv1alpha1.StateGrace || !got.Since.Time.Equal(first) || len(r.evictions) != 0 {
 			t.Fatalf("leader %d, %s after the first detection: %+v, evictions %v; want grace since the first detection", i+2, r.clock.Since(first), got, r.evicted())
 		}
 	}
 	r.clock.Step(4 * time.Second) // 31s after the first detection
 	r.newLeader()
-	if got := r.pass()["p"]; got.State != StateEvicting || len(r.evictions) != 1 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != 1 {
 		t.Fatalf("%s after the first detection: %+v, evictions %v; want evicted once", r.clock.Since(first), got, r.evicted())
 	}
 	cm, err := r.e.client.CoreV1().ConfigMaps("placement-scheduler").Get(context.Background(), "placement-scheduler-enforcer-evictions", metav1.GetOptions{})
@@ -125,10 +128,10 @@ func TestRecordClearedWithTheViolation(t *testing.T) {
 	again := r.clock.Now()
 	r.newLeader()
 	r.clock.Step(20 * time.Second)
-	if got := r.pass()["p"]; got.State != StateGrace || len(r.evictions) != 0 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateGrace || len(r.evictions) != 0 {
 		t.Fatalf("%+v, evictions %v; want a new grace period", got, r.evicted())
 	}
-	if rec := r.recordOn("p"); rec == nil || !rec.Since[NodeAffinity].Equal(r.clock.Now()) {
+	if rec := r.recordOn("p"); rec == nil || !rec.Since[enforcerv1alpha1.NodeAffinity].Equal(r.clock.Now()) {
 		t.Fatalf("record %+v, want since %s (the new leader's first detection, not %s)", rec, r.clock.Now(), again)
 	}
 }
@@ -137,17 +140,17 @@ func TestRecordClearedWithTheViolation(t *testing.T) {
 // ends, and the next refusal doubles the predecessor's backoff.
 func TestBackoffSurvivesLeaderChanges(t *testing.T) {
 	r := pdbBlocked(t)
-	if got := r.pass()["p"]; got.State != StatePDBBlocked || len(r.evictions) != 1 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StatePDBBlocked || len(r.evictions) != 1 {
 		t.Fatalf("%+v, %d requests", got, len(r.evictions))
 	}
 	r.clock.Step(5 * time.Second)
 	r.newLeader()
-	if got := r.pass()["p"]; got.State != StatePDBBlocked || len(r.evictions) != 1 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StatePDBBlocked || len(r.evictions) != 1 {
 		t.Fatalf("new leader inside the backoff: %+v, %d requests; want pdb-blocked and no request", got, len(r.evictions))
 	}
 	r.clock.Step(6 * time.Second) // 11s: the 10s backoff is over
 	r.newLeader()
-	if got := r.pass()["p"]; got.State != StatePDBBlocked || len(r.evictions) != 2 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StatePDBBlocked || len(r.evictions) != 2 {
 		t.Fatalf("after the backoff: %+v, %d requests; want a retry", got, len(r.evictions))
 	}
 	r.clock.Step(11 * time.Second) // inside the doubled backoff (20s)
@@ -158,7 +161,7 @@ func TestBackoffSurvivesLeaderChanges(t *testing.T) {
 	r.refuse = nil
 	r.clock.Step(10 * time.Second)
 	r.newLeader()
-	if got := r.pass()["p"]; got.State != StateEvicting || len(r.evictions) != 3 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != 3 {
 		t.Fatalf("once the PDB allows: %+v, %d requests", got, len(r.evictions))
 	}
 }
@@ -168,7 +171,7 @@ func TestBackoffSurvivesLeaderChanges(t *testing.T) {
 // The new leader evicts none of them again, promises none of their room
 // again, and counts them toward the caps.
 func TestLeaderKilledMidBatchKeepsPromises(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
 		c.Limits.PerNode = 2
 	})
@@ -188,7 +191,7 @@ func TestLeaderKilledMidBatchKeepsPromises(t *testing.T) {
 		t.Fatalf("new leader, evicted pods terminating: evictions %v", r.evicted())
 	}
 	for name, rep := range reps {
-		if !evicted[name] && rep.State != StatePaced {
+		if !evicted[name] && rep.State != violationsv1alpha1.StatePaced {
 			t.Errorf("new leader, evicted pods terminating: %s %+v, want paced by limits.perNode", name, rep)
 		}
 	}
@@ -204,7 +207,7 @@ func TestLeaderKilledMidBatchKeepsPromises(t *testing.T) {
 		t.Fatalf("new leader, replacements Pending: evictions %v; b's room is promised to them", r.evicted())
 	}
 	for name, rep := range reps {
-		if !evicted[name] && rep.State != StatePaced && rep.State != StateNoFit {
+		if !evicted[name] && rep.State != violationsv1alpha1.StatePaced && rep.State != violationsv1alpha1.StateNoFit {
 			t.Errorf("new leader, replacements Pending: %s %+v, want held back", name, rep)
 		}
 	}
@@ -222,7 +225,7 @@ func TestLeaderKilledMidBatchKeepsPromises(t *testing.T) {
 		t.Fatalf("b full: evictions %v", r.evicted())
 	}
 	for name, rep := range reps {
-		if !evicted[name] && rep.State != StateNoFit {
+		if !evicted[name] && rep.State != violationsv1alpha1.StateNoFit {
 			t.Errorf("b full: %s %+v, want no-fit", name, rep)
 		}
 	}
@@ -237,7 +240,7 @@ func TestNewLeaderHoldsRoomOfGonePod(t *testing.T) {
 	repl.Status.Conditions = nil
 	r.c.Pods = append(keep, repl)
 	r.newLeader()
-	if got := r.pass()[stays]; got.State != StateNoFit || len(r.evictions) != 1 {
+	if got := r.pass()[stays]; got.State != violationsv1alpha1.StateNoFit || len(r.evictions) != 1 {
 		t.Fatalf("new leader, %s gone, replacement Pending: %s %+v, evictions %v; want no-fit", gone, stays, got, r.evicted())
 	}
 }
@@ -246,7 +249,7 @@ func TestNewLeaderHoldsRoomOfGonePod(t *testing.T) {
 // flight: when it cannot be saved, a new leader could not hold the room
 // promised to its replacement, so the pod stays.
 func TestNoEvictionUnlessSaved(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
 	fail := true
@@ -256,12 +259,12 @@ func TestNoEvictionUnlessSaved(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	if got := r.pass()["p"]; got.State != StateError || len(r.evictions) != 0 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateError || len(r.evictions) != 0 {
 		t.Fatalf("%+v, evictions %v; want error and no eviction", got, r.evicted())
 	}
 	fail = false
 	r.clock.Step(11 * time.Second)
-	if got := r.pass()["p"]; got.State != StateEvicting || len(r.evictions) != 1 {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != 1 {
 		t.Fatalf("%+v, evictions %v; want evicting", got, r.evicted())
 	}
 }
@@ -288,7 +291,7 @@ func TestRecordsWriter(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	w := newRecords(client, LeaderElection{}, false)
+	w := newRecords(client, enforcerv1alpha1.LeaderElection{}, false)
 	w.start(ctx)
 	annotation := func() (string, bool) {
 		got, err := client.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
@@ -341,7 +344,7 @@ func TestOtherLeasesRecordsLeftAlone(t *testing.T) {
 	violating.Annotations[RecordAnnotation] = theirs
 	fine.Annotations[RecordAnnotation] = theirs
 	r.c.Pods = []*v1.Pod{violating, fine}
-	if got := r.pass()["p"]; got.State != StateGrace || !got.Since.Time.Equal(r.clock.Now()) {
+	if got := r.pass()["p"]; got.State != violationsv1alpha1.StateGrace || !got.Since.Time.Equal(r.clock.Now()) {
 		t.Fatalf("%+v, want a grace period of its own from now", got)
 	}
 	if got := fine.Annotations[RecordAnnotation]; got != theirs {

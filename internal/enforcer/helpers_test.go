@@ -18,6 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -129,7 +131,7 @@ type stepRig struct {
 
 // newStepRig records nodes and pods for the first step; the namespace ns
 // is served to the judge and the placers.
-func newStepRig(t testing.TB, mutate func(*Config), nodes []*v1.Node, pods []*v1.Pod) *stepRig {
+func newStepRig(t testing.TB, mutate func(*enforcerv1alpha1.EnforcerConfiguration), nodes []*v1.Node, pods []*v1.Pod) *stepRig {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -153,12 +155,12 @@ func newStepRig(t testing.TB, mutate func(*Config), nodes []*v1.Node, pods []*v1
 }
 
 // step applies the recorded changes and runs a pass, as Run's loop does.
-func (sr *stepRig) step() map[string]Report {
+func (sr *stepRig) step() map[string]violationsv1alpha1.Report {
 	sr.t.Helper()
 	if _, err := sr.e.step(sr.ctx, sr.s, sr.j, sr.pl, sr.ch); err != nil {
 		sr.t.Fatal(err)
 	}
-	out := map[string]Report{}
+	out := map[string]violationsv1alpha1.Report{}
 	for _, rep := range sr.e.Reports() {
 		out[strings.TrimPrefix(rep.Pod, "ns/")] = rep
 	}

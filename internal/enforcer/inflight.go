@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 )
 
@@ -51,7 +52,7 @@ type storedEviction struct {
 	Before evictions.Existing `json:"before,omitzero"`
 }
 
-func newInflightStore(client kubernetes.Interface, le LeaderElection, off bool) *inflightStore {
+func newInflightStore(client kubernetes.Interface, le enforcerv1alpha1.LeaderElection, off bool) *inflightStore {
 	return &inflightStore{client: client, namespace: le.LeaseNamespace, name: le.LeaseName + "-evictions", off: off}
 }
 

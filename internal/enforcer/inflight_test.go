@@ -14,6 +14,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // maxObjectBytes is what the apiserver stores of one object (etcd's
@@ -31,7 +33,7 @@ const maxEntryBytes = 2048
 // and a new leader proceeds from it without evicting anything twice.
 func TestInflightStoreBoundedByEvictions(t *testing.T) {
 	const owners, perOwner = 12, 3000
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	// The apiserver refuses an object beyond its limit.
 	r.e.client.(*fake.Clientset).PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		var cm *v1.ConfigMap

@@ -7,6 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 )
 
 // jobPod is an ssd pod of Job owner (restartPolicy Never), opted in.
@@ -63,7 +66,7 @@ func TestJobPodsProtectedUnlessTheirJobIgnoresDisruption(t *testing.T) {
 		{"with evictJobPods", true, "ignores"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(c *Config) {
+			r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 				c.GracePeriod.NodeAffinity.Duration = 0
 				c.EvictJobPods = tc.consent
 			})
@@ -73,12 +76,12 @@ func TestJobPodsProtectedUnlessTheirJobIgnoresDisruption(t *testing.T) {
 			for _, p := range r.c.Pods {
 				got := reps[p.Name]
 				if p.Name == tc.evicted {
-					if got.State != StateEvicting || got.Target != "b" {
+					if got.State != violationsv1alpha1.StateEvicting || got.Target != "b" {
 						t.Errorf("%s: %+v, want evicting to b", p.Name, got)
 					}
 					continue
 				}
-				if got.State != StateProtected || got.Detail != SkipJob {
+				if got.State != violationsv1alpha1.StateProtected || got.Detail != SkipJob {
 					t.Errorf("%s: %+v, want protected (%s)", p.Name, got, SkipJob)
 				}
 			}
@@ -113,7 +116,7 @@ func TestJobEvictionSettles(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(c *Config) {
+			r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 				c.GracePeriod.NodeAffinity.Duration = 0
 				c.EvictJobPods = true
 				c.Limits.PerNode = 1
@@ -124,17 +127,17 @@ func TestJobEvictionSettles(t *testing.T) {
 			r.c.Pods = []*v1.Pod{j1, j2}
 			r.c.Jobs = []*batchv1.Job{job("job1", ignoreDisruption), job("job2", ignoreDisruption)}
 			reps := r.pass()
-			if reps["j1"].State != StateEvicting || reps["j2"].State != StatePaced {
+			if reps["j1"].State != violationsv1alpha1.StateEvicting || reps["j2"].State != violationsv1alpha1.StatePaced {
 				t.Fatalf("j1 %+v, j2 %+v; want j1 evicting, j2 paced by limits.perNode", reps["j1"], reps["j2"])
 			}
 			// The evicted pod fails and stays, as a Job's pods do.
 			j1.Status.Phase = v1.PodFailed
 			j1.Status.Conditions = []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}
-			if got := r.pass()["j2"]; got.State != StatePaced {
+			if got := r.pass()["j2"]; got.State != violationsv1alpha1.StatePaced {
 				t.Fatalf("before the Job moved on: j2 %+v, want paced", got)
 			}
 			tc.after(r, j1)
-			if got := r.pass()["j2"]; got.State != StateEvicting {
+			if got := r.pass()["j2"]; got.State != violationsv1alpha1.StateEvicting {
 				t.Fatalf("j2 %+v, want evicting: the first eviction has settled", got)
 			}
 		})

@@ -21,6 +21,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/podaffinity"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
@@ -36,7 +37,7 @@ var ErrUnknownProfile = errors.New("the pod's schedulerName is not a profile of 
 
 // Verdict is one rule a pod breaks on the node it runs on.
 type Verdict struct {
-	Rule Rule
+	Rule enforcerv1alpha1.Rule
 	// Reason is the plugin's Filter status message, e.g.
 	// "node(s) didn't match Pod's node affinity/selector".
 	Reason string
@@ -162,7 +163,7 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, leaving [
 	// terms do not parse (InterPodAffinity's PreFilter rejects it): there
 	// is no verdict to give on those rules.
 	var pi fwk.PodInfo
-	if rules.Has(PodAffinity) || rules.Has(PodAntiAffinity) {
+	if rules.Has(enforcerv1alpha1.PodAffinity) || rules.Has(enforcerv1alpha1.PodAntiAffinity) {
 		if pi, err = framework.NewPodInfo(pod); err != nil {
 			return nil, fmt.Errorf("pod %s/%s: its pod (anti-)affinity terms do not parse: %w", pod.Namespace, pod.Name, err)
 		}
@@ -177,7 +178,7 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, leaving [
 	}
 
 	var out []Verdict
-	if rules.Has(NodeAffinity) {
+	if rules.Has(enforcerv1alpha1.NodeAffinity) {
 		// NodeAffinity's PreFilter reads no node: the pod's node is list
 		// enough.
 		v, err := judgeNode(ctx, jp.nodeAffinity, onlyNodeTerms(pod), self.node, []fwk.NodeInfo{ni})
@@ -186,19 +187,19 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, leaving [
 		}
 		out = append(out, v...)
 	}
-	for _, r := range []Rule{PodAffinity, PodAntiAffinity} {
+	for _, r := range []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAffinity, enforcerv1alpha1.PodAntiAffinity} {
 		if !rules.Has(r) {
 			continue
 		}
 		terms := pi.GetRequiredAntiAffinityTerms()
-		if r == PodAffinity {
+		if r == enforcerv1alpha1.PodAffinity {
 			terms = pi.GetRequiredAffinityTerms()
 		}
 		if len(terms) == 0 {
 			continue // nothing of its own to break (PreFilter would agree)
 		}
 		view := self
-		if r == PodAntiAffinity && len(leaving) > 0 {
+		if r == enforcerv1alpha1.PodAntiAffinity && len(leaving) > 0 {
 			if view, err = j.without(ctx, ni, append([]*v1.Pod{pod}, leaving...)); err != nil {
 				return nil, err
 			}
@@ -225,7 +226,7 @@ func (j *Judge) Judge(ctx context.Context, pod *v1.Pod, rules RuleSet, leaving [
 		if err != nil {
 			return nil, err
 		}
-		if r == PodAffinity && len(v) == 0 && j.firstPodMayDecide(pod, terms, ni.Node(), view.removed) {
+		if r == enforcerv1alpha1.PodAffinity && len(v) == 0 && j.firstPodMayDecide(pod, terms, ni.Node(), view.removed) {
 			all, err := j.snapshot.NodeInfos().List()
 			if err != nil {
 				return nil, err
@@ -344,12 +345,12 @@ func judgeNode(ctx context.Context, pl fwk.FilterPlugin, pod *v1.Pod, ni fwk.Nod
 	case st.IsSkip():
 		return nil, nil
 	case st.IsRejected():
-		return []Verdict{{Rule: NodeAffinity, Reason: st.Message()}}, nil
+		return []Verdict{{Rule: enforcerv1alpha1.NodeAffinity, Reason: st.Message()}}, nil
 	case !st.IsSuccess():
 		return nil, fmt.Errorf("%s PreFilter: %w", pl.Name(), st.AsError())
 	}
 	if !res.AllNodes() && !res.NodeNames.Has(ni.Node().Name) {
-		return []Verdict{{Rule: NodeAffinity, Reason: fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", pl.Name())}}, nil
+		return []Verdict{{Rule: enforcerv1alpha1.NodeAffinity, Reason: fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", pl.Name())}}, nil
 	}
 	st = pl.Filter(ctx, state, pod, ni)
 	if st.IsSuccess() {
@@ -358,7 +359,7 @@ func judgeNode(ctx context.Context, pl fwk.FilterPlugin, pod *v1.Pod, ni fwk.Nod
 	if !st.IsRejected() {
 		return nil, fmt.Errorf("%s Filter: %w", pl.Name(), st.AsError())
 	}
-	return []Verdict{{Rule: NodeAffinity, Reason: st.Message(), Terms: causes(ctx, pl, state, pod, ni)}}, nil
+	return []Verdict{{Rule: enforcerv1alpha1.NodeAffinity, Reason: st.Message(), Terms: causes(ctx, pl, state, pod, ni)}}, nil
 }
 
 // judgePods runs InterPodAffinity's PreFilter and Filter for pod (which holds
@@ -367,7 +368,7 @@ func judgeNode(ctx context.Context, pl fwk.FilterPlugin, pod *v1.Pod, ni fwk.Nod
 // first failure only; with one kind of the pod's own terms left, a failure of
 // that kind is the pod's own violation and the other pods' verdict is not
 // ours to act on.
-func judgePods(ctx context.Context, pl fwk.FilterPlugin, r Rule, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo, removed []removal) ([]Verdict, error) {
+func judgePods(ctx context.Context, pl fwk.FilterPlugin, r enforcerv1alpha1.Rule, pod *v1.Pod, ni fwk.NodeInfo, all []fwk.NodeInfo, removed []removal) ([]Verdict, error) {
 	pre, err := asPreFilter(pl)
 	if err != nil {
 		return nil, err
@@ -395,7 +396,7 @@ func judgePods(ctx context.Context, pl fwk.FilterPlugin, r Rule, pod *v1.Pod, ni
 		return nil, fmt.Errorf("%s Filter: %w", pl.Name(), st.AsError())
 	}
 	want := interpodaffinity.ErrReasonAffinityRulesNotMatch
-	if r == PodAntiAffinity {
+	if r == enforcerv1alpha1.PodAntiAffinity {
 		want = interpodaffinity.ErrReasonAntiAffinityRulesNotMatch
 	}
 	for _, reason := range st.Reasons() {
@@ -452,7 +453,7 @@ func onlyNodeTerms(pod *v1.Pod) *v1.Pod {
 // onlyPodTerms is pod with only its required pod terms of kind r kept.
 // Node rules are judged separately; the pod's labels (what other pods' terms
 // and its own first-pod rule match) are unchanged.
-func onlyPodTerms(pod *v1.Pod, r Rule) *v1.Pod {
+func onlyPodTerms(pod *v1.Pod, r enforcerv1alpha1.Rule) *v1.Pod {
 	out := pod.DeepCopy()
 	out.Spec.NodeSelector = nil
 	a := out.Spec.Affinity
@@ -460,7 +461,7 @@ func onlyPodTerms(pod *v1.Pod, r Rule) *v1.Pod {
 		return out
 	}
 	a.NodeAffinity = nil
-	if r == PodAffinity {
+	if r == enforcerv1alpha1.PodAffinity {
 		a.PodAntiAffinity = nil
 		if a.PodAffinity != nil {
 			a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -77,8 +78,8 @@ func newTestJudge(t testing.TB, nodes []*v1.Node, pods []*v1.Pod, namespaces ...
 	return j
 }
 
-func rulesOf(vs []Verdict) []Rule {
-	var out []Rule
+func rulesOf(vs []Verdict) []enforcerv1alpha1.Rule {
+	var out []enforcerv1alpha1.Rule
 	for _, v := range vs {
 		out = append(out, v.Rule)
 	}
@@ -91,34 +92,34 @@ func TestJudgeNodeRules(t *testing.T) {
 		name string
 		node *v1.Node
 		pod  *tu.PodWrapper
-		want []Rule
+		want []enforcerv1alpha1.Rule
 	}{
 		{"nodeSelector holds", tu.MakeNode("n").Label("disktype", "ssd").Obj(),
 			tu.MakePod("ns", "p").NodeSelector(map[string]string{"disktype": "ssd"}), nil},
 		{"nodeSelector alone, label gone", tu.MakeNode("n").Obj(),
-			tu.MakePod("ns", "p").NodeSelector(map[string]string{"disktype": "ssd"}), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").NodeSelector(map[string]string{"disktype": "ssd"}), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"terms are ORed: the second still holds", pool("n", "b"),
 			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("pool", v1.NodeSelectorOpIn, "a")), tu.Term(tu.Expr("pool", v1.NodeSelectorOpIn, "b"))), nil},
 		{"expressions are ANDed: one fails", pool("n", "b"),
-			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("pool", v1.NodeSelectorOpIn, "b"), tu.Expr("gpu", v1.NodeSelectorOpExists))), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("pool", v1.NodeSelectorOpIn, "b"), tu.Expr("gpu", v1.NodeSelectorOpExists))), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"NotIn broken by adding a label", tu.MakeNode("n").Label("gpu", "true").Obj(),
-			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("gpu", v1.NodeSelectorOpNotIn, "true"))), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("gpu", v1.NodeSelectorOpNotIn, "true"))), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"NotIn holds without the label", tu.MakeNode("n").Obj(),
 			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("gpu", v1.NodeSelectorOpNotIn, "true"))), nil},
 		{"DoesNotExist broken by adding a label", tu.MakeNode("n").Label("spot", "").Obj(),
-			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("spot", v1.NodeSelectorOpDoesNotExist))), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("spot", v1.NodeSelectorOpDoesNotExist))), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"Gt holds", tu.MakeNode("n").Label("kernel", "6").Obj(),
 			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("kernel", v1.NodeSelectorOpGt, "5"))), nil},
 		{"Gt is strict", tu.MakeNode("n").Label("kernel", "5").Obj(),
-			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("kernel", v1.NodeSelectorOpGt, "5"))), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("kernel", v1.NodeSelectorOpGt, "5"))), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"Lt on a non-integer label", tu.MakeNode("n").Label("kernel", "x").Obj(),
-			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("kernel", v1.NodeSelectorOpLt, "5"))), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").RequiredNodeTerms(tu.Term(tu.Expr("kernel", v1.NodeSelectorOpLt, "5"))), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"nodeSelector and affinity must both hold", pool("n", "a"),
-			tu.MakePod("ns", "p").NodeSelector(map[string]string{"disktype": "ssd"}).RequiredNodeTerms(tu.Term(tu.Expr("pool", v1.NodeSelectorOpIn, "a"))), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").NodeSelector(map[string]string{"disktype": "ssd"}).RequiredNodeTerms(tu.Term(tu.Expr("pool", v1.NodeSelectorOpIn, "a"))), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"matchFields pins another node", tu.MakeNode("n").Obj(),
-			tu.MakePod("ns", "p").RequiredNodeTerms(tu.FieldTerm(v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"m"}})), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").RequiredNodeTerms(tu.FieldTerm(v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"m"}})), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"addedAffinity of the profile that placed it", pool("n", "bar"),
-			tu.MakePod("ns", "p").SchedulerName("pool-foo"), []Rule{NodeAffinity}},
+			tu.MakePod("ns", "p").SchedulerName("pool-foo"), []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity}},
 		{"addedAffinity holds", pool("n", "foo"),
 			tu.MakePod("ns", "p").SchedulerName("pool-foo"), nil},
 		{"another profile's addedAffinity does not apply", pool("n", "bar"),
@@ -168,7 +169,7 @@ func TestJudgePodRules(t *testing.T) {
 	t.Run("affinity partner gone from the domain", func(t *testing.T) {
 		p := pod("web", "a1", "web").RequiredPodAffinity(tu.AffinityTerm("zone", app("db"))).Obj()
 		j := newTestJudge(t, nodes, []*v1.Pod{p, pod("db", "b1", "db").Obj()})
-		expectRules(t, j, p, nil, []Rule{PodAffinity})
+		expectRules(t, j, p, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAffinity})
 	})
 	t.Run("first-pod rule: it matches its own term and nothing else matches", func(t *testing.T) {
 		p := pod("web", "a1", "web").RequiredPodAffinity(tu.AffinityTerm("zone", app("web"))).Obj()
@@ -178,13 +179,13 @@ func TestJudgePodRules(t *testing.T) {
 	t.Run("first-pod rule ends once a match exists elsewhere", func(t *testing.T) {
 		p := pod("web", "a1", "web").RequiredPodAffinity(tu.AffinityTerm("zone", app("web"))).Obj()
 		j := newTestJudge(t, nodes, []*v1.Pod{p, pod("web2", "b1", "web").Obj()})
-		expectRules(t, j, p, nil, []Rule{PodAffinity})
+		expectRules(t, j, p, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAffinity})
 	})
 	t.Run("anti-affinity: the owner of the term violates, the target does not", func(t *testing.T) {
 		owner := pod("owner", "a1", "x").RequiredPodAntiAffinity(tu.AffinityTerm("zone", app("y"))).Obj()
 		target := pod("target", "a2", "y").Obj()
 		j := newTestJudge(t, nodes, []*v1.Pod{owner, target})
-		expectRules(t, j, owner, nil, []Rule{PodAntiAffinity})
+		expectRules(t, j, owner, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAntiAffinity})
 		expectRules(t, j, target, nil, nil)
 	})
 	t.Run("anti-affinity matching only itself is no violation", func(t *testing.T) {
@@ -196,21 +197,21 @@ func TestJudgePodRules(t *testing.T) {
 		a := pod("a", "a1", "x").RequiredPodAntiAffinity(tu.AffinityTerm("zone", app("x"))).Obj()
 		b := pod("b", "a2", "x").RequiredPodAntiAffinity(tu.AffinityTerm("zone", app("x"))).Obj()
 		j := newTestJudge(t, nodes, []*v1.Pod{a, b})
-		expectRules(t, j, a, nil, []Rule{PodAntiAffinity})
+		expectRules(t, j, a, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAntiAffinity})
 		expectRules(t, j, b, []*v1.Pod{a}, nil)
 	})
 	t.Run("only the opted-in kinds are judged", func(t *testing.T) {
 		p := pod("web", "a1", "web").RequiredPodAffinity(tu.AffinityTerm("zone", app("db"))).
 			RequiredPodAntiAffinity(tu.AffinityTerm("zone", app("cache"))).Obj()
 		j := newTestJudge(t, nodes, []*v1.Pod{p, pod("cache", "a2", "cache").Obj()})
-		got, err := j.Judge(context.Background(), p, ruleBit(PodAntiAffinity), nil)
+		got, err := j.Judge(context.Background(), p, ruleBit(enforcerv1alpha1.PodAntiAffinity), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []Rule{PodAntiAffinity}; !reflect.DeepEqual(rulesOf(got), want) {
+		if want := []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAntiAffinity}; !reflect.DeepEqual(rulesOf(got), want) {
 			t.Errorf("got %v, want %v", rulesOf(got), want)
 		}
-		expectRules(t, j, p, nil, []Rule{PodAffinity, PodAntiAffinity})
+		expectRules(t, j, p, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAffinity, enforcerv1alpha1.PodAntiAffinity})
 	})
 	t.Run("namespaceSelector term follows namespace labels", func(t *testing.T) {
 		term := tu.WithNamespaceSelector(tu.AffinityTerm("zone", app("db")), tu.Selector(map[string]string{"team": "data"}))
@@ -220,18 +221,18 @@ func TestJudgePodRules(t *testing.T) {
 		j := newTestJudge(t, nodes, pods, tu.MakeNamespace("ns", nil), tu.MakeNamespace("other", map[string]string{"team": "data"}))
 		expectRules(t, j, p, nil, nil)
 		j = newTestJudge(t, nodes, pods, tu.MakeNamespace("ns", nil), tu.MakeNamespace("other", map[string]string{"team": "web"}))
-		expectRules(t, j, p, nil, []Rule{PodAffinity})
+		expectRules(t, j, p, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAffinity})
 	})
 	t.Run("terminating pods do not count", func(t *testing.T) {
 		p := pod("web", "a1", "web").RequiredPodAffinity(tu.AffinityTerm("zone", app("db"))).Obj()
 		db := pod("db", "a2", "db").Obj()
 		db.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 		j := newTestJudge(t, nodes, []*v1.Pod{p, db, pod("db2", "b1", "db").Obj()})
-		expectRules(t, j, p, nil, []Rule{PodAffinity})
+		expectRules(t, j, p, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAffinity})
 	})
 }
 
-func expectRules(t *testing.T, j *Judge, p *v1.Pod, gone []*v1.Pod, want []Rule) {
+func expectRules(t *testing.T, j *Judge, p *v1.Pod, gone []*v1.Pod, want []enforcerv1alpha1.Rule) {
 	t.Helper()
 	got, err := j.Judge(context.Background(), p, AllRules, gone)
 	if err != nil {
@@ -308,8 +309,8 @@ func TestJudgeOnlyTheRulesItsProfileRuns(t *testing.T) {
 	}
 	for name, want := range map[string]RuleSet{
 		"placement-scheduler": AllRules,
-		"no-pod-affinity":     ruleBit(NodeAffinity),
-		"no-node-affinity":    ruleBit(PodAffinity) | ruleBit(PodAntiAffinity),
+		"no-pod-affinity":     ruleBit(enforcerv1alpha1.NodeAffinity),
+		"no-node-affinity":    ruleBit(enforcerv1alpha1.PodAffinity) | ruleBit(enforcerv1alpha1.PodAntiAffinity),
 	} {
 		for i := range cfg.Profiles {
 			if cfg.Profiles[i].SchedulerName == name {
@@ -336,7 +337,7 @@ func TestJudgeOnlyTheRulesItsProfileRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectRules(t, j, full, nil, []Rule{NodeAffinity, PodAntiAffinity})
-	expectRules(t, j, noPods, nil, []Rule{NodeAffinity})
-	expectRules(t, j, noNodes, nil, []Rule{PodAntiAffinity})
+	expectRules(t, j, full, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity, enforcerv1alpha1.PodAntiAffinity})
+	expectRules(t, j, noPods, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.NodeAffinity})
+	expectRules(t, j, noNodes, nil, []enforcerv1alpha1.Rule{enforcerv1alpha1.PodAntiAffinity})
 }

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // A record on a pod (records.go) lets a new leader continue its
@@ -59,14 +61,14 @@ func (t *term) continues(r podRecord) bool {
 // and the skew between the two nodes' clocks (the renewal time is the
 // predecessor's clock, the takeover this replica's). A release is taken
 // at the next retry.
-func maxGap(le LeaderElection, prev resourcelock.LeaderElectionRecord) time.Duration {
+func maxGap(le enforcerv1alpha1.LeaderElection, prev resourcelock.LeaderElectionRecord) time.Duration {
 	expiry := max(le.LeaseDuration.Duration, time.Duration(prev.LeaseDurationSeconds)*time.Second)
 	return expiry + 2*le.RetryPeriod.Duration + 5*time.Second
 }
 
 // takeover is the term acquired as rec, under le, after prev (nil: there
 // was no Lease) was read from the Lease just before.
-func takeover(prev *resourcelock.LeaderElectionRecord, rec resourcelock.LeaderElectionRecord, le LeaderElection) *term {
+func takeover(prev *resourcelock.LeaderElectionRecord, rec resourcelock.LeaderElectionRecord, le enforcerv1alpha1.LeaderElection) *term {
 	t := &term{leader: rec.HolderIdentity, transitions: rec.LeaderTransitions}
 	if prev == nil || rec.AcquireTime.Sub(prev.RenewTime.Time) > maxGap(le, *prev) {
 		return t
@@ -82,14 +84,14 @@ func takeover(prev *resourcelock.LeaderElectionRecord, rec resourcelock.LeaderEl
 // renewal time at the release: a takeover right after it is prompt.
 type termLock struct {
 	resourcelock.Interface
-	le LeaderElection
+	le enforcerv1alpha1.LeaderElection
 
 	mu   sync.Mutex
 	last *resourcelock.LeaderElectionRecord
 	term *term
 }
 
-func newTermLock(lock resourcelock.Interface, le LeaderElection) *termLock {
+func newTermLock(lock resourcelock.Interface, le enforcerv1alpha1.LeaderElection) *termLock {
 	return &termLock{Interface: lock, le: le}
 }
 

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // loops is the enforcer's history of its own evictions, per owner and
@@ -32,7 +34,7 @@ type loops struct {
 // loopKey is an owner and a rule.
 type loopKey struct {
 	owner types.UID
-	rule  Rule
+	rule  enforcerv1alpha1.Rule
 }
 
 // loopEviction is one eviction in an owner's history for a rule.
@@ -65,7 +67,7 @@ const maxLoopHistory = 4096
 // evictions in flight (keyed by pod UID, which never has this form).
 const historyKey = "loop-history"
 
-func newLoops(cfg LoopDetection) *loops {
+func newLoops(cfg enforcerv1alpha1.LoopDetection) *loops {
 	return &loops{evictions: cfg.Evictions, window: cfg.Window.Duration, history: map[loopKey][]loopEviction{}}
 }
 
@@ -115,7 +117,7 @@ func (l *loops) expire(now time.Time) {
 // (the node changed since) is evicted; its eviction is a Repeat, and
 // evictions-1 of them in the window (evictions in all, counting the first)
 // make the owner loop.
-func (l *loops) looping(owner types.UID, rule Rule, pod *v1.Pod, now time.Time) (string, time.Time) {
+func (l *loops) looping(owner types.UID, rule enforcerv1alpha1.Rule, pod *v1.Pod, now time.Time) (string, time.Time) {
 	k := loopKey{owner, rule}
 	h := l.history[k]
 	targets := map[string]bool{}
@@ -171,7 +173,7 @@ func (l *loops) looping(owner types.UID, rule Rule, pod *v1.Pod, now time.Time) 
 // whose owner's pods were then marked by after and whose replacement is
 // promised target. It returns the undo, for an eviction that was not
 // accepted.
-func (l *loops) add(owner types.UID, rule Rule, pod *v1.Pod, after time.Time, target string, now time.Time) func() {
+func (l *loops) add(owner types.UID, rule enforcerv1alpha1.Rule, pod *v1.Pod, after time.Time, target string, now time.Time) func() {
 	k := loopKey{owner, rule}
 	h := l.history[k]
 	e := loopEviction{At: now, After: after, Target: target}
@@ -215,7 +217,7 @@ func (l *loops) drop(owner types.UID, at time.Time) {
 }
 
 // storedLoops is the history as saved: owner UID → rule → evictions.
-type storedLoops map[types.UID]map[Rule][]loopEviction
+type storedLoops map[types.UID]map[enforcerv1alpha1.Rule][]loopEviction
 
 // encode is the history as the ConfigMap value ("" when empty).
 func (l *loops) encode() (string, error) {
@@ -225,7 +227,7 @@ func (l *loops) encode() (string, error) {
 	out := storedLoops{}
 	for k, h := range l.history {
 		if out[k.owner] == nil {
-			out[k.owner] = map[Rule][]loopEviction{}
+			out[k.owner] = map[enforcerv1alpha1.Rule][]loopEviction{}
 		}
 		out[k.owner][k.rule] = h
 	}

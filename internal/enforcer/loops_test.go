@@ -11,6 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/testutil"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 )
 
 // replace stands for the controller and the scheduler after the eviction
@@ -40,7 +43,7 @@ func (r *rig) eventReasons() []string {
 }
 
 // loopingOwners is the looping_owners gauge of rule.
-func (r *rig) loopingOwners(rule Rule) float64 {
+func (r *rig) loopingOwners(rule enforcerv1alpha1.Rule) float64 {
 	r.t.Helper()
 	v, err := testutil.GetGaugeMetricValue(r.e.metrics.looping.WithLabelValues(string(rule)))
 	if err != nil {
@@ -55,9 +58,9 @@ func (r *rig) loopingOwners(rule Rule) float64 {
 // owner, the gauge at 1; a new leader continues the history; once the
 // evictions leave the window, it is evicted again.
 func TestLoopingAfterNEvictions(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
-		c.Loops = LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}}
+		c.Loops = enforcerv1alpha1.LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}}
 	})
 	// One ssd node at a time: each replacement is promised it, lands on
 	// it, and then it loses the label (a label that flaps).
@@ -66,7 +69,7 @@ func TestLoopingAfterNEvictions(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		prev, cur := "p"+string(rune('0'+i-1)), "p"+string(rune('0'+i))
 		got := r.pass()[prev]
-		if got.State != StateEvicting || len(r.evictions) != i || got.Target != r.c.Nodes[i].Name {
+		if got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != i || got.Target != r.c.Nodes[i].Name {
 			t.Fatalf("round %d: %s %+v, evictions %v; want evicted, its replacement promised %s", i, prev, got, r.evicted(), r.c.Nodes[i].Name)
 		}
 		r.clock.Step(time.Minute)
@@ -76,17 +79,17 @@ func TestLoopingAfterNEvictions(t *testing.T) {
 		r.eventReasons()
 	}
 	got := r.pass()["p3"]
-	if got.State != StateLooping || len(r.evictions) != 3 || !strings.Contains(got.Detail, "evicted 3 times") {
+	if got.State != violationsv1alpha1.StateLooping || len(r.evictions) != 3 || !strings.Contains(got.Detail, "evicted 3 times") {
 		t.Fatalf("after 3 evictions: p3 %+v, evictions %v; want looping and no fourth eviction", got, r.evicted())
 	}
 	if ev := r.eventReasons(); strings.Join(ev, ",") != reasonLooping+","+reasonLooping {
 		t.Errorf("events %v, want PlacementLooping on the pod and its owner", ev)
 	}
-	if n := r.loopingOwners(NodeAffinity); n != 1 {
+	if n := r.loopingOwners(enforcerv1alpha1.NodeAffinity); n != 1 {
 		t.Errorf("looping_owners{rule=node-affinity} %v, want 1", n)
 	}
 	r.clock.Step(10 * time.Minute)
-	if got := r.pass()["p3"]; got.State != StateLooping || len(r.evictions) != 3 {
+	if got := r.pass()["p3"]; got.State != violationsv1alpha1.StateLooping || len(r.evictions) != 3 {
 		t.Fatalf("later: %+v, evictions %v; want looping", got, r.evicted())
 	}
 	// The history is beside the evictions in flight: a new leader
@@ -96,16 +99,16 @@ func TestLoopingAfterNEvictions(t *testing.T) {
 		t.Fatalf("saved history: %v, %v", cm, err)
 	}
 	r.newLeader()
-	if got := r.pass()["p3"]; got.State != StateLooping || len(r.evictions) != 3 {
+	if got := r.pass()["p3"]; got.State != violationsv1alpha1.StateLooping || len(r.evictions) != 3 {
 		t.Fatalf("new leader: %+v, evictions %v; want looping", got, r.evicted())
 	}
 	// The first repeat (second eviction, at 1m) leaves the window after
 	// 1h1m: two evictions in the window, it acts again.
 	r.clock.Step(time.Hour - 10*time.Minute - time.Minute)
-	if got := r.pass()["p3"]; got.State != StateEvicting || len(r.evictions) != 4 {
+	if got := r.pass()["p3"]; got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != 4 {
 		t.Fatalf("the window over: %+v, evictions %v; want evicted again", got, r.evicted())
 	}
-	if n := r.loopingOwners(NodeAffinity); n != 0 {
+	if n := r.loopingOwners(enforcerv1alpha1.NodeAffinity); n != 0 {
 		t.Errorf("looping_owners{rule=node-affinity} %v, want 0", n)
 	}
 }
@@ -117,7 +120,7 @@ func TestLoopingAfterNEvictions(t *testing.T) {
 // rule; across a failover too; once the eviction leaves the window, they
 // are evicted again.
 func TestReplacementPlacedInViolationIsNotEvicted(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
 		c.Loops.Window.Duration = 30 * time.Minute
 	})
@@ -135,10 +138,10 @@ func TestReplacementPlacedInViolationIsNotEvicted(t *testing.T) {
 	r.replace(evicted, "p3", "rs", "a") // pinned back to a
 	r.eventReasons()
 	reps := r.pass()
-	if got := reps["p3"]; got.State != StateLooping || !strings.Contains(got.Detail, "p3 on a") {
+	if got := reps["p3"]; got.State != violationsv1alpha1.StateLooping || !strings.Contains(got.Detail, "p3 on a") {
 		t.Errorf("the replacement: %+v, want looping, naming it", got)
 	}
-	if got := reps[other]; got.State != StateLooping {
+	if got := reps[other]; got.State != violationsv1alpha1.StateLooping {
 		t.Errorf("its owner's other pod %s: %+v, want looping", other, got)
 	}
 	if len(r.evictions) != 1 {
@@ -149,11 +152,11 @@ func TestReplacementPlacedInViolationIsNotEvicted(t *testing.T) {
 	}
 	r.newLeader()
 	r.clock.Step(20 * time.Minute)
-	if got := r.pass()["p3"]; got.State != StateLooping || len(r.evictions) != 1 {
+	if got := r.pass()["p3"]; got.State != violationsv1alpha1.StateLooping || len(r.evictions) != 1 {
 		t.Fatalf("new leader, inside the window: %+v, evictions %v; want looping", got, r.evicted())
 	}
 	r.clock.Step(10 * time.Minute) // 30m after the eviction
-	if got := r.pass(); len(r.evictions) != 2 || got[r.evictions[1].Name].State != StateEvicting {
+	if got := r.pass(); len(r.evictions) != 2 || got[r.evictions[1].Name].State != violationsv1alpha1.StateEvicting {
 		t.Fatalf("the window over: %+v, evictions %v; want one evicted again", got, r.evicted())
 	}
 }
@@ -162,7 +165,7 @@ func TestReplacementPlacedInViolationIsNotEvicted(t *testing.T) {
 // replacement landing where it was promised, more pods than
 // loops.evictions.
 func TestMoveIsNoLoop(t *testing.T) {
-	r := newRig(t, func(c *Config) {
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 		c.GracePeriod.NodeAffinity.Duration = 0
 		c.Loops.Evictions = 2
 	})
@@ -193,21 +196,21 @@ func TestMoveIsNoLoop(t *testing.T) {
 // The history is bounded: at most loops.evictions evictions per owner and
 // rule, expired ones dropped, and at most maxLoopHistory in all.
 func TestLoopHistoryBounded(t *testing.T) {
-	l := newLoops(LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}})
+	l := newLoops(enforcerv1alpha1.LoopDetection{Evictions: 3, Window: metav1.Duration{Duration: time.Hour}})
 	now := time.Unix(2_000_000, 0)
 	p := ssdPod("p", "rs", "a")
 	for i := range 10 {
-		l.add("rs", NodeAffinity, p, created, "b", now.Add(time.Duration(i)*time.Minute))
+		l.add("rs", enforcerv1alpha1.NodeAffinity, p, created, "b", now.Add(time.Duration(i)*time.Minute))
 	}
-	if n := len(l.history[loopKey{"rs", NodeAffinity}]); n != 3 {
+	if n := len(l.history[loopKey{"rs", enforcerv1alpha1.NodeAffinity}]); n != 3 {
 		t.Errorf("%d evictions kept for one owner and rule, want 3", n)
 	}
 	l.expire(now.Add(time.Hour + 8*time.Minute))
-	if n := len(l.history[loopKey{"rs", NodeAffinity}]); n != 1 {
+	if n := len(l.history[loopKey{"rs", enforcerv1alpha1.NodeAffinity}]); n != 1 {
 		t.Errorf("%d evictions kept after the window, want 1 (the one at 9m)", n)
 	}
 	for i := range maxLoopHistory + 100 {
-		l.add(types.UID(fmt.Sprint(i)), PodAntiAffinity, p, created, "b", now.Add(time.Hour+time.Duration(i)*time.Millisecond))
+		l.add(types.UID(fmt.Sprint(i)), enforcerv1alpha1.PodAntiAffinity, p, created, "b", now.Add(time.Hour+time.Duration(i)*time.Millisecond))
 	}
 	l.expire(now.Add(time.Hour + 9*time.Minute))
 	total := 0
@@ -217,7 +220,7 @@ func TestLoopHistoryBounded(t *testing.T) {
 	if total != maxLoopHistory {
 		t.Errorf("%d evictions kept in all, want %d", total, maxLoopHistory)
 	}
-	if _, ok := l.history[loopKey{types.UID("0"), PodAntiAffinity}]; ok {
+	if _, ok := l.history[loopKey{types.UID("0"), enforcerv1alpha1.PodAntiAffinity}]; ok {
 		t.Errorf("the oldest owner kept, the newest dropped")
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 )
 
@@ -75,8 +77,8 @@ func newMetrics() *enforcerMetrics {
 	// Every eviction series exists from the start, at 0, so that the first
 	// error is an increase Prometheus sees (increase and rate ignore a
 	// series' first sample) and the alert on it fires.
-	for _, r := range Rules() {
-		for _, res := range []string{resultEvicted, StateDryRun, StatePDBBlocked, resultGone, StateError} {
+	for _, r := range enforcerv1alpha1.Rules() {
+		for _, res := range []string{resultEvicted, violationsv1alpha1.StateDryRun, violationsv1alpha1.StatePDBBlocked, resultGone, violationsv1alpha1.StateError} {
 			m.evictions.WithLabelValues(string(r), res)
 		}
 	}

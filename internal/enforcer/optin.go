@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // Annotation is the pod annotation that opts a pod in to enforcement (set it
@@ -13,38 +15,23 @@ import (
 // an enforcement its namespace opted it in to.
 const Annotation = "placement-scheduler.io/enforce"
 
-// Rule is a kind of placement rule the enforcer can hold a running pod to.
-type Rule string
-
-// The rule kinds. A pod's rule of each kind is its own required terms of that
-// kind (plus, for node affinity, its nodeSelector and its profile's
-// addedAffinity); see docs/behavior.md §12.
-const (
-	NodeAffinity    Rule = "node-affinity"
-	PodAffinity     Rule = "pod-affinity"
-	PodAntiAffinity Rule = "pod-anti-affinity"
-)
-
-// Rules returns every rule kind, in the order a pod is judged.
-func Rules() []Rule { return []Rule{NodeAffinity, PodAffinity, PodAntiAffinity} }
-
 // RuleSet is a set of rule kinds.
 type RuleSet uint8
 
-func ruleBit(r Rule) RuleSet {
+func ruleBit(r enforcerv1alpha1.Rule) RuleSet {
 	switch r {
-	case NodeAffinity:
+	case enforcerv1alpha1.NodeAffinity:
 		return 1
-	case PodAffinity:
+	case enforcerv1alpha1.PodAffinity:
 		return 2
-	case PodAntiAffinity:
+	case enforcerv1alpha1.PodAntiAffinity:
 		return 4
 	}
 	return 0
 }
 
 // Has reports whether r is in the set.
-func (s RuleSet) Has(r Rule) bool { return s&ruleBit(r) != 0 }
+func (s RuleSet) Has(r enforcerv1alpha1.Rule) bool { return s&ruleBit(r) != 0 }
 
 // Empty reports whether no rule is in the set.
 func (s RuleSet) Empty() bool { return s == 0 }
@@ -52,7 +39,7 @@ func (s RuleSet) Empty() bool { return s == 0 }
 // String lists the set's rules, comma-separated, in judging order.
 func (s RuleSet) String() string {
 	var out []string
-	for _, r := range Rules() {
+	for _, r := range enforcerv1alpha1.Rules() {
 		if s.Has(r) {
 			out = append(out, string(r))
 		}
@@ -67,25 +54,16 @@ const AllRules RuleSet = 7
 // rule kinds separated by commas (spaces allowed). An unknown kind is an
 // error naming it and the valid ones.
 func ParseRules(value string) (RuleSet, error) {
-	v := strings.TrimSpace(value)
-	switch v {
-	case "all":
+	all, kinds, err := enforcerv1alpha1.ParseRuleList(value)
+	if err != nil {
+		return 0, err
+	}
+	if all {
 		return AllRules, nil
-	case "none":
-		return 0, nil
 	}
 	var s RuleSet
-	for _, part := range strings.Split(v, ",") {
-		r := Rule(strings.TrimSpace(part))
-		b := ruleBit(r)
-		if b == 0 {
-			valid := []string{"all", "none"}
-			for _, k := range Rules() {
-				valid = append(valid, string(k))
-			}
-			return 0, fmt.Errorf("unknown rule kind %q (valid: %s)", r, strings.Join(valid, ", "))
-		}
-		s |= b
+	for _, r := range kinds {
+		s |= ruleBit(r)
 	}
 	return s, nil
 }

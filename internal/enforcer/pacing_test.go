@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/testutil"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer/evictions"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -55,12 +57,12 @@ func relabelled20() *Cluster {
 // split is a pass's reports as the live run would act on them: the
 // pods going now (evicting, or dry-run in a dry run) and where to, and the
 // others with their state, and with why (what holds them and the detail).
-func split(reps []Report, why bool) map[string]string {
+func split(reps []violationsv1alpha1.Report, why bool) map[string]string {
 	out := map[string]string{}
 	for _, r := range reps {
 		state := r.State
-		if state == StateDryRun {
-			state = StateEvicting
+		if state == violationsv1alpha1.StateDryRun {
+			state = violationsv1alpha1.StateEvicting
 		}
 		fields := []string{state, r.Target}
 		if why {
@@ -79,18 +81,18 @@ func split(reps []Report, why bool) map[string]string {
 func TestDryRunSplitEqualsLiveFirstPass(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		limits Limits
+		limits enforcerv1alpha1.Limits
 		burst  int
 		holds  []string // what must hold some pod back
 	}{
-		{"per node, per namespace, total", Limits{PerNode: 2, PerNamespace: 4, Total: 6}, 100,
+		{"per node, per namespace, total", enforcerv1alpha1.Limits{PerNode: 2, PerNamespace: 4, Total: 6}, 100,
 			[]string{string(evictions.HoldOwner), string(evictions.HoldPerNode), string(evictions.HoldPerNamespace), string(evictions.HoldTotal)}},
-		{"rate limit", Limits{PerNode: 2, PerNamespace: 100, Total: 100}, 5,
-			[]string{string(evictions.HoldOwner), string(evictions.HoldPerNode), WaitRateLimit}},
+		{"rate limit", enforcerv1alpha1.Limits{PerNode: 2, PerNamespace: 100, Total: 100}, 5,
+			[]string{string(evictions.HoldOwner), string(evictions.HoldPerNode), violationsv1alpha1.WaitRateLimit}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := func(dry bool) (*rig, []Report) {
-				r := newRig(t, func(c *Config) {
+			run := func(dry bool) (*rig, []violationsv1alpha1.Report) {
+				r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 					c.GracePeriod.NodeAffinity.Duration = 0
 					c.Limits, c.EvictionsPerSecond, c.Burst, c.DryRun = tc.limits, 1, tc.burst, dry
 				})
@@ -125,7 +127,7 @@ func TestDryRunSplitEqualsLiveFirstPass(t *testing.T) {
 			waits := map[string]bool{}
 			for _, r := range liveReps {
 				waits[r.Wait] = true
-				if (r.State == StatePaced || r.State == StateWaitingOwner) != (r.Wait != "") {
+				if (r.State == violationsv1alpha1.StatePaced || r.State == violationsv1alpha1.StateWaitingOwner) != (r.Wait != "") {
 					t.Errorf("%s: state %s with wait %q", r.Pod, r.State, r.Wait)
 				}
 			}
@@ -156,15 +158,18 @@ func TestDryRunSplitEqualsLiveFirstPass(t *testing.T) {
 // A simulated eviction settles when its pod stops violating: the next
 // pod of its owner may go.
 func TestDryRunEvictionSettlesWhenTheViolationClears(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; c.DryRun = true })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
+		c.GracePeriod.NodeAffinity.Duration = 0
+		c.DryRun = true
+	})
 	r.c.Nodes = []*v1.Node{node("a", nil), node("a2", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p1", "rs", "a"), ssdPod("p2", "rs", "a2")}
 	reps := r.pass()
 	goes, waits := "p1", "p2"
-	if reps["p2"].State == StateDryRun {
+	if reps["p2"].State == violationsv1alpha1.StateDryRun {
 		goes, waits = "p2", "p1"
 	}
-	if reps[goes].State != StateDryRun || reps[waits].State != StateWaitingOwner || reps[waits].Wait != string(evictions.HoldOwner) {
+	if reps[goes].State != violationsv1alpha1.StateDryRun || reps[waits].State != violationsv1alpha1.StateWaitingOwner || reps[waits].Wait != string(evictions.HoldOwner) {
 		t.Fatalf("first pass: %v, want one dry-run and one waiting for its owner", reps)
 	}
 	// The pod that would go is fine again (its node is labelled back).
@@ -173,7 +178,7 @@ func TestDryRunEvictionSettlesWhenTheViolationClears(t *testing.T) {
 			n.Labels["disk"] = "ssd"
 		}
 	}
-	if got := r.pass()[waits]; got.State != StateDryRun {
+	if got := r.pass()[waits]; got.State != violationsv1alpha1.StateDryRun {
 		t.Errorf("%s once %s no longer violates: %+v, want dry-run", waits, goes, got)
 	}
 }
@@ -183,21 +188,21 @@ func TestDryRunEvictionSettlesWhenTheViolationClears(t *testing.T) {
 func TestHeldBackPodsAreNotPlaced(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		mutate func(*Config)
+		mutate func(*enforcerv1alpha1.EnforcerConfiguration)
 		wait   string
 	}{
-		{"rate limit", func(c *Config) { c.EvictionsPerSecond, c.Burst = 1, 2 }, WaitRateLimit},
-		{"total", func(c *Config) { c.Limits.Total = 2 }, string(evictions.HoldTotal)},
+		{"rate limit", func(c *enforcerv1alpha1.EnforcerConfiguration) { c.EvictionsPerSecond, c.Burst = 1, 2 }, violationsv1alpha1.WaitRateLimit},
+		{"total", func(c *enforcerv1alpha1.EnforcerConfiguration) { c.Limits.Total = 2 }, string(evictions.HoldTotal)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0; tc.mutate(c) })
+			r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0; tc.mutate(c) })
 			r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 			for i := range 6 {
 				r.c.Pods = append(r.c.Pods, ssdPod(fmt.Sprintf("p%d", i), fmt.Sprintf("rs%d", i), "a"))
 			}
 			held := 0
 			for _, rep := range r.pass() {
-				if rep.State == StatePaced && rep.Wait == tc.wait {
+				if rep.State == violationsv1alpha1.StatePaced && rep.Wait == tc.wait {
 					held++
 				}
 			}
@@ -219,8 +224,8 @@ func TestNoFitPlacedAgainOnlyAfterAChange(t *testing.T) {
 	blocker := pod("blocker", "other", "b").Obj()
 	blocker.ResourceVersion = "1"
 	pods := []*v1.Pod{ssdPod("p", "rs", "a"), blocker}
-	sr := newStepRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 }, nodes, pods)
-	if got := sr.step()["p"].State; got != StateNoFit {
+	sr := newStepRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 }, nodes, pods)
+	if got := sr.step()["p"].State; got != violationsv1alpha1.StateNoFit {
 		t.Fatalf("first pass: %s, want no-fit", got)
 	}
 	if got := placements(t, sr.e); got != 1 {
@@ -234,7 +239,7 @@ func TestNoFitPlacedAgainOnlyAfterAChange(t *testing.T) {
 	churn.ResourceVersion = "2"
 	churn.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c", RestartCount: 1}}
 	sr.ch.record(churn, false)
-	if got := sr.step()["p"].State; got != StateNoFit {
+	if got := sr.step()["p"].State; got != violationsv1alpha1.StateNoFit {
 		t.Fatalf("after churn: %s, want no-fit", got)
 	}
 	if got := placements(t, sr.e); got != 1 {
@@ -244,7 +249,7 @@ func TestNoFitPlacedAgainOnlyAfterAChange(t *testing.T) {
 	// placed again, still no fit.
 	labelled := tu.MakeNode("b").Labels(ssd).Capacity("8", "16Gi", 1).Ready().Obj()
 	sr.ch.record(labelled, false)
-	if got := sr.step()["p"].State; got != StateNoFit {
+	if got := sr.step()["p"].State; got != violationsv1alpha1.StateNoFit {
 		t.Fatalf("b labelled but full: %s, want no-fit", got)
 	}
 	if got := placements(t, sr.e); got != 2 {
@@ -252,7 +257,7 @@ func TestNoFitPlacedAgainOnlyAfterAChange(t *testing.T) {
 	}
 	// The blocker leaves: room on b.
 	sr.ch.record(churn, true)
-	if got := sr.step()["p"]; got.State != StateEvicting || got.Target != "b" {
+	if got := sr.step()["p"]; got.State != violationsv1alpha1.StateEvicting || got.Target != "b" {
 		t.Errorf("once b has room: %+v, want evicting to b", got)
 	}
 }

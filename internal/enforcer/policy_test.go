@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	admissionregistrationdefaults "k8s.io/kubernetes/pkg/apis/admissionregistration/v1"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
 )
 
@@ -121,7 +122,7 @@ func TestAdmissionPolicyLetsTheEnforcerWriteOnlyItsRecord(t *testing.T) {
 		}(),
 	} {
 		client := fake.NewClientset(old)
-		r := newRecords(client, LeaderElection{LeaseNamespace: "placement-scheduler", LeaseName: "placement-scheduler-enforcer"}, false)
+		r := newRecords(client, enforcerv1alpha1.LeaderElection{LeaseNamespace: "placement-scheduler", LeaseName: "placement-scheduler-enforcer"}, false)
 		r.set(ctx, old, `{"by":"placement-scheduler/placement-scheduler-enforcer"}`)
 		written, err := client.CoreV1().Pods(ns).Get(ctx, old.Name, metav1.GetOptions{})
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/pkg/apis/scheduling"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // Why a violating pod is never evicted. Each is reported on the pod.
@@ -25,7 +27,7 @@ const (
 // evictLocalStoragePods: off by default there too); cfg.EvictJobPods the
 // consent to evict a Job's pods, which job (the pod's Job, nil when
 // unknown) must also give (jobTolerates).
-func protection(pod *v1.Pod, node *v1.Node, cfg *Config, job *batchv1.Job) string {
+func protection(pod *v1.Pod, node *v1.Node, cfg *enforcerv1alpha1.EnforcerConfiguration, job *batchv1.Job) string {
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return SkipTerminating

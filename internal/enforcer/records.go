@@ -13,6 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 )
 
 // RecordAnnotation is the leader's record on a violating pod: what a new
@@ -40,7 +43,7 @@ type podRecord struct {
 	Term   int    `json:"term,omitempty"`
 	Mode   string `json:"mode,omitempty"`
 	// Since is when each violated rule's violation was first detected.
-	Since map[Rule]time.Time `json:"since,omitempty"`
+	Since map[enforcerv1alpha1.Rule]time.Time `json:"since,omitempty"`
 	// RetryAfter: the last eviction request was answered State (Detail)
 	// and is not asked again before RetryAfter; Backoff is the backoff
 	// that set it, which the next refusal doubles.
@@ -70,7 +73,7 @@ func (e *Enforcer) recordOf(uid types.UID, t *tracked, now time.Time) string {
 		r.Leader, r.Term = e.term.leader, e.term.transitions
 	}
 	if len(t.since) > 0 {
-		r.Since = make(map[Rule]time.Time, len(t.since))
+		r.Since = make(map[enforcerv1alpha1.Rule]time.Time, len(t.since))
 		for rule, at := range t.since {
 			r.Since[rule] = at.UTC()
 		}
@@ -122,13 +125,13 @@ func (e *Enforcer) restore(logger klog.Logger, s *clusterState, now time.Time) {
 			logger.V(2).Info("Not continuing an enforcement record of another term", "pod", klog.KObj(pod), "record", value)
 			continue
 		}
-		t := &tracked{since: map[Rule]time.Time{}}
+		t := &tracked{since: map[enforcerv1alpha1.Rule]time.Time{}}
 		for rule, at := range r.Since {
 			t.since[rule] = at
 		}
 		if r.RetryAfter != nil && r.State != "" {
 			t.retryAfter = *r.RetryAfter
-			t.last = &Report{State: r.State, Detail: r.Detail}
+			t.last = &violationsv1alpha1.Report{State: r.State, Detail: r.Detail}
 			// The next refusal doubles the predecessor's backoff.
 			id := string(uid)
 			for i := 0; i < 64 && e.backoff.Get(id) < r.Backoff.Duration; i++ {
@@ -205,7 +208,7 @@ type recordWrite struct {
 	namespace, name, value string
 }
 
-func newRecords(client kubernetes.Interface, le LeaderElection, off bool) *records {
+func newRecords(client kubernetes.Interface, le enforcerv1alpha1.LeaderElection, off bool) *records {
 	return &records{client: client, off: off, by: le.LeaseNamespace + "/" + le.LeaseName, want: map[types.UID]recordWrite{}, written: map[types.UID]string{}}
 }
 

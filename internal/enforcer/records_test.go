@@ -14,6 +14,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 )
 
 // A new leader continues a record's grace clock only when its term follows,
@@ -42,7 +45,7 @@ func TestRecordContinuedOnlyAcrossAPromptLiveTakeover(t *testing.T) {
 				r.clock.Step(5 * time.Second)
 				r.newLeader()
 				r.pass()
-				if rec := r.recordOn("p"); rec == nil || rec.Term != i || !rec.Since[NodeAffinity].Equal(t0) {
+				if rec := r.recordOn("p"); rec == nil || rec.Term != i || !rec.Since[enforcerv1alpha1.NodeAffinity].Equal(t0) {
 					t.Fatalf("leader %d: record %+v, want re-stamped with term %d, since %s", i, rec, i, t0)
 				}
 			}
@@ -74,7 +77,7 @@ func TestRecordContinuedOnlyAcrossAPromptLiveTakeover(t *testing.T) {
 			if got := r.pass()["p"]; got.State != "" {
 				t.Fatalf("dry run, violation cleared: %+v", got)
 			}
-			if rec := r.recordOn("p"); rec == nil || !rec.Since[NodeAffinity].Equal(t0) {
+			if rec := r.recordOn("p"); rec == nil || !rec.Since[enforcerv1alpha1.NodeAffinity].Equal(t0) {
 				t.Fatalf("the dry run touched the record: %+v (it writes nothing)", rec)
 			}
 			r.c.Nodes[0] = node("a", nil)  // back
@@ -112,11 +115,11 @@ func TestRecordContinuedOnlyAcrossAPromptLiveTakeover(t *testing.T) {
 			if continued {
 				want = t0
 			}
-			if got.State != StateGrace || !got.Since.Time.Equal(want) || len(r.evictions) != 0 {
+			if got.State != violationsv1alpha1.StateGrace || !got.Since.Time.Equal(want) || len(r.evictions) != 0 {
 				t.Fatalf("%s after t0: %+v, evictions %v; want grace since %s (t0 %s)", now.Sub(t0), got, r.evicted(), want, t0)
 			}
 			rec := r.recordOn("p")
-			if rec == nil || !rec.Since[NodeAffinity].Equal(want) || r.e.term != nil && (rec.Leader != r.e.term.leader || rec.Term != r.e.term.transitions) {
+			if rec == nil || !rec.Since[enforcerv1alpha1.NodeAffinity].Equal(want) || r.e.term != nil && (rec.Leader != r.e.term.leader || rec.Term != r.e.term.transitions) {
 				t.Errorf("record %+v, want since %s, stamped with the new leader's term", rec, want)
 			}
 		})
@@ -134,7 +137,7 @@ func TestRecordOfAnotherModeRestartsGrace(t *testing.T) {
 			r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 			p := ssdPod("p", "rs", "a")
 			long := r.clock.Now().Add(-time.Hour)
-			rec, err := json.Marshal(podRecord{By: r.e.records.by, Leader: "leader-0", Term: 0, Mode: mode, Since: map[Rule]time.Time{NodeAffinity: long}})
+			rec, err := json.Marshal(podRecord{By: r.e.records.by, Leader: "leader-0", Term: 0, Mode: mode, Since: map[enforcerv1alpha1.Rule]time.Time{enforcerv1alpha1.NodeAffinity: long}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,12 +146,12 @@ func TestRecordOfAnotherModeRestartsGrace(t *testing.T) {
 			r.newLeader() // leader-0 renewed until now
 			got := r.pass()["p"]
 			if mode == modeLive {
-				if got.State != StateEvicting || len(r.evictions) != 1 {
+				if got.State != violationsv1alpha1.StateEvicting || len(r.evictions) != 1 {
 					t.Fatalf("a live record of the predecessor's term, an hour old: %+v, evictions %v; want evicted", got, r.evicted())
 				}
 				return
 			}
-			if got.State != StateGrace || !got.Since.Time.Equal(r.clock.Now()) || len(r.evictions) != 0 {
+			if got.State != violationsv1alpha1.StateGrace || !got.Since.Time.Equal(r.clock.Now()) || len(r.evictions) != 0 {
 				t.Fatalf("%+v, evictions %v; want a grace period of its own from now", got, r.evicted())
 			}
 		})
@@ -161,7 +164,7 @@ func TestRecordOfAnotherModeRestartsGrace(t *testing.T) {
 // left for days, nor when there was none. Real leader election, over a
 // fake clientset.
 func TestTermLockTakeovers(t *testing.T) {
-	le := LeaderElection{LeaseNamespace: "ns", LeaseName: "lease", LeaseDuration: metav1.Duration{Duration: time.Second},
+	le := enforcerv1alpha1.LeaderElection{LeaseNamespace: "ns", LeaseName: "lease", LeaseDuration: metav1.Duration{Duration: time.Second},
 		RenewDeadline: metav1.Duration{Duration: 500 * time.Millisecond}, RetryPeriod: metav1.Duration{Duration: 100 * time.Millisecond}}
 	// A Lease written by a holder whose lease duration is seconds: a
 	// candidate waits that long (not its own) once it saw it renewed.
@@ -217,7 +220,7 @@ func TestTermLockTakeovers(t *testing.T) {
 
 // elect runs leader election for id until it leads, and returns its term
 // and a stop that cancels it and waits until it released the Lease.
-func elect(t *testing.T, client kubernetes.Interface, id string, le LeaderElection) (*term, func()) {
+func elect(t *testing.T, client kubernetes.Interface, id string, le enforcerv1alpha1.LeaderElection) (*term, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan *term, 1)
@@ -239,7 +242,7 @@ func elect(t *testing.T, client kubernetes.Interface, id string, le LeaderElecti
 
 // runElection campaigns as id, as Run does, and sends its term to started
 // once it leads; it returns after ctx ends and the Lease is released.
-func runElection(ctx context.Context, t *testing.T, client kubernetes.Interface, id string, le LeaderElection, started chan<- *term) {
+func runElection(ctx context.Context, t *testing.T, client kubernetes.Interface, id string, le enforcerv1alpha1.LeaderElection, started chan<- *term) {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.LeaseNamespace, le.LeaseName,
 		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
@@ -40,7 +41,7 @@ const minPassInterval = time.Second
 // /metrics' build_info), and the passes themselves, only while this
 // replica holds the Lease. A leader whose health check fails (health.go)
 // releases the Lease and Run returns why.
-func Run(ctx context.Context, cfg *Config, restConfig *rest.Config, serving *Serving, build buildinfo.Info) error {
+func Run(ctx context.Context, cfg *enforcerv1alpha1.EnforcerConfiguration, restConfig *rest.Config, serving *Serving, build buildinfo.Info) error {
 	logger := klog.FromContext(ctx)
 	sched, err := loadSchedulerConfig(cfg.SchedulerConfig)
 	if err != nil {

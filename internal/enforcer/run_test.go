@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
@@ -29,7 +31,7 @@ func scrape(e *Enforcer) string {
 // the violation and eviction counts, every eviction series from the start
 // (at 0, so that the first error is an increase), and the build.
 func TestEndpoints(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.e.metrics.registerBuild(buildinfo.Info{Version: "v1.2.3", GitCommit: "abc", BuildDate: "today"})
 	empty := httptest.NewRecorder()
 	endpoints(r.e, nil, nil).ServeHTTP(empty, httptest.NewRequest("GET", "/violations", nil))
@@ -55,11 +57,11 @@ func TestEndpoints(t *testing.T) {
 
 	rec := httptest.NewRecorder()
 	m.ServeHTTP(rec, httptest.NewRequest("GET", "/violations", nil))
-	var reps []Report
+	var reps []violationsv1alpha1.Report
 	if err := json.Unmarshal(rec.Body.Bytes(), &reps); err != nil {
 		t.Fatal(err)
 	}
-	if len(reps) != 2 || reps[0].Pod != "ns/p" || reps[0].State != StateEvicting || reps[0].Target != "b" {
+	if len(reps) != 2 || reps[0].Pod != "ns/p" || reps[0].State != violationsv1alpha1.StateEvicting || reps[0].Target != "b" {
 		t.Errorf("/violations: %+v", reps)
 	}
 
@@ -140,7 +142,7 @@ func TestRelevantUpdate(t *testing.T) {
 // /violations answers from the last pass's reports while a pass holds the
 // enforcer's lock: a long pass never stalls the endpoint.
 func TestViolationsDoNotWaitForAPass(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.GracePeriod.NodeAffinity.Duration = 0 })
+	r := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) { c.GracePeriod.NodeAffinity.Duration = 0 })
 	r.c.Nodes = []*v1.Node{node("a", nil), node("b", ssd)}
 	r.c.Pods = []*v1.Pod{ssdPod("p", "rs", "a")}
 	r.pass()

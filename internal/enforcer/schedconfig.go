@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins/interpodaffinity"
@@ -71,10 +72,10 @@ func profileRules(prof *config.KubeSchedulerProfile) RuleSet {
 	filters := profile.FilterPlugins(prof)
 	var out RuleSet
 	if filters.Has(nodeaffinity.Name) {
-		out |= ruleBit(NodeAffinity)
+		out |= ruleBit(enforcerv1alpha1.NodeAffinity)
 	}
 	if filters.Has(interpodaffinity.Name) {
-		out |= ruleBit(PodAffinity) | ruleBit(PodAntiAffinity)
+		out |= ruleBit(enforcerv1alpha1.PodAffinity) | ruleBit(enforcerv1alpha1.PodAntiAffinity)
 	}
 	return out
 }
@@ -85,12 +86,12 @@ func logUnenforced(logger klog.Logger, cfg *config.KubeSchedulerConfiguration) {
 	for i := range cfg.Profiles {
 		prof := &cfg.Profiles[i]
 		enforced := profileRules(prof)
-		for _, r := range Rules() {
+		for _, r := range enforcerv1alpha1.Rules() {
 			if enforced.Has(r) {
 				continue
 			}
 			plugin := nodeaffinity.Name
-			if r != NodeAffinity {
+			if r != enforcerv1alpha1.NodeAffinity {
 				plugin = interpodaffinity.Name
 			}
 			logger.Info("Not enforcing a rule for a profile: its Filter does not run the plugin that applies it, so its scheduler would place a replacement in violation again",

@@ -23,11 +23,9 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
-)
 
-// DefaultSecurePort is where the enforcer serves its endpoints unless
-// --secure-port says otherwise.
-const DefaultSecurePort = 10261
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
+)
 
 // ServingOptions are the flags of the enforcer's HTTPS endpoints, the ones
 // kube-scheduler takes: --secure-port, --bind-address, the certificate
@@ -52,7 +50,7 @@ func NewServingOptions() *ServingOptions {
 		Authentication: apiserveroptions.NewDelegatingAuthenticationOptions(),
 		Authorization:  apiserveroptions.NewDelegatingAuthorizationOptions(),
 	}
-	o.SecureServing.BindPort = DefaultSecurePort
+	o.SecureServing.BindPort = violationsv1alpha1.DefaultSecurePort
 	o.SecureServing.ServerCert.CertDirectory = ""
 	o.SecureServing.ServerCert.PairName = Component
 	o.Authentication.TolerateInClusterLookupFailure = true

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/klog/v2/ktesting"
+
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 )
 
 // The endpoints served by the options' defaults, with no kubeconfig to
@@ -25,7 +27,7 @@ import (
 // HTTPS only, the health paths open, /metrics and /violations refused.
 func TestServingDefaults(t *testing.T) {
 	o := NewServingOptions()
-	if o.SecureServing.BindPort != DefaultSecurePort || !o.Authentication.TolerateInClusterLookupFailure ||
+	if o.SecureServing.BindPort != violationsv1alpha1.DefaultSecurePort || !o.Authentication.TolerateInClusterLookupFailure ||
 		!o.Authentication.RemoteKubeConfigFileOptional || !o.Authorization.RemoteKubeConfigFileOptional {
 		t.Errorf("defaults: port %d, %+v, %+v", o.SecureServing.BindPort, o.Authentication, o.Authorization)
 	}

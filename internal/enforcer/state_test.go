@@ -22,6 +22,8 @@ import (
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // randomWorld is a small cluster that random events change: few label
@@ -203,7 +205,7 @@ func TestIncrementalMatchesFullRejudge(t *testing.T) {
 		// then differ from a fresh enforcer's (evictions in flight), so
 		// only the verdicts are compared.
 		acting := seq%2 == 1
-		inc := newRig(t, func(c *Config) {
+		inc := newRig(t, func(c *enforcerv1alpha1.EnforcerConfiguration) {
 			if acting {
 				c.GracePeriod.NodeAffinity.Duration, c.GracePeriod.PodAffinity.Duration, c.GracePeriod.PodAntiAffinity.Duration = 0, 0, 0
 			}
@@ -241,7 +243,7 @@ func TestIncrementalMatchesFullRejudge(t *testing.T) {
 			// pod kept (protected, no-fit) is seen by older ones.
 			full := newRig(t, nil)
 			for uid, tr := range inc.e.tracked {
-				full.e.tracked[uid] = &tracked{since: map[Rule]time.Time{}, state: tr.state}
+				full.e.tracked[uid] = &tracked{since: map[enforcerv1alpha1.Rule]time.Time{}, state: tr.state}
 			}
 			if _, err := inc.e.step(ctx, s, j, pl, ch); err != nil {
 				t.Fatal(err)

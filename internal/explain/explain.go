@@ -8,156 +8,25 @@ package explain
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/pkg/plugins"
 )
 
-// Result is the whole explanation; its JSON form is the -o json output,
-// versioned by its apiVersion (a schema, not a served API) so scripts can
-// rely on it.
-type Result struct {
-	metav1.TypeMeta `json:",inline"`
-
-	Pod     string `json:"pod"`
-	Profile string `json:"profile"`
-	// Config names the KubeSchedulerConfiguration the profile came from:
-	// "--config FILE", "ConfigMap NAMESPACE/NAME" or the shipped default.
-	Config string `json:"config,omitempty"`
-	// BoundTo is the node the pod is bound to, when it is: the verdict is
-	// then recomputed against today's cluster, without the pod.
-	BoundTo string `json:"boundTo,omitempty"`
-	// Nodes and Feasible count all nodes and those passing every filter.
-	Nodes    int `json:"nodes"`
-	Feasible int `json:"feasible"`
-	// Selected is the node the scheduler would pick; empty when the pod is
-	// unschedulable. When several nodes share the top score the scheduler
-	// picks one of them at random: Tied lists them all.
-	Selected string   `json:"selected,omitempty"`
-	Tied     []string `json:"tied,omitempty"`
-	// SchedulerMessage is what kube-scheduler's FailedScheduling event would
-	// say (it counts only the first failing filter per node), without the
-	// preemption suffix; empty when the pod fits.
-	SchedulerMessage string `json:"schedulerMessage,omitempty"`
-	// Reasons counts nodes per failing plugin reason over ALL filters, so a
-	// node rejected by two plugins counts under both.
-	Reasons []ReasonCount `json:"reasons,omitempty"`
-	// PreFilter is each PreFilter plugin's outcome, when not plain success.
-	PreFilter []PluginVerdict `json:"preFilter,omitempty"`
-	// NodeResults holds every node, by name.
-	NodeResults []NodeResult `json:"nodeResults"`
-	// Ranking is the feasible nodes by total score, best first.
-	Ranking []NodeScore `json:"ranking,omitempty"`
-	// PostFilter is the preemption dry run, for a pod no node fits.
-	PostFilter *PostFilter `json:"postFilter,omitempty"`
-	// Warnings say the explanation may not be about the scheduler that
-	// runs (e.g. the installed config could not be read).
-	Warnings []string `json:"warnings,omitempty"`
-	// Notes say where the explanation may differ from what happens,
-	// including what the caller could not read.
-	Notes []string `json:"notes,omitempty"`
-	// Hints are cheap what-ifs: one change to the pod and how many more
-	// nodes it would make feasible.
-	Hints []Hint `json:"hints,omitempty"`
-}
-
-// The type of the -o json/yaml output.
-const (
-	APIVersion = "explain.placement-scheduler.io/v1alpha1"
-	Kind       = "PlacementExplanation"
-)
-
-var _ runtime.Object = &Result{}
-
-// DeepCopyObject makes Result a runtime.Object for cli-runtime's printers.
-// A JSON round trip is exact for this plain data type and keeps the copy
-// from drifting when fields are added.
-func (r *Result) DeepCopyObject() runtime.Object {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		panic(fmt.Sprintf("explain.Result is plain data and always marshals: %v", err))
-	}
-	out := &Result{}
-	if err := json.Unmarshal(raw, out); err != nil {
-		panic(fmt.Sprintf("explain.Result round trip: %v", err))
-	}
-	return out
-}
-
-// ReasonCount is a filter reason and how many nodes report it.
-type ReasonCount struct {
-	Reason string `json:"reason"`
-	Plugin string `json:"plugin"`
-	Nodes  int    `json:"nodes"`
-}
-
-// PluginVerdict is one plugin's status at one extension point (and node).
-type PluginVerdict struct {
-	Plugin string `json:"plugin"`
-	// Code is the framework status code: Success, Skip, Unschedulable,
-	// UnschedulableAndUnresolvable, Error...
-	Code    string          `json:"code"`
-	Reasons []string        `json:"reasons,omitempty"`
-	Causes  []plugins.Cause `json:"causes,omitempty"`
-	// Resources details a NodeResourcesFit rejection: per short resource,
-	// the request, what the node has free and which pods hold it.
-	Resources []ResourceFit `json:"resources,omitempty"`
-}
-
-// NodeResult is every filter's verdict on one node.
-type NodeResult struct {
-	Node     string `json:"node"`
-	Feasible bool   `json:"feasible"`
-	// ExcludedByPreFilter is set when PreFilter narrowed the candidates and
-	// left this node out; the scheduler does not run Filter on it.
-	ExcludedByPreFilter string `json:"excludedByPreFilter,omitempty"`
-	// NominatedPods is set when every filter passes on its own but the
-	// node fails once the pods nominated to it (by an earlier preemption)
-	// are counted, as the scheduler does: the status it then gets.
-	NominatedPods string          `json:"nominatedPods,omitempty"`
-	Filters       []PluginVerdict `json:"filters"`
-}
-
-// NodeScore is a feasible node's scores.
-type NodeScore struct {
-	Node  string `json:"node"`
-	Rank  int    `json:"rank"`
-	Total int64  `json:"total"`
-	// Plugins lists each score plugin in profile order.
-	Plugins []PluginScore `json:"plugins"`
-}
-
-// PluginScore is one score plugin on one node. Weighted = Normalized*Weight.
-type PluginScore struct {
-	Plugin     string `json:"plugin"`
-	Skipped    bool   `json:"skipped,omitempty"`
-	Raw        int64  `json:"raw"`
-	Normalized int64  `json:"normalized"`
-	Weight     int32  `json:"weight"`
-	Weighted   int64  `json:"weighted"`
-}
-
-// Hint is one change and how many infeasible nodes it would make feasible.
-type Hint struct {
-	Change string `json:"change"`
-	Nodes  int    `json:"nodes"`
-}
-
 // Explain builds the profile's framework over the cluster and runs the
 // scheduling cycle for pod, recording everything.
-func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeSchedulerProfile) (*Result, error) {
+func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeSchedulerProfile) (*explainv1alpha1.PlacementExplanation, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the informers
 	fw, err := newFramework(ctx, c, pod, profile)
@@ -168,14 +37,14 @@ func Explain(ctx context.Context, pod *v1.Pod, c *Cluster, profile *config.KubeS
 }
 
 // explainWith runs the cycle on a framework built by newFramework.
-func explainWith(ctx context.Context, fw *profileFramework, pod *v1.Pod, c *Cluster, profile *config.KubeSchedulerProfile) (*Result, error) {
+func explainWith(ctx context.Context, fw *profileFramework, pod *v1.Pod, c *Cluster, profile *config.KubeSchedulerProfile) (*explainv1alpha1.PlacementExplanation, error) {
 	nodes, err := fw.Snapshot.Lister().NodeInfos().List()
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
-	res := &Result{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+	res := &explainv1alpha1.PlacementExplanation{
+		TypeMeta: metav1.TypeMeta{APIVersion: explainv1alpha1.APIVersion, Kind: explainv1alpha1.Kind},
 		Pod:      pod.Namespace + "/" + pod.Name,
 		Profile:  profile.SchedulerName,
 		Nodes:    len(nodes),
@@ -204,7 +73,7 @@ func explainWith(ctx context.Context, fw *profileFramework, pod *v1.Pod, c *Clus
 		diag.NodeToStatus.SetAbsentNodesStatus(st)
 		res.SchedulerMessage = (&framework.FitError{Pod: pod, NumAllNodes: len(nodes), Diagnosis: diag}).Error()
 		for _, r := range st.Reasons() {
-			res.Reasons = append(res.Reasons, ReasonCount{Reason: r, Plugin: st.Plugin(), Nodes: len(nodes)})
+			res.Reasons = append(res.Reasons, explainv1alpha1.ReasonCount{Reason: r, Plugin: st.Plugin(), Nodes: len(nodes)})
 		}
 		if res.PostFilter, err = runPostFilter(ctx, fw, state, pod, diag.NodeToStatus); err != nil {
 			return nil, err
@@ -212,14 +81,14 @@ func explainWith(ctx context.Context, fw *profileFramework, pod *v1.Pod, c *Clus
 		return res, nil
 	}
 	if !preRes.AllNodes() {
-		res.PreFilter = append(res.PreFilter, PluginVerdict{
+		res.PreFilter = append(res.PreFilter, explainv1alpha1.PluginVerdict{
 			Plugin:  strings.Join(sets.List(prePlugins), ","),
 			Code:    "Success",
 			Reasons: []string{fmt.Sprintf("narrowed the candidates to %d node(s): %s", preRes.NodeNames.Len(), strings.Join(sets.List(preRes.NodeNames), ", "))},
 		})
 	}
 	for _, name := range sets.List(state.GetSkipFilterPlugins()) {
-		res.PreFilter = append(res.PreFilter, PluginVerdict{Plugin: name, Code: fwk.Skip.String(), Reasons: []string{"PreFilter returned Skip: Filter is not run and passes"}})
+		res.PreFilter = append(res.PreFilter, explainv1alpha1.PluginVerdict{Plugin: name, Code: fwk.Skip.String(), Reasons: []string{"PreFilter returned Skip: Filter is not run and passes"}})
 	}
 
 	feasible, statuses, err := runFilters(ctx, fw, state, pod, nodes, preRes, prePlugins, res)
@@ -245,7 +114,7 @@ func explainWith(ctx context.Context, fw *profileFramework, pod *v1.Pod, c *Clus
 // failure) to reproduce its FailedScheduling message; those statuses are
 // what PostFilter gets.
 func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo,
-	preRes *fwk.PreFilterResult, prePlugins sets.Set[string], res *Result) ([]fwk.NodeInfo, *framework.NodeToStatus, error) {
+	preRes *fwk.PreFilterResult, prePlugins sets.Set[string], res *explainv1alpha1.PlacementExplanation) ([]fwk.NodeInfo, *framework.NodeToStatus, error) {
 	var filters []fwk.FilterPlugin
 	for _, p := range fw.ListPlugins().Filter.Enabled {
 		fp, ok := fw.Plugins[p.Name].(fwk.FilterPlugin)
@@ -260,7 +129,7 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 	var feasible []fwk.NodeInfo
 	for _, ni := range nodes {
 		name := ni.Node().Name
-		nr := NodeResult{Node: name}
+		nr := explainv1alpha1.NodeResult{Node: name}
 		// The scheduler's own verdict (first failure, nominated pods
 		// counted) decides feasibility and its FailedScheduling message.
 		var sched *fwk.Status
@@ -277,7 +146,7 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 		ownFailure := false
 		for _, pl := range filters {
 			if skip.Has(pl.Name()) {
-				nr.Filters = append(nr.Filters, PluginVerdict{Plugin: pl.Name(), Code: fwk.Skip.String()})
+				nr.Filters = append(nr.Filters, explainv1alpha1.PluginVerdict{Plugin: pl.Name(), Code: fwk.Skip.String()})
 				continue
 			}
 			st := pl.Filter(ctx, state, pod, ni)
@@ -288,7 +157,9 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 			if !st.IsSuccess() {
 				ownFailure = true
 				if ex, ok := pl.(plugins.FilterExplainer); ok {
-					v.Causes = ex.ExplainFilter(ctx, state, pod, ni)
+					for _, c := range ex.ExplainFilter(ctx, state, pod, ni) {
+						v.Causes = append(v.Causes, explainv1alpha1.Cause{Message: c.Message, Fix: c.Fix})
+					}
 				}
 				if pl.Name() == names.NodeResourcesFit {
 					v.Resources = resourceFits(pod, ni, st.Reasons(), fw.SharedDRAManager())
@@ -313,7 +184,7 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 		res.SchedulerMessage = (&framework.FitError{Pod: pod, NumAllNodes: len(nodes), Diagnosis: diag}).Error()
 	}
 	for k, n := range counts {
-		res.Reasons = append(res.Reasons, ReasonCount{Plugin: k[0], Reason: k[1], Nodes: n})
+		res.Reasons = append(res.Reasons, explainv1alpha1.ReasonCount{Plugin: k[0], Reason: k[1], Nodes: n})
 	}
 	sort.Slice(res.Reasons, func(i, j int) bool {
 		a, b := res.Reasons[i], res.Reasons[j]
@@ -329,19 +200,19 @@ func runFilters(ctx context.Context, fw *profileFramework, state fwk.CycleState,
 // plugins Skip), then each score plugin's Score and NormalizeScore on its
 // own so the raw and normalized values can be shown, weighted as the
 // framework weighs them.
-func runScores(ctx context.Context, fw *profileFramework, state fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo, res *Result) error {
+func runScores(ctx context.Context, fw *profileFramework, state fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo, res *explainv1alpha1.PlacementExplanation) error {
 	if st := fw.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
 		return fmt.Errorf("PreScore plugin %s: %w", st.Plugin(), st.AsError())
 	}
 	skip := state.GetSkipScorePlugins()
-	scores := make([]NodeScore, len(feasible))
+	scores := make([]explainv1alpha1.NodeScore, len(feasible))
 	for i, ni := range feasible {
 		scores[i].Node = ni.Node().Name
 	}
 	for _, p := range fw.ListPlugins().Score.Enabled {
 		if skip.Has(p.Name) {
 			for i := range scores {
-				scores[i].Plugins = append(scores[i].Plugins, PluginScore{Plugin: p.Name, Skipped: true, Weight: p.Weight})
+				scores[i].Plugins = append(scores[i].Plugins, explainv1alpha1.PluginScore{Plugin: p.Name, Skipped: true, Weight: p.Weight})
 			}
 			continue
 		}
@@ -366,7 +237,7 @@ func runScores(ctx context.Context, fw *profileFramework, state fwk.CycleState, 
 		}
 		for i := range scores {
 			w := list[i].Score * int64(p.Weight)
-			scores[i].Plugins = append(scores[i].Plugins, PluginScore{
+			scores[i].Plugins = append(scores[i].Plugins, explainv1alpha1.PluginScore{
 				Plugin: p.Name, Raw: raw[i], Normalized: list[i].Score, Weight: p.Weight, Weighted: w,
 			})
 			scores[i].Total += w
@@ -395,17 +266,17 @@ func runScores(ctx context.Context, fw *profileFramework, state fwk.CycleState, 
 	return nil
 }
 
-func verdict(plugin string, st *fwk.Status) PluginVerdict {
+func verdict(plugin string, st *fwk.Status) explainv1alpha1.PluginVerdict {
 	if st == nil {
-		return PluginVerdict{Plugin: plugin, Code: fwk.Success.String()}
+		return explainv1alpha1.PluginVerdict{Plugin: plugin, Code: fwk.Success.String()}
 	}
-	return PluginVerdict{Plugin: plugin, Code: st.Code().String(), Reasons: st.Reasons()}
+	return explainv1alpha1.PluginVerdict{Plugin: plugin, Code: st.Code().String(), Reasons: st.Reasons()}
 }
 
 // hints finds single changes to the pod that would make infeasible nodes
 // feasible: a node counts for a change when all of its failures are causes
 // carrying that very Fix (e.g. its only untolerated taint).
-func hints(res *Result) {
+func hints(res *explainv1alpha1.PlacementExplanation) {
 	counts := map[string]int{}
 	for _, nr := range res.NodeResults {
 		if nr.Feasible || nr.ExcludedByPreFilter != "" {
@@ -434,7 +305,7 @@ func hints(res *Result) {
 		}
 	}
 	for change, n := range counts {
-		res.Hints = append(res.Hints, Hint{Change: change, Nodes: n})
+		res.Hints = append(res.Hints, explainv1alpha1.Hint{Change: change, Nodes: n})
 	}
 	sort.Slice(res.Hints, func(i, j int) bool {
 		if res.Hints[i].Nodes != res.Hints[j].Nodes {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 )
@@ -145,8 +146,8 @@ func NewPlacer(ctx context.Context, c *Cluster, prof *config.KubeSchedulerProfil
 // why pod (not in the snapshot) fits no node now, and what preemption
 // would do about it, with the claims its controllers would create for it
 // modelled, as Assign places it. Nothing is reserved.
-func (p *Placer) Explain(ctx context.Context, pod *v1.Pod) (*Result, error) {
-	var res *Result
+func (p *Placer) Explain(ctx context.Context, pod *v1.Pod) (*explainv1alpha1.PlacementExplanation, error) {
+	var res *explainv1alpha1.PlacementExplanation
 	err := p.fw.AsCreated(ctx, pod, func(created *v1.Pod) error {
 		var err error
 		res, err = explainWith(ctx, p.fw, created, &Cluster{}, p.prof)
@@ -156,7 +157,7 @@ func (p *Placer) Explain(ctx context.Context, pod *v1.Pod) (*Result, error) {
 }
 
 // Preempt reserves pod on node with victims taken out of the snapshot.
-func (p *Placer) Preempt(ctx context.Context, pod *v1.Pod, node string, victims []Victim) error {
+func (p *Placer) Preempt(ctx context.Context, pod *v1.Pod, node string, victims []explainv1alpha1.Victim) error {
 	names := make([]string, len(victims))
 	for i, v := range victims {
 		names[i] = v.Pod

@@ -16,60 +16,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
-
-// PostFilter is what the profile's PostFilter plugins would do for an
-// unschedulable pod: whether preemption would make room, where, and at
-// whose expense, or why it would not. It is a dry run: nothing is evicted
-// and no pod is nominated.
-type PostFilter struct {
-	// Plugin is the PostFilter plugin that was dry-run (DefaultPreemption);
-	// empty when the profile has none, and then the scheduler does not
-	// preempt.
-	Plugin string `json:"plugin,omitempty"`
-	// WouldPreempt is set when preemption finds a node: Node, with Victims
-	// evicted, is where the scheduler would nominate the pod.
-	WouldPreempt bool     `json:"wouldPreempt"`
-	Node         string   `json:"node,omitempty"`
-	Victims      []Victim `json:"victims,omitempty"`
-	// PDBViolations counts victims whose eviction a PodDisruptionBudget
-	// does not allow (preemption may still evict them, as a last resort).
-	PDBViolations int `json:"pdbViolations,omitempty"`
-	// Candidates is every node where preemption would work, the chosen one
-	// included, with its victims.
-	Candidates []PreemptionCandidate `json:"candidates,omitempty"`
-	// NotHelpful lists the nodes where preemption would not help, and why.
-	NotHelpful []NodeWhyNot `json:"notHelpful,omitempty"`
-	// Reason says why preemption would not help at all, when it would not.
-	Reason string `json:"reason,omitempty"`
-	// Message is what the scheduler appends to its FailedScheduling event
-	// ("preemption: ...", after the reasons of PostFilter plugins that run
-	// before DefaultPreemption), when preemption would not help.
-	Message string `json:"message,omitempty"`
-	// Notes say where this dry run may differ from the scheduler's.
-	Notes []string `json:"notes,omitempty"`
-}
-
-// Victim is a pod preemption would evict.
-type Victim struct {
-	Pod      string `json:"pod"`
-	Node     string `json:"node"`
-	Priority int32  `json:"priority"`
-}
-
-// PreemptionCandidate is a node where evicting Victims makes the pod fit.
-type PreemptionCandidate struct {
-	Node          string   `json:"node"`
-	Victims       []Victim `json:"victims"`
-	PDBViolations int      `json:"pdbViolations,omitempty"`
-}
-
-// NodeWhyNot is a node preemption cannot use, and the status that says why.
-type NodeWhyNot struct {
-	Node   string `json:"node"`
-	Reason string `json:"reason"`
-}
 
 // notHelpful is the status the scheduler gives nodes preemption cannot
 // help (the text of its FailedScheduling event).
@@ -81,10 +30,10 @@ const notHelpful = "Preemption is not helpful for scheduling"
 // SelectCandidate), everything except actuation. SelectVictimsOnNode works
 // on copies (NodeInfo.Snapshot, CycleState.Clone), so the snapshot the
 // rest of the explanation reads is not changed.
-func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleState, pod *v1.Pod, m *framework.NodeToStatus) (*PostFilter, error) {
+func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleState, pod *v1.Pod, m *framework.NodeToStatus) (*explainv1alpha1.PostFilter, error) {
 	enabled := fw.ListPlugins().PostFilter.Enabled
 	if len(enabled) == 0 {
-		return &PostFilter{Reason: "the profile has no PostFilter plugin: the scheduler does not preempt"}, nil
+		return &explainv1alpha1.PostFilter{Reason: "the profile has no PostFilter plugin: the scheduler does not preempt"}, nil
 	}
 	var pl *defaultpreemption.DefaultPreemption
 	var others []string
@@ -120,12 +69,12 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 		return strings.Join(slices.Concat(before, []string{preemption}, after), ", ")
 	}
 	if pl == nil && len(others) == 0 {
-		return &PostFilter{Reason: "the profile has no preemption plugin: the scheduler does not preempt"}, nil
+		return &explainv1alpha1.PostFilter{Reason: "the profile has no preemption plugin: the scheduler does not preempt"}, nil
 	}
 	if pl == nil {
-		return &PostFilter{Reason: fmt.Sprintf("PostFilter plugin(s) %s are not DefaultPreemption: explain cannot dry-run them", strings.Join(others, ", "))}, nil
+		return &explainv1alpha1.PostFilter{Reason: fmt.Sprintf("PostFilter plugin(s) %s are not DefaultPreemption: explain cannot dry-run them", strings.Join(others, ", "))}, nil
 	}
-	res := &PostFilter{Plugin: pl.Name()}
+	res := &explainv1alpha1.PostFilter{Plugin: pl.Name()}
 	if len(others) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("PostFilter plugin(s) %s not run: explain dry-runs DefaultPreemption only", strings.Join(others, ", ")))
 	}
@@ -180,7 +129,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 		} else {
 			continue
 		}
-		res.NotHelpful = append(res.NotHelpful, NodeWhyNot{Node: name, Reason: why})
+		res.NotHelpful = append(res.NotHelpful, explainv1alpha1.NodeWhyNot{Node: name, Reason: why})
 	}
 	if len(candidates) == 0 {
 		// What the scheduler's DefaultPreemption reports in this case.
@@ -195,7 +144,7 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 		return res, nil
 	}
 	for _, c := range candidates {
-		res.Candidates = append(res.Candidates, PreemptionCandidate{
+		res.Candidates = append(res.Candidates, explainv1alpha1.PreemptionCandidate{
 			Node: c.Name(), Victims: victims(c), PDBViolations: int(c.Victims().NumPDBViolations),
 		})
 	}
@@ -208,10 +157,10 @@ func runPostFilter(ctx context.Context, fw *profileFramework, state fwk.CycleSta
 	return res, nil
 }
 
-func victims(c preemption.Candidate) []Victim {
-	var out []Victim
+func victims(c preemption.Candidate) []explainv1alpha1.Victim {
+	var out []explainv1alpha1.Victim
 	for _, p := range c.Victims().Pods {
-		out = append(out, Victim{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Priority: corev1helpers.PodPriority(p)})
+		out = append(out, explainv1alpha1.Victim{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Priority: corev1helpers.PodPriority(p)})
 	}
 	return out
 }

@@ -7,13 +7,15 @@ import (
 
 	"k8s.io/cli-runtime/pkg/printers"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
 )
 
 // PrintTable writes the human form: the summary first, then every node's
 // failing filters with our plugins' causes, then the score ranking. wide
 // adds every filter's verdict (also the passing ones) and each score's
 // raw and normalized values.
-func PrintTable(w io.Writer, r *Result, wide bool) error {
+func PrintTable(w io.Writer, r *explainv1alpha1.PlacementExplanation, wide bool) error {
 	if r.Config != "" {
 		fmt.Fprintf(w, "Pod %s, profile %s of %s\n", r.Pod, r.Profile, r.Config)
 	} else {
@@ -109,7 +111,7 @@ func PrintTable(w io.Writer, r *Result, wide bool) error {
 
 // filterRows returns (plugin, verdict) rows for one node: with wide every
 // filter, otherwise the failing ones (or one "all passed" row).
-func filterRows(nr NodeResult, wide bool) [][2]string {
+func filterRows(nr explainv1alpha1.NodeResult, wide bool) [][2]string {
 	var rows [][2]string
 	if nr.ExcludedByPreFilter != "" {
 		rows = append(rows, [2]string{"(PreFilter)", nr.ExcludedByPreFilter})
@@ -144,7 +146,7 @@ func filterRows(nr NodeResult, wide bool) [][2]string {
 	return rows
 }
 
-func scoreCell(p PluginScore, wide bool) string {
+func scoreCell(p explainv1alpha1.PluginScore, wide bool) string {
 	switch {
 	case p.Skipped:
 		return "skip"
@@ -164,7 +166,7 @@ func yesNo(b bool) string {
 
 // printPostFilter writes the preemption dry run: where and at whose
 // expense, or why not.
-func printPostFilter(w io.Writer, pf *PostFilter) {
+func printPostFilter(w io.Writer, pf *explainv1alpha1.PostFilter) {
 	if pf == nil {
 		return
 	}
@@ -222,7 +224,7 @@ func pdbNote(n int) string {
 	return fmt.Sprintf(" (%d beyond what a PodDisruptionBudget allows)", n)
 }
 
-func victimList(vs []Victim) string {
+func victimList(vs []explainv1alpha1.Victim) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
 		parts[i] = fmt.Sprintf("%s (priority %d)", v.Pod, v.Priority)

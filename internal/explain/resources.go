@@ -14,40 +14,9 @@ import (
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 )
-
-// ResourceFit is one resource NodeResourcesFit found short on a node, in
-// the plugin's own accounting: the pod's request as its PreFilter computes
-// it, the node's allocatable and what the pods on it request
-// (NodeInfo.Requested, the sum of each pod's PodInfo.CalculateResource).
-// Quantities are Kubernetes quantities ("500m", "4Gi"); for "pods" they are
-// counts.
-type ResourceFit struct {
-	Resource    string `json:"resource"`
-	Requested   string `json:"requested"`
-	Allocatable string `json:"allocatable"`
-	Used        string `json:"used"`
-	Free        string `json:"free"`
-	// Short is how much more the node would need free: requested - free.
-	Short string `json:"short"`
-	// Unresolvable is set when the pod asks for more than the node's whole
-	// allocatable: evicting every pod would not make room, so preemption
-	// does not consider the node.
-	Unresolvable bool `json:"unresolvable,omitempty"`
-	// Holders are the pods on the node requesting the most of this
-	// resource, largest first (at most maxHolders); MoreHolders counts the
-	// other pods requesting some of it.
-	Holders     []Holder `json:"holders,omitempty"`
-	MoreHolders int      `json:"moreHolders,omitempty"`
-}
-
-// Holder is a pod on the node and what it requests of one resource.
-type Holder struct {
-	Pod      string `json:"pod"`
-	Request  string `json:"request"`
-	Priority int32  `json:"priority"`
-}
 
 const maxHolders = 5
 
@@ -55,14 +24,14 @@ const maxHolders = 5
 // noderesources.Fits (the plugin's own check, exported for this kind of
 // caller) whose reason is among the status's reasons, so resources the
 // profile's args ignore are left out just as the plugin leaves them out.
-func resourceFits(pod *v1.Pod, ni fwk.NodeInfo, reasons []string, dra fwk.SharedDRAManager) []ResourceFit {
+func resourceFits(pod *v1.Pod, ni fwk.NodeInfo, reasons []string, dra fwk.SharedDRAManager) []explainv1alpha1.ResourceFit {
 	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	opts := k8sline.ResourceRequestsOptions(fts)
 	if !fts.EnableDRAExtendedResource {
 		dra = nil
 	}
 	want := sets.New(reasons...)
-	var out []ResourceFit
+	var out []explainv1alpha1.ResourceFit
 	for _, ir := range noderesources.Fits(pod, ni, dra, opts) {
 		if !want.Has(ir.Reason) {
 			continue
@@ -71,7 +40,7 @@ func resourceFits(pod *v1.Pod, ni fwk.NodeInfo, reasons []string, dra fwk.Shared
 		if free < 0 {
 			free = 0
 		}
-		rf := ResourceFit{
+		rf := explainv1alpha1.ResourceFit{
 			Resource:     string(ir.ResourceName),
 			Requested:    quantity(ir.ResourceName, ir.Requested),
 			Allocatable:  quantity(ir.ResourceName, ir.Capacity),
@@ -90,7 +59,7 @@ func resourceFits(pod *v1.Pod, ni fwk.NodeInfo, reasons []string, dra fwk.Shared
 
 // holders ranks the pods on ni by their request of name, as NodeInfo
 // counted it when it added them up into Requested.
-func holders(ni fwk.NodeInfo, name v1.ResourceName) ([]Holder, int) {
+func holders(ni fwk.NodeInfo, name v1.ResourceName) ([]explainv1alpha1.Holder, int) {
 	type held struct {
 		pod *v1.Pod
 		n   int64
@@ -112,9 +81,9 @@ func holders(ni fwk.NodeInfo, name v1.ResourceName) ([]Holder, int) {
 		more = len(all) - maxHolders
 		all = all[:maxHolders]
 	}
-	out := make([]Holder, len(all))
+	out := make([]explainv1alpha1.Holder, len(all))
 	for i, h := range all {
-		out[i] = Holder{Pod: h.pod.Namespace + "/" + h.pod.Name, Request: quantity(name, h.n), Priority: corev1helpers.PodPriority(h.pod)}
+		out[i] = explainv1alpha1.Holder{Pod: h.pod.Namespace + "/" + h.pod.Name, Request: quantity(name, h.n), Priority: corev1helpers.PodPriority(h.pod)}
 	}
 	return out, more
 }
@@ -148,7 +117,7 @@ func quantity(name v1.ResourceName, n int64) string {
 
 // resourceRows renders a ResourceFit as table lines: the shortfall, then
 // who holds the resource.
-func resourceRows(rf ResourceFit) []string {
+func resourceRows(rf explainv1alpha1.ResourceFit) []string {
 	var rows []string
 	if rf.Resource == string(v1.ResourcePods) {
 		rows = append(rows, fmt.Sprintf("Too many pods: %s of %s pods allowed already run here", rf.Used, rf.Allocatable))

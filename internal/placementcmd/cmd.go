@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
@@ -210,7 +211,7 @@ func (o *explainOptions) run(ctx context.Context, args []string) error {
 }
 
 // write prints res in the requested format.
-func write(w io.Writer, res *explain.Result, format string) error {
+func write(w io.Writer, res *explainv1alpha1.PlacementExplanation, format string) error {
 	switch format {
 	case "json":
 		return (&printers.JSONPrinter{}).PrintObj(res, w)

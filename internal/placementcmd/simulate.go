@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	"github.com/placement-scheduler/placement-scheduler/internal/simulate"
@@ -190,7 +191,7 @@ func (o *simulateOptions) run(ctx context.Context) error {
 		return err
 	}
 	opts := simulate.Options{TopologyKey: o.by, Progress: o.progress(time.Now())}
-	var res *simulate.Result
+	var res *simulatev1alpha1.PlacementSimulation
 	switch {
 	case o.maxReplicas:
 		var notes []string
@@ -203,7 +204,7 @@ func (o *simulateOptions) run(ctx context.Context) error {
 			return err
 		}
 		first := true
-		res, err = simulate.Compare(func(p *config.KubeSchedulerProfile, opts simulate.Options) (*simulate.Result, error) {
+		res, err = simulate.Compare(func(p *config.KubeSchedulerProfile, opts simulate.Options) (*simulatev1alpha1.PlacementSimulation, error) {
 			if first {
 				first = false
 				return simulate.Run(ctx, w.cluster, p, w.replicas, opts)
@@ -230,7 +231,7 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	res.Warnings = append(res.Warnings, cfg.warnings...)
 	res.Edits = w.edits
 	if w.drain != nil {
-		w.drain.Conclude(res)
+		simulate.ConcludeDrain(w.drain, res)
 		res.Drain = w.drain
 	}
 	res.Notes = append(append(res.Notes, w.cluster.Unseen...), w.notes...)
@@ -240,7 +241,7 @@ func (o *simulateOptions) run(ctx context.Context) error {
 	if o.failIfPending && res.Pending > 0 {
 		return fmt.Errorf("--fail-if-pending: %d of %d replica(s) would stay Pending", res.Pending, len(res.Replicas))
 	}
-	if d := res.Drain; o.failIfPending && d != nil && d.Status != simulate.DrainCompletes && d.Status != simulate.DrainWaits {
+	if d := res.Drain; o.failIfPending && d != nil && d.Status != simulatev1alpha1.DrainCompletes && d.Status != simulatev1alpha1.DrainWaits {
 		return fmt.Errorf("--fail-if-pending: kubectl drain %s would not finish: %s", strings.Join(d.Flags, " "), d.Status)
 	}
 	return nil
@@ -285,7 +286,7 @@ type simulated struct {
 	// pods' (which picks the profile, as the first replica's does).
 	workload      runtime.Object
 	schedulerName string
-	drain         *simulate.DrainReport
+	drain         *simulatev1alpha1.DrainReport
 	edits         []string
 	notes         []string
 }
@@ -487,7 +488,7 @@ func (o *simulateOptions) progress(start time.Time) func(done, total int) {
 	}
 }
 
-func writeSimulation(w io.Writer, res *simulate.Result, format string) error {
+func writeSimulation(w io.Writer, res *simulatev1alpha1.PlacementSimulation, format string) error {
 	switch format {
 	case "json":
 		return (&printers.JSONPrinter{}).PrintObj(res, w)

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 
-	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
+	violationsv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/violations/v1alpha1"
 )
 
 type violationsOptions struct {
@@ -101,7 +101,7 @@ $PLACEMENT_ENFORCER_CA_FILE). --from-file reads a saved /violations instead.`,
 	cmd.Flags().StringVar(&o.fromFile, "from-file", "", "a saved /violations report instead of the live enforcer")
 	cmd.Flags().StringVar(&o.leaseNamespace, "lease-namespace", installNamespace, "the enforcer's Lease namespace")
 	cmd.Flags().StringVar(&o.leaseName, "lease-name", "placement-scheduler-enforcer", "the enforcer's Lease")
-	cmd.Flags().IntVar(&o.port, "port", enforcer.DefaultSecurePort, "the enforcer's --secure-port")
+	cmd.Flags().IntVar(&o.port, "port", violationsv1alpha1.DefaultSecurePort, "the enforcer's --secure-port")
 	cmd.Flags().StringVar(&o.enforcerURL, "enforcer-url", os.Getenv(enforcerURLEnv),
 		"the enforcer's https://host:port when it is not a pod (needs --enforcer-ca-file); empty: the leader pod, through a port-forward (default $"+enforcerURLEnv+")")
 	cmd.Flags().StringVar(&o.caFile, "enforcer-ca-file", os.Getenv(enforcerCAEnv),
@@ -267,14 +267,14 @@ func forward(ctx context.Context, rc *rest.Config, client kubernetes.Interface, 
 
 // print writes the report as a table or as JSON.
 func (o *violationsOptions) print(w io.Writer, data []byte) error {
-	var reports []enforcer.Report
+	var reports []violationsv1alpha1.Report
 	if err := json.Unmarshal(data, &reports); err != nil {
 		return fmt.Errorf("not an enforcer /violations report: %w", err)
 	}
 	switch o.output {
 	case "json":
 		if reports == nil {
-			reports = []enforcer.Report{} // nothing to report is [], never null
+			reports = []violationsv1alpha1.Report{} // nothing to report is [], never null
 		}
 		out, err := json.MarshalIndent(reports, "", "  ")
 		if err != nil {
@@ -325,12 +325,12 @@ func (o *violationsOptions) print(w io.Writer, data []byte) error {
 // split sums up the pass: how many pods go now (evicting, or dry-run in a
 // dry run) and how many are due but wait, by what holds them ("" when
 // neither).
-func split(reports []enforcer.Report) string {
+func split(reports []violationsv1alpha1.Report) string {
 	now, waiting := 0, 0
 	by := map[string]int{}
 	for _, r := range reports {
 		switch {
-		case r.State == enforcer.StateEvicting || r.State == enforcer.StateDryRun:
+		case r.State == violationsv1alpha1.StateEvicting || r.State == violationsv1alpha1.StateDryRun:
 			now++
 		case r.Wait != "":
 			waiting++

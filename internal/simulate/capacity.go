@@ -16,13 +16,8 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
-)
-
-// How a capacity search ended (cluster-capacity's terms).
-const (
-	StoppedUnschedulable = "Unschedulable"
-	StoppedLimit         = "LimitReached"
 )
 
 // DefaultCapacityLimit bounds a capacity search: each replica runs every
@@ -30,48 +25,14 @@ const (
 // otherwise take minutes.
 const DefaultCapacityLimit = 1000
 
-// Capacity answers "how many more replicas of this workload fit".
-type Capacity struct {
-	// Workload is Kind/name of the workload replicated.
-	Workload string `json:"workload"`
-	// Fits counts the replicas placed as the cluster is, nothing preempted:
-	// cluster-capacity's number. They are placed one at a time, each
-	// reserved before the next, until one fits no node.
-	Fits int `json:"fits"`
-	// Preempting counts the further replicas the scheduler places only by
-	// preempting lower-priority pods: the replica that first fits nowhere
-	// preempts, and later ones preempt too or take the room the victims
-	// left. Fits+Preempting is what the scheduler reaches.
-	Preempting int `json:"preempting"`
-	// Limit is the bound on the replicas placed (0: none).
-	Limit int `json:"limit"`
-	// StoppedBy is Unschedulable (a replica fits nowhere and preemption
-	// would not help: Reason says why) or LimitReached (more may fit).
-	StoppedBy string `json:"stoppedBy"`
-	// Reason is the FailedScheduling message of the first replica that
-	// stays Pending; its explanation is the Result's first reason.
-	Reason string `json:"reason,omitempty"`
-	// ByNode and ByTopology distribute the placed replicas over nodes and
-	// over the Result's TopologyKey values, most first.
-	ByNode     []Share `json:"byNode"`
-	ByTopology []Share `json:"byTopology"`
-}
-
-// Share is how many replicas land on one node or topology value.
-type Share struct {
-	Name       string `json:"name"`
-	Fits       int    `json:"fits"`
-	Preempting int    `json:"preempting,omitempty"`
-}
-
 // MaxReplicas places further replicas of obj, the one workload of a file,
 // one at a time through profile's framework over c, each reserved before
 // the next as Run does, until one stays Pending or limit replicas are
 // placed (limit 0: no bound but the nodes' room, which ends the search
 // anyway). The replicas come after any the cluster runs: the workload's
-// own spec.replicas is not placed first. The Result holds every replica
+// own spec.replicas is not placed first. The PlacementSimulation holds every replica
 // placed and the one that stays Pending, with its explanation.
-func MaxReplicas(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, obj runtime.Object, namespace string, limit int, opts Options) (*Result, []string, error) {
+func MaxReplicas(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, obj runtime.Object, namespace string, limit int, opts Options) (*simulatev1alpha1.PlacementSimulation, []string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the placer's informers
 	src, notes, err := newReplicaSource(obj, namespace, c, limit)
@@ -82,11 +43,11 @@ func MaxReplicas(ctx context.Context, c *explain.Cluster, profile *config.KubeSc
 	if err != nil {
 		return nil, nil, err
 	}
-	capy := &Capacity{Workload: src.workload, Limit: limit, StoppedBy: StoppedUnschedulable}
+	capy := &simulatev1alpha1.Capacity{Workload: src.workload, Limit: limit, StoppedBy: simulatev1alpha1.StoppedUnschedulable}
 	preempted := false
 	for i := 0; ; i++ {
 		if limit > 0 && i == limit {
-			capy.StoppedBy = StoppedLimit
+			capy.StoppedBy = simulatev1alpha1.StoppedLimit
 			break
 		}
 		r, err := src.next()
@@ -120,10 +81,10 @@ func MaxReplicas(ctx context.Context, c *explain.Cluster, profile *config.KubeSc
 
 // shares counts placed replicas per node and per topology value; the
 // first fits of them were placed without preemption.
-func shares(replicas []ReplicaResult, fits int) (byNode, byTopology []Share) {
-	count := func(key func(ReplicaResult) string) []Share {
+func shares(replicas []simulatev1alpha1.ReplicaResult, fits int) (byNode, byTopology []simulatev1alpha1.Share) {
+	count := func(key func(simulatev1alpha1.ReplicaResult) string) []simulatev1alpha1.Share {
 		idx := map[string]int{}
-		out := []Share{}
+		out := []simulatev1alpha1.Share{}
 		for i, rr := range replicas {
 			if rr.Node == "" {
 				continue
@@ -133,7 +94,7 @@ func shares(replicas []ReplicaResult, fits int) (byNode, byTopology []Share) {
 			if !ok {
 				j = len(out)
 				idx[k] = j
-				out = append(out, Share{Name: k})
+				out = append(out, simulatev1alpha1.Share{Name: k})
 			}
 			if i < fits {
 				out[j].Fits++
@@ -150,8 +111,8 @@ func shares(replicas []ReplicaResult, fits int) (byNode, byTopology []Share) {
 		})
 		return out
 	}
-	return count(func(rr ReplicaResult) string { return rr.Node }),
-		count(func(rr ReplicaResult) string { return orDash(rr.Topology) })
+	return count(func(rr simulatev1alpha1.ReplicaResult) string { return rr.Node }),
+		count(func(rr simulatev1alpha1.ReplicaResult) string { return orDash(rr.Topology) })
 }
 
 // replicaSource hands out the replicas of one workload in turn, as many as
@@ -282,12 +243,12 @@ func (s *replicaSource) grow(n int) ([]string, error) {
 
 // printCapacity writes the answer, what stopped the search and the
 // replicas' distribution over nodes and topology values.
-func printCapacity(w io.Writer, r *Result) error {
+func printCapacity(w io.Writer, r *simulatev1alpha1.PlacementSimulation) error {
 	c := r.Capacity
 	fmt.Fprintf(w, "Capacity: %d more replica(s) of %s fit as the cluster is; %d more by preempting lower-priority pods (%d in all).\n",
 		c.Fits, c.Workload, c.Preempting, c.Fits+c.Preempting)
 	switch c.StoppedBy {
-	case StoppedLimit:
+	case simulatev1alpha1.StoppedLimit:
 		fmt.Fprintf(w, "Stopped at the limit of %d replica(s) (--max-replicas-limit): more may fit.\n", c.Limit)
 	default:
 		last := r.Replicas[len(r.Replicas)-1]
@@ -308,7 +269,7 @@ func printCapacity(w io.Writer, r *Result) error {
 		}
 		return strings.Join(h, "\t")
 	}
-	row := func(s Share, first ...string) string {
+	row := func(s simulatev1alpha1.Share, first ...string) string {
 		cells := append(first, strconv.Itoa(s.Fits))
 		if preempting {
 			cells = append(cells, strconv.Itoa(s.Preempting))

@@ -9,6 +9,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
@@ -44,10 +45,10 @@ func TestMaxReplicasDifferentialAgainstInTree(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: in-tree loop: %v", i, err)
 		}
-		want, wantStop := limit, StoppedLimit
+		want, wantStop := limit, simulatev1alpha1.StoppedLimit
 		for j, n := range nodes {
 			if n == "" {
-				want, wantStop = j, StoppedUnschedulable
+				want, wantStop = j, simulatev1alpha1.StoppedUnschedulable
 				break
 			}
 		}
@@ -63,7 +64,7 @@ func TestMaxReplicasDifferentialAgainstInTree(t *testing.T) {
 					i, seed, capy.Fits, capy.Preempting, capy.StoppedBy, got, want, wantStop, nodes[:want])
 			}
 		}
-		if wantStop == StoppedLimit {
+		if wantStop == simulatev1alpha1.StoppedLimit {
 			limited++
 		} else {
 			stopped++
@@ -104,7 +105,7 @@ func TestCompareDifferentialAgainstInTree(t *testing.T) {
 			}
 			return replicas
 		}
-		res, err := Compare(func(p *config.KubeSchedulerProfile, opts Options) (*Result, error) {
+		res, err := Compare(func(p *config.KubeSchedulerProfile, opts Options) (*simulatev1alpha1.PlacementSimulation, error) {
 			cc := CopyCluster(c)
 			return Run(ctx, cc, p, replicasOn(cc), opts)
 		}, a, b, Options{})

@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/utils/ptr"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
@@ -37,7 +38,7 @@ func TestMaxReplicasStopsAtTheFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	capy := res.Capacity
-	if capy.Fits != 3 || capy.Preempting != 0 || capy.StoppedBy != StoppedUnschedulable || capy.Workload != "Deployment/api" {
+	if capy.Fits != 3 || capy.Preempting != 0 || capy.StoppedBy != simulatev1alpha1.StoppedUnschedulable || capy.Workload != "Deployment/api" {
 		t.Fatalf("capacity %+v: want 3 fit, stopped Unschedulable", capy)
 	}
 	if len(res.Replicas) != 4 || res.Replicas[3].Node != "" || res.Replicas[3].Pod != "default/api-3" {
@@ -51,10 +52,10 @@ func TestMaxReplicasStopsAtTheFilter(t *testing.T) {
 	if len(res.Reasons) != 1 || res.Reasons[0].Reason != capy.Reason || res.Reasons[0].Explanation == nil {
 		t.Errorf("reasons %+v: want the stopping replica's, explained", res.Reasons)
 	}
-	if want := []Share{{Name: "a", Fits: 1}, {Name: "b", Fits: 1}, {Name: "c", Fits: 1}}; !reflect.DeepEqual(capy.ByNode, want) {
+	if want := []simulatev1alpha1.Share{{Name: "a", Fits: 1}, {Name: "b", Fits: 1}, {Name: "c", Fits: 1}}; !reflect.DeepEqual(capy.ByNode, want) {
 		t.Errorf("by node %+v, want %+v", capy.ByNode, want)
 	}
-	if want := []Share{{Name: "z1", Fits: 2}, {Name: "z2", Fits: 1}}; !reflect.DeepEqual(capy.ByTopology, want) {
+	if want := []simulatev1alpha1.Share{{Name: "z1", Fits: 2}, {Name: "z2", Fits: 1}}; !reflect.DeepEqual(capy.ByTopology, want) {
 		t.Errorf("by zone %+v, want %+v", capy.ByTopology, want)
 	}
 	var out bytes.Buffer
@@ -85,7 +86,7 @@ func TestMaxReplicasLimitAndNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Capacity.Fits != 40 || res.Capacity.StoppedBy != StoppedLimit || res.Pending != 0 || res.Capacity.Reason != "" {
+	if res.Capacity.Fits != 40 || res.Capacity.StoppedBy != simulatev1alpha1.StoppedLimit || res.Pending != 0 || res.Capacity.Reason != "" {
 		t.Fatalf("capacity %+v, pending %d: want 40 placed, stopped at the limit", res.Capacity, res.Pending)
 	}
 	if first, last := res.Replicas[0].Pod, res.Replicas[39].Pod; first != "default/db-1" || last != "default/db-40" {
@@ -133,13 +134,13 @@ func TestMaxReplicasPreempting(t *testing.T) {
 		t.Fatal(err)
 	}
 	capy := res.Capacity
-	if capy.Fits != 1 || capy.Preempting != 2 || capy.StoppedBy != StoppedUnschedulable {
+	if capy.Fits != 1 || capy.Preempting != 2 || capy.StoppedBy != simulatev1alpha1.StoppedUnschedulable {
 		t.Fatalf("capacity %+v: want 1 fit (node c), 2 more preempting", capy)
 	}
 	if res.Replicas[0].Node != "c" || len(res.Replicas[1].Preempts) != 1 || len(res.Replicas[2].Preempts) != 1 {
 		t.Errorf("replicas %+v: want c free, then a preemption each", res.Replicas)
 	}
-	if want := []Share{{Name: "z2", Fits: 1, Preempting: 1}, {Name: "z1", Preempting: 1}}; !reflect.DeepEqual(capy.ByTopology, want) {
+	if want := []simulatev1alpha1.Share{{Name: "z2", Fits: 1, Preempting: 1}, {Name: "z1", Preempting: 1}}; !reflect.DeepEqual(capy.ByTopology, want) {
 		t.Errorf("by zone %+v, want %+v", capy.ByTopology, want)
 	}
 }
@@ -168,7 +169,7 @@ func TestCompare(t *testing.T) {
 	cluster := func() *explain.Cluster {
 		return &explain.Cluster{Namespaces: ns(), Nodes: []*v1.Node{zoned("a", "z1", 110), zoned("b", "z2", 110)}, Pods: []*v1.Pod{busy.DeepCopy()}}
 	}
-	runOn := func(p *config.KubeSchedulerProfile, opts Options) (*Result, error) {
+	runOn := func(p *config.KubeSchedulerProfile, opts Options) (*simulatev1alpha1.PlacementSimulation, error) {
 		c := cluster()
 		replicas, _, err := Workloads([]runtime.Object{deployment("web", 1, podTemplate("web"))}, "default", c)
 		if err != nil {
@@ -243,7 +244,7 @@ func TestMaxReplicasStatefulSetClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if capy := res.Capacity; capy.Fits != 80 || capy.StoppedBy != StoppedUnschedulable || !reflect.DeepEqual(capy.ByTopology, []Share{{Name: "a", Fits: 80}}) {
+	if capy := res.Capacity; capy.Fits != 80 || capy.StoppedBy != simulatev1alpha1.StoppedUnschedulable || !reflect.DeepEqual(capy.ByTopology, []simulatev1alpha1.Share{{Name: "a", Fits: 80}}) {
 		t.Fatalf("capacity %+v: want 80 fit, all in zone a", capy)
 	}
 	if last := res.Replicas[80]; last.Pod != "default/web-80" || !strings.Contains(last.Reason, "Insufficient cpu") {

@@ -11,48 +11,21 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
-// Comparison is a run under a second profile (of the same config or
-// another) and the replicas that land differently there.
-type Comparison struct {
-	Profile string `json:"profile"`
-	Config  string `json:"config,omitempty"`
-	// Result is the whole run under that profile.
-	Result *Result `json:"result"`
-	// Moved lists the replicas whose node differs (a Pending one has
-	// none), in placement order; empty when every replica lands alike.
-	Moved []Move `json:"moved"`
-}
-
-// Move is one replica that lands differently under the second profile.
-type Move struct {
-	Pod      string `json:"pod"`
-	Workload string `json:"workload"`
-	// Node and Topology are where the first profile puts it ("" Pending);
-	// OtherNode and OtherTopology where the second does.
-	Node          string `json:"node,omitempty"`
-	Topology      string `json:"topology,omitempty"`
-	OtherNode     string `json:"otherNode,omitempty"`
-	OtherTopology string `json:"otherTopology,omitempty"`
-	// Why is the Pending side's FailedScheduling message, or, when both
-	// place it, how each side ranked the two nodes just before placing it
-	// (A the first profile, B the second): a filter rejects the other's
-	// node, or the scores, with the plugin that differs most.
-	Why string `json:"why"`
-}
-
 // RunFunc runs one what-if under profile with opts, on its own fresh copy
 // of the cluster.
-type RunFunc func(profile *config.KubeSchedulerProfile, opts Options) (*Result, error)
+type RunFunc func(profile *config.KubeSchedulerProfile, opts Options) (*simulatev1alpha1.PlacementSimulation, error)
 
 // Compare runs the same what-if under profiles a and b and returns a's
-// Result with b's run and the moved replicas in its Comparison. When some
+// PlacementSimulation with b's run and the moved replicas in its Comparison. When some
 // replica lands on a node under each profile but not the same one, each
 // side runs once more, explaining those replicas just before they are
 // placed, for the scores that decided.
-func Compare(run RunFunc, a, b *config.KubeSchedulerProfile, opts Options) (*Result, error) {
+func Compare(run RunFunc, a, b *config.KubeSchedulerProfile, opts Options) (*simulatev1alpha1.PlacementSimulation, error) {
 	resA, err := run(a, opts)
 	if err != nil {
 		return nil, err
@@ -84,15 +57,15 @@ func Compare(run RunFunc, a, b *config.KubeSchedulerProfile, opts Options) (*Res
 			}
 		}
 	}
-	resA.Comparison = &Comparison{Profile: resB.Profile, Result: resB, Moved: moved}
+	resA.Comparison = &simulatev1alpha1.Comparison{Profile: resB.Profile, Result: resB, Moved: moved}
 	return resA, nil
 }
 
-func explainAgain(run RunFunc, prof *config.KubeSchedulerProfile, opts Options, pods map[string]bool) (map[string]*explain.Result, error) {
-	out := map[string]*explain.Result{}
+func explainAgain(run RunFunc, prof *config.KubeSchedulerProfile, opts Options, pods map[string]bool) (map[string]*explainv1alpha1.PlacementExplanation, error) {
+	out := map[string]*explainv1alpha1.PlacementExplanation{}
 	opts.Progress = nil
 	opts.Explain = pods
-	opts.Explained = func(pod string, e *explain.Result) { out[pod] = e }
+	opts.Explained = func(pod string, e *explainv1alpha1.PlacementExplanation) { out[pod] = e }
 	if _, err := run(prof, opts); err != nil {
 		return nil, err
 	}
@@ -101,18 +74,18 @@ func explainAgain(run RunFunc, prof *config.KubeSchedulerProfile, opts Options, 
 
 // diff pairs a's and b's replicas by name (the same inputs make the same
 // replicas) and returns those on different nodes.
-func diff(a, b *Result) []Move {
-	other := map[string]ReplicaResult{}
+func diff(a, b *simulatev1alpha1.PlacementSimulation) []simulatev1alpha1.Move {
+	other := map[string]simulatev1alpha1.ReplicaResult{}
 	for _, rr := range b.Replicas {
 		other[rr.Pod] = rr
 	}
-	moved := []Move{}
+	moved := []simulatev1alpha1.Move{}
 	for _, rr := range a.Replicas {
 		o := other[rr.Pod]
 		if o.Node == rr.Node {
 			continue
 		}
-		m := Move{Pod: rr.Pod, Workload: rr.Workload, Node: rr.Node, Topology: rr.Topology, OtherNode: o.Node, OtherTopology: o.Topology}
+		m := simulatev1alpha1.Move{Pod: rr.Pod, Workload: rr.Workload, Node: rr.Node, Topology: rr.Topology, OtherNode: o.Node, OtherTopology: o.Topology}
 		switch {
 		case rr.Node == "":
 			m.Why = "A leaves it Pending: " + rr.Reason
@@ -128,11 +101,11 @@ func diff(a, b *Result) []Move {
 // rather than other, from the explanation made just before: other fails a
 // filter there, or the scores rank chosen first (with the plugin that
 // makes the largest difference).
-func decided(side string, e *explain.Result, chosen, other string) string {
+func decided(side string, e *explainv1alpha1.PlacementExplanation, chosen, other string) string {
 	if e == nil {
 		return side + ": no explanation"
 	}
-	var c, o *explain.NodeScore
+	var c, o *explainv1alpha1.NodeScore
 	for i := range e.Ranking {
 		switch e.Ranking[i].Node {
 		case chosen:
@@ -209,7 +182,7 @@ func CopyCluster(c *explain.Cluster) *explain.Cluster {
 
 // printComparison writes the second profile's counts and the replicas it
 // places differently, or one line when none does.
-func printComparison(w io.Writer, r *Result) error {
+func printComparison(w io.Writer, r *simulatev1alpha1.PlacementSimulation) error {
 	c := r.Comparison
 	of := ""
 	if c.Config != "" {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/internal/k8sline"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
@@ -89,7 +90,7 @@ func diffRun(t *testing.T) (context.Context, int, int, *config.KubeSchedulerProf
 // caseResult is simulate's result on one case, and how it differs from
 // the in-tree loop's when it does.
 type caseResult struct {
-	*Result
+	*simulatev1alpha1.PlacementSimulation
 	mismatch string
 }
 
@@ -128,10 +129,10 @@ func compareCase(ctx context.Context, t *testing.T, name string, prof *config.Ku
 		}
 	}
 	if res.Placed != wantPlaced || res.Pending != len(want)-wantPlaced || res.Preempting != 0 || fmt.Sprint(got) != fmt.Sprint(want) {
-		return caseResult{Result: res, mismatch: fmt.Sprintf("simulate placed %d pending %d preempting %d on %q; in-tree one by one placed %d pending %d on %q",
+		return caseResult{PlacementSimulation: res, mismatch: fmt.Sprintf("simulate placed %d pending %d preempting %d on %q; in-tree one by one placed %d pending %d on %q",
 			res.Placed, res.Pending, res.Preempting, got, wantPlaced, len(want)-wantPlaced, want)}, replicas, false
 	}
-	return caseResult{Result: res}, replicas, true
+	return caseResult{PlacementSimulation: res}, replicas, true
 }
 
 func envInt(t *testing.T, name string, def int) int {

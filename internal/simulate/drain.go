@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
@@ -40,91 +41,10 @@ const (
 	refuseUnmanaged    = "Pods that declare no controller (use --force to override)"
 )
 
-// A drain's outcome, worst first: kubectl drain refuses a node (it cordons
-// it and evicts none of its pods), fails on a pod the Eviction API never
-// evicts, waits on a PodDisruptionBudget for replacements that stay
-// Pending (until --timeout), waits for replacements to become ready, or
-// completes.
-const (
-	DrainRefused   = "refused"
-	DrainFails     = "fails"
-	DrainStuck     = "stuck"
-	DrainWaits     = "waits"
-	DrainCompletes = "completes"
-)
-
-// DrainReport is what draining the nodes does besides placing the pods.
-type DrainReport struct {
-	// Nodes in the order kubectl drain drains them.
-	Nodes []string `json:"nodes"`
-	// Flags are the kubectl drain flags the drain is judged with.
-	Flags []string `json:"flags"`
-	// Status is one of the Drain* outcomes.
-	Status string `json:"status"`
-	// Refused is what kubectl drain with Flags refuses, as it says it.
-	// The rest of the report, and the placement, are the drain with the
-	// Allow flags added.
-	Refused []Refusal `json:"refused,omitempty"`
-	Allow   []string  `json:"allow,omitempty"`
-	// Evicted counts the pods evicted for their controllers to re-create.
-	Evicted int `json:"evicted"`
-	// Staying are the other pods of the drained nodes: left, deleted for
-	// good, already going, or never evicted; and why.
-	Staying []StayingPod `json:"staying,omitempty"`
-	// PDBs are the PodDisruptionBudgets that decide evictions.
-	PDBs []PDBReport `json:"pdbs,omitempty"`
-}
-
-// Refusal is one error of kubectl drain's pod filters on one node.
-type Refusal struct {
-	Node string `json:"node"`
-	// Message is kubectl's: "cannot delete Pods with local storage (use
-	// --delete-emptydir-data to override): ns/a, ns/b".
-	Message string   `json:"message"`
-	Flag    string   `json:"flag"`
-	Pods    []string `json:"pods"`
-}
-
-// StayingPod is a pod of a drained node that is not re-created elsewhere.
-type StayingPod struct {
-	Pod  string `json:"pod"`
-	Node string `json:"node"`
-	// Kind is one of the Stay* kinds.
-	Kind string `json:"kind"`
-	Why  string `json:"why"`
-}
-
-// PDBReport is one PodDisruptionBudget as the drain meets it.
-type PDBReport struct {
-	PDB string `json:"pdb"`
-	// Allowed is status.disruptionsAllowed now: how many evictions it
-	// lets through before replacements become ready.
-	Allowed int32 `json:"allowed"`
-	// Evicting are the drained pods whose eviction it decides, in
-	// eviction order.
-	Evicting []string `json:"evicting"`
-	// Blocks are those beyond Allowed: the Eviction API answers 429 until
-	// replacements become ready, and kubectl drain retries.
-	Blocks []string `json:"blocks,omitempty"`
-	// Forever are those of Blocks it never lets go: too few of the
-	// replacements that would free the budget get a node.
-	Forever []string `json:"forever,omitempty"`
-}
-
-// Kinds of pods a drain does not re-create elsewhere.
-const (
-	StayDaemonSet   = "daemonset"
-	StayMirror      = "mirror"
-	StayBare        = "bare"
-	StayFinished    = "finished"
-	StayTerminating = "terminating"
-	StayPDBs        = "pdbs"
-)
-
 // Drain returns c as it is once the nodes o names are cordoned and their
 // pods evicted as kubectl drain evicts them, the replacements their
 // controllers create (to be placed, in the order the evictions happen),
-// and the report (Conclude completes it once the replacements are placed).
+// and the report (ConcludeDrain completes it once the replacements are placed).
 //
 // The pods of each node are judged by kubectl drain's filters in its
 // order: DaemonSet pods stay (--ignore-daemonsets), mirror pods are
@@ -133,7 +53,7 @@ const (
 // deleted. Then the Eviction API: a pod under more than one
 // PodDisruptionBudget is never evicted; a running pod under one is evicted
 // while the budget allows, and the rest wait for replacements.
-func Drain(c *explain.Cluster, o DrainOptions) (*explain.Cluster, []Replica, *DrainReport, error) {
+func Drain(c *explain.Cluster, o DrainOptions) (*explain.Cluster, []Replica, *simulatev1alpha1.DrainReport, error) {
 	order, err := drainOrder(c.Nodes, o)
 	if err != nil {
 		return nil, nil, nil, err
@@ -151,7 +71,7 @@ func Drain(c *explain.Cluster, o DrainOptions) (*explain.Cluster, []Replica, *Dr
 		}
 		out.Nodes[i] = n
 	}
-	rep := &DrainReport{Nodes: order, Flags: []string{flagIgnoreDaemonSets}}
+	rep := &simulatev1alpha1.DrainReport{Nodes: order, Flags: []string{flagIgnoreDaemonSets}}
 	if o.DeleteEmptyDirData {
 		rep.Flags = append(rep.Flags, flagDeleteEmptyDirData)
 	}
@@ -168,7 +88,7 @@ func Drain(c *explain.Cluster, o DrainOptions) (*explain.Cluster, []Replica, *Dr
 	}
 	budgets := pdbsOf(c)
 	left := map[*policyv1.PodDisruptionBudget]int32{}
-	reports := map[*policyv1.PodDisruptionBudget]*PDBReport{}
+	reports := map[*policyv1.PodDisruptionBudget]*simulatev1alpha1.PDBReport{}
 	allow := map[string]bool{}
 	evicted := map[*v1.Pod]bool{}
 	var replicas []Replica
@@ -177,7 +97,7 @@ func Drain(c *explain.Cluster, o DrainOptions) (*explain.Cluster, []Replica, *Dr
 		// The apiserver lists pods by namespace and name; kubectl drain
 		// evicts them in that order, all at once.
 		sort.Slice(pods, func(i, j int) bool { return podKey(pods[i]) < podKey(pods[j]) })
-		var refusals []Refusal
+		var refusals []simulatev1alpha1.Refusal
 		var now, later []*v1.Pod
 		for _, p := range pods {
 			stay, refusal, needs := filterPod(p, o)
@@ -192,12 +112,12 @@ func Drain(c *explain.Cluster, o DrainOptions) (*explain.Cluster, []Replica, *Dr
 				stay, blocked = evictPod(p, budgets, left, reports)
 			}
 			if stay != "" {
-				rep.Staying = append(rep.Staying, StayingPod{Pod: podKey(p), Node: node, Kind: stay, Why: stayWhy(p, stay, budgets)})
+				rep.Staying = append(rep.Staying, simulatev1alpha1.StayingPod{Pod: podKey(p), Node: node, Kind: stay, Why: stayWhy(p, stay, budgets)})
 				continue
 			}
 			evicted[p] = true
 			if metav1.GetControllerOf(p) == nil {
-				rep.Staying = append(rep.Staying, StayingPod{Pod: podKey(p), Node: node, Kind: StayBare, Why: stayWhy(p, StayBare, budgets)})
+				rep.Staying = append(rep.Staying, simulatev1alpha1.StayingPod{Pod: podKey(p), Node: node, Kind: simulatev1alpha1.StayBare, Why: stayWhy(p, simulatev1alpha1.StayBare, budgets)})
 				continue
 			}
 			if blocked {
@@ -234,7 +154,7 @@ func Drain(c *explain.Cluster, o DrainOptions) (*explain.Cluster, []Replica, *Dr
 		rep.PDBs = append(rep.PDBs, *r)
 	}
 	sort.Slice(rep.PDBs, func(i, j int) bool { return rep.PDBs[i].PDB < rep.PDBs[j].PDB })
-	rep.Status = rep.status()
+	rep.Status = drainStatus(rep)
 	return &out, replicas, rep, nil
 }
 
@@ -277,13 +197,13 @@ func filterPod(p *v1.Pod, o DrainOptions) (stay, refusal string, needs []string)
 	finished := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 	owner := metav1.GetControllerOf(p)
 	if owner != nil && owner.Kind == "DaemonSet" && owner.APIVersion == "apps/v1" && !finished {
-		return StayDaemonSet, "", nil
+		return simulatev1alpha1.StayDaemonSet, "", nil
 	}
 	if _, ok := p.Annotations[v1.MirrorPodAnnotationKey]; ok {
-		return StayMirror, "", nil
+		return simulatev1alpha1.StayMirror, "", nil
 	}
 	if finished {
-		return StayFinished, "", nil
+		return simulatev1alpha1.StayFinished, "", nil
 	}
 	if hasEmptyDir(p) && !o.DeleteEmptyDirData {
 		refusal, needs = refuseLocalStorage, append(needs, flagDeleteEmptyDirData)
@@ -308,7 +228,7 @@ func hasEmptyDir(p *v1.Pod) bool {
 
 // refuse adds pod to the node's refusal for reason, kubectl's way: one
 // error per reason, naming its pods.
-func refuse(rs []Refusal, node, reason, pod string) []Refusal {
+func refuse(rs []simulatev1alpha1.Refusal, node, reason, pod string) []simulatev1alpha1.Refusal {
 	flag := flagForce
 	if reason == refuseLocalStorage {
 		flag = flagDeleteEmptyDirData
@@ -320,7 +240,7 @@ func refuse(rs []Refusal, node, reason, pod string) []Refusal {
 			return rs
 		}
 	}
-	return append(rs, Refusal{Node: node, Message: "cannot delete " + reason + ": " + pod, Flag: flag, Pods: []string{pod}})
+	return append(rs, simulatev1alpha1.Refusal{Node: node, Message: "cannot delete " + reason + ": " + pod, Flag: flag, Pods: []string{pod}})
 }
 
 // pdbsOf returns c's PodDisruptionBudgets.
@@ -356,9 +276,9 @@ func covering(p *v1.Pod, budgets []*policyv1.PodDisruptionBudget) []*policyv1.Po
 // budget that decides is charged, and the pod recorded in its report;
 // blocked when the budget is spent), terminating when p is going already,
 // pdbs when it never evicts it.
-func evictPod(p *v1.Pod, budgets []*policyv1.PodDisruptionBudget, left map[*policyv1.PodDisruptionBudget]int32, reports map[*policyv1.PodDisruptionBudget]*PDBReport) (stay string, blocked bool) {
+func evictPod(p *v1.Pod, budgets []*policyv1.PodDisruptionBudget, left map[*policyv1.PodDisruptionBudget]int32, reports map[*policyv1.PodDisruptionBudget]*simulatev1alpha1.PDBReport) (stay string, blocked bool) {
 	if p.DeletionTimestamp != nil {
-		return StayTerminating, false
+		return simulatev1alpha1.StayTerminating, false
 	}
 	if p.Status.Phase == v1.PodPending {
 		return "", false // not started: evicted without asking a budget
@@ -366,7 +286,7 @@ func evictPod(p *v1.Pod, budgets []*policyv1.PodDisruptionBudget, left map[*poli
 	pdbs := covering(p, budgets)
 	switch {
 	case len(pdbs) > 1:
-		return StayPDBs, false
+		return simulatev1alpha1.StayPDBs, false
 	case len(pdbs) == 0:
 		return "", false
 	}
@@ -381,7 +301,7 @@ func evictPod(p *v1.Pod, budgets []*policyv1.PodDisruptionBudget, left map[*poli
 	}
 	r := reports[pdb]
 	if r == nil {
-		r = &PDBReport{PDB: pdb.Namespace + "/" + pdb.Name, Allowed: pdb.Status.DisruptionsAllowed, Evicting: []string{}}
+		r = &simulatev1alpha1.PDBReport{PDB: pdb.Namespace + "/" + pdb.Name, Allowed: pdb.Status.DisruptionsAllowed, Evicting: []string{}}
 		reports[pdb] = r
 		left[pdb] = pdb.Status.DisruptionsAllowed
 	}
@@ -408,15 +328,15 @@ func ready(p *v1.Pod) bool {
 // stayWhy says what happens to a pod that is not re-created elsewhere.
 func stayWhy(p *v1.Pod, kind string, budgets []*policyv1.PodDisruptionBudget) string {
 	switch kind {
-	case StayDaemonSet:
+	case simulatev1alpha1.StayDaemonSet:
 		return "a DaemonSet pod: kubectl drain --ignore-daemonsets leaves it; the node is its only place"
-	case StayMirror:
+	case simulatev1alpha1.StayMirror:
 		return "a static pod's mirror: the kubelet runs it, drain skips it"
-	case StayFinished:
+	case simulatev1alpha1.StayFinished:
 		return "finished: drain deletes it, nothing re-creates it"
-	case StayTerminating:
+	case simulatev1alpha1.StayTerminating:
 		return "already terminating: drain waits for it to go; its controller has created its replacement already"
-	case StayPDBs:
+	case simulatev1alpha1.StayPDBs:
 		var names []string
 		for _, pdb := range covering(p, budgets) {
 			names = append(names, pdb.Name)
@@ -427,26 +347,26 @@ func stayWhy(p *v1.Pod, kind string, budgets []*policyv1.PodDisruptionBudget) st
 	}
 }
 
-func (d *DrainReport) status() string {
+func drainStatus(d *simulatev1alpha1.DrainReport) string {
 	switch {
 	case len(d.Refused) > 0:
-		return DrainRefused
-	case slices.ContainsFunc(d.Staying, func(s StayingPod) bool { return s.Kind == StayPDBs }):
-		return DrainFails
-	case slices.ContainsFunc(d.PDBs, func(p PDBReport) bool { return len(p.Forever) > 0 }):
-		return DrainStuck
-	case slices.ContainsFunc(d.PDBs, func(p PDBReport) bool { return len(p.Blocks) > 0 }):
-		return DrainWaits
+		return simulatev1alpha1.DrainRefused
+	case slices.ContainsFunc(d.Staying, func(s simulatev1alpha1.StayingPod) bool { return s.Kind == simulatev1alpha1.StayPDBs }):
+		return simulatev1alpha1.DrainFails
+	case slices.ContainsFunc(d.PDBs, func(p simulatev1alpha1.PDBReport) bool { return len(p.Forever) > 0 }):
+		return simulatev1alpha1.DrainStuck
+	case slices.ContainsFunc(d.PDBs, func(p simulatev1alpha1.PDBReport) bool { return len(p.Blocks) > 0 }):
+		return simulatev1alpha1.DrainWaits
 	}
-	return DrainCompletes
+	return simulatev1alpha1.DrainCompletes
 }
 
-// Conclude completes the report once the replacements are placed: a pod
+// ConcludeDrain completes the report d of a drain once the replacements are placed: a pod
 // a budget blocks is evicted when a replacement under the same budget
 // becomes ready, so each replacement placed frees one more eviction; the
 // pods left when none is freed wait forever (kubectl drain until its
 // --timeout).
-func (d *DrainReport) Conclude(res *Result) {
+func ConcludeDrain(d *simulatev1alpha1.DrainReport, res *simulatev1alpha1.PlacementSimulation) {
 	placed := map[string]bool{}
 	for _, r := range res.Replicas {
 		if r.From != "" && r.Node != "" {
@@ -468,7 +388,7 @@ func (d *DrainReport) Conclude(res *Result) {
 			}
 		}
 	}
-	d.Status = d.status()
+	d.Status = drainStatus(d)
 }
 
 // PendingPods returns c without its Pending pods (unbound, not finished,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -72,14 +73,14 @@ func TestDrainFiltersAsKubectl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRefused := []Refusal{
+	wantRefused := []simulatev1alpha1.Refusal{
 		{Node: "n1", Message: "cannot delete Pods with local storage (use --delete-emptydir-data to override): default/cache, default/scratch", Flag: "--delete-emptydir-data", Pods: []string{"default/cache", "default/scratch"}},
 		{Node: "n1", Message: "cannot delete Pods that declare no controller (use --force to override): default/debug", Flag: "--force", Pods: []string{"default/debug"}},
 	}
 	if !reflect.DeepEqual(rep.Refused, wantRefused) {
 		t.Errorf("refused %+v,\nwant %+v", rep.Refused, wantRefused)
 	}
-	if rep.Status != DrainRefused || !reflect.DeepEqual(rep.Allow, []string{"--delete-emptydir-data", "--force"}) || !reflect.DeepEqual(rep.Flags, []string{"--ignore-daemonsets"}) {
+	if rep.Status != simulatev1alpha1.DrainRefused || !reflect.DeepEqual(rep.Allow, []string{"--delete-emptydir-data", "--force"}) || !reflect.DeepEqual(rep.Flags, []string{"--ignore-daemonsets"}) {
 		t.Errorf("status %q allow %v flags %v: want refused, both flags to allow, --ignore-daemonsets judged", rep.Status, rep.Allow, rep.Flags)
 	}
 	// Evicted in the apiserver's list order (namespace, name), as kubectl
@@ -95,8 +96,8 @@ func TestDrainFiltersAsKubectl(t *testing.T) {
 	for _, s := range rep.Staying {
 		kinds[s.Pod] = s.Kind
 	}
-	wantKinds := map[string]string{"default/agent": StayDaemonSet, "default/static": StayMirror, "default/done": StayFinished,
-		"default/going": StayTerminating, "default/debug": StayBare, "default/scratch": StayBare}
+	wantKinds := map[string]string{"default/agent": simulatev1alpha1.StayDaemonSet, "default/static": simulatev1alpha1.StayMirror, "default/done": simulatev1alpha1.StayFinished,
+		"default/going": simulatev1alpha1.StayTerminating, "default/debug": simulatev1alpha1.StayBare, "default/scratch": simulatev1alpha1.StayBare}
 	if !reflect.DeepEqual(kinds, wantKinds) {
 		t.Errorf("staying %v,\nwant %v", kinds, wantKinds)
 	}
@@ -125,7 +126,7 @@ func TestDrainFiltersAsKubectl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Status != DrainCompletes || len(rep.Refused) != 0 || len(rep.Allow) != 0 {
+	if rep.Status != simulatev1alpha1.DrainCompletes || len(rep.Refused) != 0 || len(rep.Allow) != 0 {
 		t.Errorf("with both flags: status %q, refused %+v, allow %v: want it to complete", rep.Status, rep.Refused, rep.Allow)
 	}
 	// With --delete-emptydir-data only, the bare pod with emptyDir is
@@ -159,11 +160,11 @@ func TestDrainBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PDBReport{{PDB: "default/web", Allowed: 1, Evicting: []string{"default/web-a", "default/web-b", "default/web-c"}, Blocks: []string{"default/web-b", "default/web-c"}}}
+	want := []simulatev1alpha1.PDBReport{{PDB: "default/web", Allowed: 1, Evicting: []string{"default/web-a", "default/web-b", "default/web-c"}, Blocks: []string{"default/web-b", "default/web-c"}}}
 	if !reflect.DeepEqual(rep.PDBs, want) {
 		t.Errorf("PDBs %+v,\nwant %+v", rep.PDBs, want)
 	}
-	if rep.Status != DrainFails || len(rep.Staying) != 1 || rep.Staying[0].Kind != StayPDBs || !strings.Contains(rep.Staying[0].Why, "both-a, both-b") {
+	if rep.Status != simulatev1alpha1.DrainFails || len(rep.Staying) != 1 || rep.Staying[0].Kind != simulatev1alpha1.StayPDBs || !strings.Contains(rep.Staying[0].Why, "both-a, both-b") {
 		t.Errorf("status %q staying %+v: want fails, both under two budgets", rep.Status, rep.Staying)
 	}
 	// The evictions the budget lets through now come first, then the held
@@ -182,20 +183,20 @@ func TestDrainBudgets(t *testing.T) {
 	if res.Replicas[0].Node != "n2" || res.Placed != 1 {
 		t.Fatalf("placements %+v: want web-a alone on n2", res.Replicas)
 	}
-	rep.Conclude(res)
+	ConcludeDrain(rep, res)
 	// web-a's replacement gets a node: web-b goes once it is ready; web-b's
 	// stays Pending, so web-c waits forever.
-	if !reflect.DeepEqual(rep.PDBs[0].Forever, []string{"default/web-c"}) || rep.Status != DrainFails {
+	if !reflect.DeepEqual(rep.PDBs[0].Forever, []string{"default/web-c"}) || rep.Status != simulatev1alpha1.DrainFails {
 		t.Errorf("forever %v status %q: want web-c, and the drain still fails (worse than stuck)", rep.PDBs[0].Forever, rep.Status)
 	}
 	// Without the pod under two budgets, the drain is stuck on web.
 	c.Pods = c.Pods[:5]
 	_, _, rep, _ = Drain(c, DrainOptions{Nodes: []string{"n1"}})
-	if rep.Status != DrainWaits {
+	if rep.Status != simulatev1alpha1.DrainWaits {
 		t.Errorf("status %q before placing, want waits", rep.Status)
 	}
-	rep.Conclude(res)
-	if rep.Status != DrainStuck {
+	ConcludeDrain(rep, res)
+	if rep.Status != simulatev1alpha1.DrainStuck {
 		t.Errorf("status %q, want stuck", rep.Status)
 	}
 }

@@ -4,29 +4,31 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 )
 
 // drainVerdicts say each outcome in the table.
 var drainVerdicts = map[string]string{
-	DrainRefused:   "refused: kubectl drain cordons, evicts nothing from the node(s) below and exits 1",
-	DrainFails:     "fails: a pod's eviction is refused for good (pdbs below); kubectl drain evicts the rest and exits 1",
-	DrainStuck:     "stuck: a PodDisruptionBudget holds evictions whose replacements stay Pending; kubectl drain waits until its --timeout",
-	DrainWaits:     "completes once PodDisruptionBudgets let the held evictions through as replacements become ready",
-	DrainCompletes: "completes",
+	simulatev1alpha1.DrainRefused:   "refused: kubectl drain cordons, evicts nothing from the node(s) below and exits 1",
+	simulatev1alpha1.DrainFails:     "fails: a pod's eviction is refused for good (pdbs below); kubectl drain evicts the rest and exits 1",
+	simulatev1alpha1.DrainStuck:     "stuck: a PodDisruptionBudget holds evictions whose replacements stay Pending; kubectl drain waits until its --timeout",
+	simulatev1alpha1.DrainWaits:     "completes once PodDisruptionBudgets let the held evictions through as replacements become ready",
+	simulatev1alpha1.DrainCompletes: "completes",
 }
 
 // stayLabels name what happens to each kind of pod left out of the
 // placement.
 var stayLabels = map[string]string{
-	StayDaemonSet:   "stays",
-	StayMirror:      "stays",
-	StayPDBs:        "stays",
-	StayBare:        "gone",
-	StayFinished:    "gone",
-	StayTerminating: "going",
+	simulatev1alpha1.StayDaemonSet:   "stays",
+	simulatev1alpha1.StayMirror:      "stays",
+	simulatev1alpha1.StayPDBs:        "stays",
+	simulatev1alpha1.StayBare:        "gone",
+	simulatev1alpha1.StayFinished:    "gone",
+	simulatev1alpha1.StayTerminating: "going",
 }
 
-func printDrain(w io.Writer, d *DrainReport) {
+func printDrain(w io.Writer, d *simulatev1alpha1.DrainReport) {
 	if d == nil {
 		return
 	}

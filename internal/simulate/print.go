@@ -8,13 +8,14 @@ import (
 
 	"k8s.io/cli-runtime/pkg/printers"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
 
 // PrintTable writes the human form: what was simulated, the summary line,
 // one row per replica, then each distinct Pending reason with the explain
 // breakdown of the first replica it held for.
-func PrintTable(w io.Writer, r *Result) error {
+func PrintTable(w io.Writer, r *simulatev1alpha1.PlacementSimulation) error {
 	of := ""
 	if r.Config != "" {
 		of = " of " + r.Config
@@ -69,7 +70,7 @@ func PrintTable(w io.Writer, r *Result) error {
 	return nil
 }
 
-func replicaTable(w io.Writer, r *Result) error {
+func replicaTable(w io.Writer, r *simulatev1alpha1.PlacementSimulation) error {
 	drain := r.Drain != nil
 	reasonNo := map[string]int{}
 	for i, pr := range r.Reasons {

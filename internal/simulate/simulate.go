@@ -14,95 +14,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	explainv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/explain/v1alpha1"
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 )
-
-// The type of the -o json/yaml output.
-const (
-	APIVersion = "simulate.placement-scheduler.io/v1alpha1"
-	Kind       = "PlacementSimulation"
-)
-
-// Result is a whole simulation; its JSON form is the -o json output.
-type Result struct {
-	metav1.TypeMeta `json:",inline"`
-
-	Profile string `json:"profile"`
-	Config  string `json:"config,omitempty"`
-	// Nodes counts the nodes placed on, after the what-if edits.
-	Nodes int `json:"nodes"`
-	// Edits says what each what-if edit did to the snapshot.
-	Edits []string `json:"edits,omitempty"`
-	// Placed, Pending and Preempting count the replicas: placed on a node
-	// as things are, staying Pending, and placed only by preempting
-	// lower-priority pods.
-	Placed     int `json:"placed"`
-	Pending    int `json:"pending"`
-	Preempting int `json:"preempting"`
-	// TopologyKey is the node label the replicas' TOPOLOGY column shows.
-	TopologyKey string `json:"topologyKey"`
-	// Ties counts the replicas for which several nodes shared the top
-	// score: the scheduler picks one of them at random, simulate the first
-	// by name, so their node is one possible outcome.
-	Ties     int             `json:"ties"`
-	Replicas []ReplicaResult `json:"replicas"`
-	Reasons  []PendingReason `json:"reasons,omitempty"`
-	Drain    *DrainReport    `json:"drain,omitempty"`
-	// Capacity is the answer of a --max-replicas run.
-	Capacity *Capacity `json:"capacity,omitempty"`
-	// Comparison is the same run under a second profile, and what differs.
-	Comparison *Comparison `json:"comparison,omitempty"`
-	Warnings   []string    `json:"warnings,omitempty"`
-	Notes      []string    `json:"notes,omitempty"`
-}
-
-var _ runtime.Object = &Result{}
-
-// DeepCopyObject makes Result a runtime.Object for cli-runtime's printers
-// (a JSON round trip: exact for plain data, and it cannot drift).
-func (r *Result) DeepCopyObject() runtime.Object {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		panic(fmt.Sprintf("simulate.Result is plain data and always marshals: %v", err))
-	}
-	out := &Result{}
-	if err := json.Unmarshal(raw, out); err != nil {
-		panic(fmt.Sprintf("simulate.Result round trip: %v", err))
-	}
-	return out
-}
-
-// ReplicaResult is where one replica goes.
-type ReplicaResult struct {
-	Pod      string `json:"pod"`
-	Workload string `json:"workload"`
-	// From is the node a drained pod ran on.
-	From string `json:"from,omitempty"`
-	// Node is where it lands (or is nominated, when it preempts); empty
-	// when it stays Pending.
-	Node string `json:"node,omitempty"`
-	// Topology is Node's value of the TopologyKey label.
-	Topology string `json:"topology,omitempty"`
-	// Tied is how many nodes shared the top score, when more than one.
-	Tied int `json:"tied,omitempty"`
-	// Preempts lists the pods preemption would evict to make room.
-	Preempts []string `json:"preempts,omitempty"`
-	// Reason is why it stays Pending: kube-scheduler's FailedScheduling
-	// message, with its preemption part.
-	Reason string `json:"reason,omitempty"`
-}
-
-// PendingReason is one distinct reason replicas stay Pending, with the
-// explanation of the first replica it held for.
-type PendingReason struct {
-	Reason      string          `json:"reason"`
-	Replicas    int             `json:"replicas"`
-	Explanation *explain.Result `json:"explanation"`
-}
 
 // Options tune a run.
 type Options struct {
@@ -115,7 +33,7 @@ type Options struct {
 	// placement is made on). A comparison asks it for the replicas that
 	// land differently.
 	Explain   map[string]bool
-	Explained func(pod string, e *explain.Result)
+	Explained func(pod string, e *explainv1alpha1.PlacementExplanation)
 }
 
 // Run places replicas in scheduling-queue order (priority first, then as
@@ -123,7 +41,7 @@ type Options struct {
 // so the replicas' own (anti-)affinity and spreading count. A replica no
 // node fits gets the preemption dry run; when preemption would help, its
 // victims leave the snapshot and the replica takes the nominated node.
-func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, replicas []Replica, opts Options) (*Result, error) {
+func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerProfile, replicas []Replica, opts Options) (*simulatev1alpha1.PlacementSimulation, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the placer's informers
 	s, err := newSession(ctx, c, profile, opts)
@@ -147,12 +65,12 @@ func Run(ctx context.Context, c *explain.Cluster, profile *config.KubeSchedulerP
 }
 
 // session places replicas one at a time on one placer, each reserved
-// before the next, and collects the Result.
+// before the next, and collects the PlacementSimulation.
 type session struct {
 	placer   *explain.Placer
 	opts     Options
 	labelsOf map[string]map[string]string
-	res      *Result
+	res      *simulatev1alpha1.PlacementSimulation
 	// An explanation holds for the next replica with the same labels and
 	// spec (the replicas of a workload but a DaemonSet's, pinned each to
 	// its node) as long as nothing was reserved in between.
@@ -163,7 +81,7 @@ type session struct {
 
 type cached struct {
 	generation int
-	res        *explain.Result
+	res        *explainv1alpha1.PlacementExplanation
 }
 
 // newSession builds profile's placer over c; its informers run until ctx
@@ -184,12 +102,12 @@ func newSession(ctx context.Context, c *explain.Cluster, profile *config.KubeSch
 		placer:   placer,
 		opts:     opts,
 		labelsOf: labelsOf,
-		res: &Result{
-			TypeMeta:    metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+		res: &simulatev1alpha1.PlacementSimulation{
+			TypeMeta:    metav1.TypeMeta{APIVersion: simulatev1alpha1.APIVersion, Kind: simulatev1alpha1.Kind},
 			Profile:     profile.SchedulerName,
 			Nodes:       len(c.Nodes),
 			TopologyKey: opts.TopologyKey,
-			Replicas:    []ReplicaResult{},
+			Replicas:    []simulatev1alpha1.ReplicaResult{},
 		},
 		explained: map[string]cached{},
 		reasons:   map[string]int{},
@@ -197,10 +115,10 @@ func newSession(ctx context.Context, c *explain.Cluster, profile *config.KubeSch
 }
 
 // place places one replica (preempting when that is what the scheduler
-// would do), records it in the Result and returns its row.
-func (s *session) place(ctx context.Context, r Replica) (ReplicaResult, error) {
+// would do), records it in the PlacementSimulation and returns its row.
+func (s *session) place(ctx context.Context, r Replica) (simulatev1alpha1.ReplicaResult, error) {
 	res := s.res
-	rr := ReplicaResult{Pod: r.Pod.Namespace + "/" + r.Pod.Name, Workload: r.Workload, From: r.From}
+	rr := simulatev1alpha1.ReplicaResult{Pod: r.Pod.Namespace + "/" + r.Pod.Name, Workload: r.Workload, From: r.From}
 	if s.opts.Explained != nil && s.opts.Explain[rr.Pod] {
 		// Asked before the placement: the ranking it is made on.
 		e, err := s.placer.Explain(ctx, r.Pod)
@@ -252,7 +170,7 @@ func (s *session) place(ctx context.Context, r Replica) (ReplicaResult, error) {
 				res.Reasons[k].Replicas++
 			} else {
 				s.reasons[rr.Reason] = len(res.Reasons)
-				res.Reasons = append(res.Reasons, PendingReason{Reason: rr.Reason, Replicas: 1, Explanation: ex.res})
+				res.Reasons = append(res.Reasons, simulatev1alpha1.PendingReason{Reason: rr.Reason, Replicas: 1, Explanation: ex.res})
 			}
 		}
 	}
@@ -278,7 +196,7 @@ func sameAs(p *v1.Pod) (string, error) {
 }
 
 // reasonOf is the FailedScheduling message the scheduler would give.
-func reasonOf(e *explain.Result) string {
+func reasonOf(e *explainv1alpha1.PlacementExplanation) string {
 	msg := e.SchedulerMessage
 	if e.PostFilter != nil && e.PostFilter.Message != "" {
 		msg += " " + e.PostFilter.Message

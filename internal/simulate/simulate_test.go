@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	"github.com/placement-scheduler/placement-scheduler/internal/profile"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
@@ -59,7 +60,7 @@ func deployment(name string, replicas int32, tmpl v1.PodTemplateSpec) *appsv1.De
 	}
 }
 
-func run(t *testing.T, c *explain.Cluster, objs ...runtime.Object) *Result {
+func run(t *testing.T, c *explain.Cluster, objs ...runtime.Object) *simulatev1alpha1.PlacementSimulation {
 	t.Helper()
 	replicas, _, err := Workloads(objs, "default", c)
 	if err != nil {
@@ -269,7 +270,7 @@ func TestDrain(t *testing.T) {
 	if rep.Evicted != 2 || len(replicas) != 2 || len(rep.Staying) != 3 {
 		t.Fatalf("evicted %d, replicas %d, staying %+v: want 2, 2 and the daemonset, mirror and bare pods", rep.Evicted, len(replicas), rep.Staying)
 	}
-	if want := []PDBReport{{PDB: "default/web", Allowed: 1, Evicting: []string{"default/w1", "default/w2"}, Blocks: []string{"default/w2"}}}; !reflect.DeepEqual(rep.PDBs, want) {
+	if want := []simulatev1alpha1.PDBReport{{PDB: "default/web", Allowed: 1, Evicting: []string{"default/w1", "default/w2"}, Blocks: []string{"default/w2"}}}; !reflect.DeepEqual(rep.PDBs, want) {
 		t.Errorf("PDBs %+v, want %+v", rep.PDBs, want)
 	}
 	res, err := Run(context.Background(), drained, shipped(t), replicas, Options{})

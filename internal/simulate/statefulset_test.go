@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/explain"
 	tu "github.com/placement-scheduler/placement-scheduler/internal/testutil"
 )
@@ -50,7 +51,7 @@ func statefulSet(name string, replicas int32, tmpl v1.PodTemplateSpec, claims ..
 	}
 }
 
-func nodesOf(res *Result) []string {
+func nodesOf(res *simulatev1alpha1.PlacementSimulation) []string {
 	out := make([]string, len(res.Replicas))
 	for i, r := range res.Replicas {
 		out[i] = r.Node
@@ -58,7 +59,7 @@ func nodesOf(res *Result) []string {
 	return out
 }
 
-func zonesOf(res *Result) []string {
+func zonesOf(res *simulatev1alpha1.PlacementSimulation) []string {
 	out := make([]string, len(res.Replicas))
 	for i, r := range res.Replicas {
 		out[i] = r.Topology

@@ -34,6 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/manifests"
@@ -1589,12 +1590,12 @@ func recordedSince(t *testing.T, ns, name string) time.Time {
 			return false, nil
 		}
 		var rec struct {
-			Since map[enforcer.Rule]time.Time `json:"since"`
+			Since map[enforcerv1alpha1.Rule]time.Time `json:"since"`
 		}
 		if err := json.Unmarshal([]byte(v), &rec); err != nil {
 			return false, fmt.Errorf("%s: %w", enforcer.RecordAnnotation, err)
 		}
-		since = rec.Since[enforcer.NodeAffinity]
+		since = rec.Since[enforcerv1alpha1.NodeAffinity]
 		return !since.IsZero(), nil
 	})
 	return since

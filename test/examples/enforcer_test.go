@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
@@ -126,8 +127,8 @@ func startEnforcer(schedConfig []byte, identity *rest.Config) (stop func() error
 	if err := os.WriteFile(path, schedConfig, 0o600); err != nil {
 		return nil, err
 	}
-	cfg, err := enforcer.LoadConfig([]byte(`apiVersion: `+enforcer.ConfigAPIVersion+`
-kind: `+enforcer.ConfigKind+`
+	cfg, err := enforcer.LoadConfig([]byte(`apiVersion: `+enforcerv1alpha1.ConfigAPIVersion+`
+kind: `+enforcerv1alpha1.ConfigKind+`
 schedulerConfig: `+path+`
 gracePeriod: {nodeAffinity: 1s, podAffinity: 1s, podAntiAffinity: 1s}
 `), "test config")

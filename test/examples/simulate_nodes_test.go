@@ -21,7 +21,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/utils/ptr"
 
-	sim "github.com/placement-scheduler/placement-scheduler/internal/simulate"
+	simulatev1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/simulate/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
 	"github.com/placement-scheduler/placement-scheduler/test/framework"
 )
@@ -197,12 +197,12 @@ func TestSimulateDrainRefusedAsKubectl(t *testing.T) {
 	if fmt.Sprint(kubectlSays) != fmt.Sprint(want) {
 		t.Errorf("kubectl drain refuses with\n%q, want\n%q", kubectlSays, want)
 	}
-	if fmt.Sprint(simulateSays) != fmt.Sprint(kubectlSays) || d.Status != sim.DrainRefused {
+	if fmt.Sprint(simulateSays) != fmt.Sprint(kubectlSays) || d.Status != simulatev1alpha1.DrainRefused {
 		t.Errorf("simulate (%s) refuses with\n%q; kubectl drain with\n%q", d.Status, simulateSays, kubectlSays)
 	}
 	var stuck []string
 	for _, s := range d.Staying {
-		if s.Kind == sim.StayPDBs {
+		if s.Kind == simulatev1alpha1.StayPDBs {
 			stuck = append(stuck, s.Pod)
 		}
 	}
@@ -224,7 +224,7 @@ func TestSimulateDrainRefusedAsKubectl(t *testing.T) {
 		t.Errorf("kubectl's evictions: %v; want one failure, %s's, for its two budgets", err, twice)
 	}
 	predicted = simulateFull(t, "--drain", name, "-n", ns, "--delete-emptydir-data", "--force", "--kubeconfig", env.Kubeconfig)
-	if predicted.Drain.Status != sim.DrainFails || len(predicted.Drain.Refused) != 0 || predicted.Placed+predicted.Pending != 2 {
+	if predicted.Drain.Status != simulatev1alpha1.DrainFails || len(predicted.Drain.Refused) != 0 || predicted.Placed+predicted.Pending != 2 {
 		t.Errorf("simulate with the flags: status %s, refused %v, %d replacement(s): want fails, none refused, scratch's and plain's replacements",
 			predicted.Drain.Status, predicted.Drain.Refused, predicted.Placed+predicted.Pending)
 	}
@@ -232,9 +232,9 @@ func TestSimulateDrainRefusedAsKubectl(t *testing.T) {
 
 // simulateFull runs `kubectl placement simulate ARGS -o json` in process
 // and decodes the whole result.
-func simulateFull(t *testing.T, args ...string) *sim.Result {
+func simulateFull(t *testing.T, args ...string) *simulatev1alpha1.PlacementSimulation {
 	t.Helper()
-	r := &sim.Result{}
+	r := &simulatev1alpha1.PlacementSimulation{}
 	decodeSimulate(t, r, args...)
 	return r
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 	"github.com/placement-scheduler/placement-scheduler/internal/buildinfo"
 	"github.com/placement-scheduler/placement-scheduler/internal/enforcer"
 	"github.com/placement-scheduler/placement-scheduler/internal/testutil"
@@ -38,8 +39,8 @@ func TestEnforcerEvictsThroughTheEvictionAPIWithItsOwnRBAC(t *testing.T) {
 	if err := os.WriteFile(schedConfig, manifests.SchedulerConfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := enforcer.LoadConfig([]byte(`apiVersion: `+enforcer.ConfigAPIVersion+`
-kind: `+enforcer.ConfigKind+`
+	cfg, err := enforcer.LoadConfig([]byte(`apiVersion: `+enforcerv1alpha1.ConfigAPIVersion+`
+kind: `+enforcerv1alpha1.ConfigKind+`
 schedulerConfig: `+schedConfig+`
 gracePeriod: {nodeAffinity: 1s}
 resync: 10s

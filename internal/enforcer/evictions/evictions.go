@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // Result is how the API server answered an eviction request.
@@ -84,24 +86,6 @@ func request(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, dryR
 	}
 	return Failed, err
 }
-
-// Limits cap the evictions in flight (evicted, replacement not settled).
-type Limits struct {
-	PerNode      int `json:"perNode,omitempty"`
-	PerNamespace int `json:"perNamespace,omitempty"`
-	Total        int `json:"total,omitempty"`
-	// OtherEvictionsFor is how long a pod someone else evicted (kubectl
-	// drain, an autoscaler) counts toward the caps while it terminates,
-	// from its DisruptionTarget condition. Nil: DefaultOtherEvictionsFor;
-	// 0: never.
-	OtherEvictionsFor *metav1.Duration `json:"otherEvictionsFor,omitempty"`
-}
-
-// DefaultOtherEvictionsFor covers a pod's graceful termination (30 s by
-// default, minutes for some workloads): a pod still terminating after it
-// is stuck (a finalizer, an unreachable node) and no longer a disruption
-// in progress, and must not hold the caps for as long as it stays.
-const DefaultOtherEvictionsFor = 5 * time.Minute
 
 // Cluster is what the book reads of the cluster: the enforcer's state, kept
 // from its informers.
@@ -231,14 +215,14 @@ const Timeout = 10 * time.Minute
 // Book is the enforcer's evictions in flight, kept across passes by the
 // leader that made them.
 type Book struct {
-	limits    Limits
+	limits    enforcerv1alpha1.Limits
 	othersFor time.Duration
 	inflight  map[types.UID]InFlight
 }
 
 // NewBook returns an empty book under limits.
-func NewBook(limits Limits) *Book {
-	b := &Book{limits: limits, othersFor: DefaultOtherEvictionsFor, inflight: map[types.UID]InFlight{}}
+func NewBook(limits enforcerv1alpha1.Limits) *Book {
+	b := &Book{limits: limits, othersFor: enforcerv1alpha1.DefaultOtherEvictionsFor, inflight: map[types.UID]InFlight{}}
 	if limits.OtherEvictionsFor != nil {
 		b.othersFor = limits.OtherEvictionsFor.Duration
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	enforcerv1alpha1 "github.com/placement-scheduler/placement-scheduler/apis/enforcer/v1alpha1"
 )
 
 // cluster is a Cluster over a list of pods, each controlled by the owner
@@ -116,7 +118,7 @@ func oneInFlight(t *testing.T, repl Replacement, now time.Time, simulated bool) 
 	c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: repl}
 	p := readyPod("p", "rs", "a")
 	c.add(p)
-	b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
+	b := NewBook(enforcerv1alpha1.Limits{PerNode: 1, PerNamespace: 5, Total: 5})
 	f := NewInFlight(c, p, "b", now)
 	f.Simulated = simulated
 	b.Add(f)
@@ -161,7 +163,7 @@ func TestSimulatedEvictionHoldsUntilForgottenOrTimeout(t *testing.T) {
 	c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: ReplacedWhenReady}
 	p := readyPod("p", "rs", "a")
 	c.add(p)
-	b := NewBook(Limits{PerNode: 1, PerNamespace: 5, Total: 5})
+	b := NewBook(enforcerv1alpha1.Limits{PerNode: 1, PerNamespace: 5, Total: 5})
 	b.Add(NewInFlight(c, p, "b", now))
 	b.Forget("p")
 	if !b.Has("p") {
@@ -220,7 +222,7 @@ func TestRequestWithALostAnswer(t *testing.T) {
 func TestReservations(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := &cluster{pods: map[types.UID]*v1.Pod{}, replacement: ReplacedWhenReady}
-	b := NewBook(Limits{PerNode: 5, PerNamespace: 5, Total: 5})
+	b := NewBook(enforcerv1alpha1.Limits{PerNode: 5, PerNamespace: 5, Total: 5})
 	for _, e := range []struct {
 		name string
 		at   time.Duration
@@ -292,7 +294,7 @@ func TestOthersEvictionsCountForABoundedAge(t *testing.T) {
 			c.add(p)
 		}
 	}
-	limits := Limits{PerNode: 100, PerNamespace: 5, Total: 100, OtherEvictionsFor: &metav1.Duration{Duration: 5 * time.Minute}}
+	limits := enforcerv1alpha1.Limits{PerNode: 100, PerNamespace: 5, Total: 100, OtherEvictionsFor: &metav1.Duration{Duration: 5 * time.Minute}}
 	candidate := readyPod("q", "rs", "a")
 
 	c := &cluster{pods: map[types.UID]*v1.Pod{}}
@@ -321,7 +323,7 @@ func TestOthersEvictionsCountForABoundedAge(t *testing.T) {
 	}
 
 	// 0: another actor's eviction never counts; the book's own always do.
-	own := NewBook(Limits{PerNode: 100, PerNamespace: 1, Total: 100, OtherEvictionsFor: &metav1.Duration{}})
+	own := NewBook(enforcerv1alpha1.Limits{PerNode: 100, PerNamespace: 1, Total: 100, OtherEvictionsFor: &metav1.Duration{}})
 	if hold, why, _ := own.CapReached(c, candidate, now); hold != "" {
 		t.Errorf("otherEvictionsFor 0: held by %q (%s)", hold, why)
 	}

@@ -122,7 +122,11 @@ func richCluster() (*explain.Cluster, []runtime.Object) {
 	node("rsz-a", "rsz")
 	node("rsz-b", "rsz")
 	resized := pod("resized", "rsz-a", "100m")
-	resized.Status.ContainerStatuses = []v1.ContainerStatus{{Name: resized.Spec.Containers[0].Name, AllocatedResources: v1.ResourceList{v1.ResourceCPU: resourceMust("3500m")}}}
+	// A kubelet reports both what it allocated and what is actuated; every
+	// line reads the status only when the actuated resources are there.
+	resized.Status.ContainerStatuses = []v1.ContainerStatus{{Name: resized.Spec.Containers[0].Name,
+		AllocatedResources: v1.ResourceList{v1.ResourceCPU: resourceMust("3500m")},
+		Resources:          &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resourceMust("3500m")}}}}
 	resized.Status.Conditions = append(resized.Status.Conditions, v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue})
 	pod("small-rsz", "rsz-b", "500m")
 	workload("rsz", "1", 0)
@@ -130,7 +134,9 @@ func richCluster() (*explain.Cluster, []runtime.Object) {
 	node("inf-a", "inf")
 	node("inf-b", "inf")
 	upsized := pod("upsized", "inf-a", "3500m")
-	upsized.Status.ContainerStatuses = []v1.ContainerStatus{{Name: upsized.Spec.Containers[0].Name, AllocatedResources: v1.ResourceList{v1.ResourceCPU: resourceMust("100m")}}}
+	upsized.Status.ContainerStatuses = []v1.ContainerStatus{{Name: upsized.Spec.Containers[0].Name,
+		AllocatedResources: v1.ResourceList{v1.ResourceCPU: resourceMust("100m")},
+		Resources:          &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resourceMust("100m")}}}}
 	upsized.Status.Conditions = append(upsized.Status.Conditions, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonInfeasible})
 	pod("small-inf", "inf-b", "500m")
 	workload("inf", "1", 0)

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -122,13 +123,18 @@ func (o *explainOptions) run(ctx context.Context, args []string) error {
 
 // write prints res in the requested format.
 func write(w io.Writer, res *explainv1alpha1.PlacementExplanation, format string) error {
+	return writeAs(w, res, format, func() error { return explain.PrintTable(w, res, format == "wide") })
+}
+
+// writeAs prints obj as -o json or yaml asks, else as table prints it.
+func writeAs(w io.Writer, obj runtime.Object, format string, table func() error) error {
 	switch format {
 	case "json":
-		return (&printers.JSONPrinter{}).PrintObj(res, w)
+		return (&printers.JSONPrinter{}).PrintObj(obj, w)
 	case "yaml":
-		return (&printers.YAMLPrinter{}).PrintObj(res, w)
+		return (&printers.YAMLPrinter{}).PrintObj(obj, w)
 	default:
-		return explain.PrintTable(w, res, format == "wide")
+		return table()
 	}
 }
 

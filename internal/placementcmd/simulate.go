@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -489,12 +488,5 @@ func (o *simulateOptions) progress(start time.Time) func(done, total int) {
 }
 
 func writeSimulation(w io.Writer, res *simulatev1alpha1.PlacementSimulation, format string) error {
-	switch format {
-	case "json":
-		return (&printers.JSONPrinter{}).PrintObj(res, w)
-	case "yaml":
-		return (&printers.YAMLPrinter{}).PrintObj(res, w)
-	default:
-		return simulate.PrintTable(w, res)
-	}
+	return writeAs(w, res, format, func() error { return simulate.PrintTable(w, res) })
 }
